@@ -1,0 +1,29 @@
+"""Gantt's configuration options, one module per option group.
+
+Every service reads the same file (``/etc/gantt/gantt.conf``) whose groups and
+option names follow nova.conf. Importing this package registers all options
+on the global ``CONF`` object; nothing reads an option's value at import time.
+
+Example::
+
+    from scheduler import conf
+    CONF = conf.CONF
+    CONF(['--config-file', '/etc/gantt/gantt.conf'], project='gantt')
+    print(CONF.scheduler.max_attempts)
+"""
+
+from oslo_config import cfg
+
+from scheduler.conf import compute
+from scheduler.conf import conductor
+from scheduler.conf import database
+from scheduler.conf import default
+from scheduler.conf import filter_scheduler
+from scheduler.conf import scheduler
+from scheduler.conf import upgrade_levels
+
+CONF = cfg.CONF
+
+for _module in (default, database, scheduler, filter_scheduler,
+                upgrade_levels, conductor, compute):
+    _module.register_opts(CONF)

@@ -1,0 +1,84 @@
+"""Options of the fake-virt compute agent (``[fake_virt]``, reserved space).
+
+The compute agent is the demo's and the tests' stand-in for nova-compute: it
+spawns nothing, but reports nodes with the capacity set here.
+"""
+
+from oslo_config import cfg
+
+reserved_opts = [
+    cfg.IntOpt('reserved_host_memory_mb',
+               default=512,
+               min=0,
+               help="""
+Memory in MB kept for the host itself, never given to instances.
+"""),
+    cfg.IntOpt('reserved_host_disk_mb',
+               default=0,
+               min=0,
+               help="""
+Disk space in MB kept for the host itself, never given to instances.
+"""),
+    cfg.IntOpt('reserved_host_cpus',
+               default=0,
+               min=0,
+               help="""
+Number of physical CPUs kept for the host itself, never given to instances.
+"""),
+]
+
+fake_virt_group = cfg.OptGroup(
+    'fake_virt',
+    title='Fake virt driver options',
+    help="The nodes a gantt-compute agent pretends to run.")
+
+fake_virt_opts = [
+    cfg.IntOpt('node_count',
+               default=1,
+               min=1,
+               help="""
+Number of compute nodes this agent reports.
+
+With one node its name is ``host``; with more, ``<host>-<n>``.
+"""),
+    cfg.IntOpt('vcpus', default=16, min=1,
+               help="Physical CPUs of each node."),
+    cfg.IntOpt('memory_mb', default=65536, min=1,
+               help="Memory of each node, in MB."),
+    cfg.IntOpt('local_gb', default=1000, min=1,
+               help="Local disk of each node, in GB."),
+    cfg.StrOpt('hypervisor_type', default='fake',
+               help="Hypervisor type reported for each node."),
+    cfg.IntOpt('hypervisor_version', default=1000,
+               help="Hypervisor version reported for each node."),
+    cfg.StrOpt('host_ip', default='127.0.0.1',
+               help="IP address reported for the nodes of this host."),
+    cfg.FloatOpt('spawn_time',
+                 default=0.0,
+                 min=0.0,
+                 help="""
+Seconds a spawn takes; 0 spawns at once.
+"""),
+    cfg.FloatOpt('build_failure_rate',
+                 default=0.0,
+                 min=0.0,
+                 max=1.0,
+                 help="""
+Fraction of builds that fail on purpose, for testing reschedules.
+
+Possible values:
+
+* 0.0: every build succeeds (the default).
+* 1.0: every build fails.
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_opts(reserved_opts)
+    conf.register_group(fake_virt_group)
+    conf.register_opts(fake_virt_opts, group=fake_virt_group)
+
+
+def list_opts():
+    return {'DEFAULT': reserved_opts, fake_virt_group: fake_virt_opts}

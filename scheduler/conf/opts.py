@@ -1,0 +1,29 @@
+"""Entry point for oslo-config-generator: every option Gantt registers.
+
+``etc/gantt/gantt-config-generator.conf`` names the namespace ``gantt``,
+which resolves to :func:`list_opts` below.
+"""
+
+import collections
+
+from scheduler.conf import compute
+from scheduler.conf import conductor
+from scheduler.conf import database
+from scheduler.conf import default
+from scheduler.conf import filter_scheduler
+from scheduler.conf import scheduler
+from scheduler.conf import upgrade_levels
+
+_MODULES = (default, database, scheduler, filter_scheduler, upgrade_levels,
+            conductor, compute)
+
+
+def list_opts():
+    """Return ``[(group, [opts])]`` as oslo-config-generator expects."""
+    by_group = collections.OrderedDict()
+    for module in _MODULES:
+        for group, opts in module.list_opts().items():
+            key = group if isinstance(group, str) else group.name
+            entry = by_group.setdefault(key, [group, []])
+            entry[1].extend(opts)
+    return [(group, opts) for group, opts in by_group.values()]

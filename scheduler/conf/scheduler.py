@@ -1,0 +1,103 @@
+"""Options of the ``[scheduler]`` group: the scheduler service itself."""
+
+from oslo_config import cfg
+
+scheduler_group = cfg.OptGroup(
+    'scheduler',
+    title='Scheduler service options',
+    help="How the gantt-scheduler service runs: its driver, workers and "
+         "periodic tasks.")
+
+scheduler_opts = [
+    cfg.StrOpt('driver',
+               default='filter_scheduler',
+               help="""
+The scheduler driver to use.
+
+Drivers are loaded by name from the ``gantt.scheduler.driver`` entry point
+namespace. An unknown name stops the service at start-up with the list of
+drivers that are installed.
+
+Possible values:
+
+* ``filter_scheduler``: filters, then weighers, then a claim (the default).
+* ``caching_scheduler``: the same, with host states that only a periodic task
+  refreshes.
+* ``chance_scheduler``: a random host whose compute service is up.
+* The name of any other installed driver entry point.
+"""),
+    cfg.IntOpt('workers',
+               min=1,
+               help="""
+Number of scheduler worker processes.
+
+Possible values:
+
+* unset: one worker per CPU of this host.
+* A positive integer.
+"""),
+    cfg.IntOpt('max_attempts',
+               default=3,
+               min=1,
+               help="""
+Maximum number of hosts tried for one instance.
+
+``select_destinations`` returns the chosen host followed by up to
+``max_attempts - 1`` alternates, which the conductor uses when a build fails.
+
+Possible values:
+
+* A positive integer.
+"""),
+    cfg.IntOpt('discover_hosts_in_cells_interval',
+               default=-1,
+               min=-1,
+               help="""
+Periodic task interval for mapping new compute nodes, in seconds.
+
+A compute node is not scheduled onto until it is mapped. Either run
+``gantt-manage discover_hosts`` after adding computes, or let the scheduler
+do it periodically. Only one scheduler at a time performs the mapping.
+
+Possible values:
+
+* -1 or 0: disabled (the default).
+* A positive integer: seconds between discoveries.
+"""),
+    cfg.IntOpt('periodic_task_interval',
+               default=60,
+               help="""
+Periodic task interval of the scheduler driver, in seconds.
+
+The caching scheduler refreshes its host cache at this interval.
+
+Possible values:
+
+* A positive integer.
+* 0: run at the default rate of the periodic task runner.
+* A negative integer: disable the periodic tasks of the driver.
+"""),
+    cfg.FloatOpt('host_state_refresh_interval',
+                 default=1.0,
+                 min=0.05,
+                 help="""
+Seconds between incremental refreshes of the filter scheduler's host cache.
+
+The refresh reads only the compute nodes and services that changed since the
+last one. A stale cache can cost a failed claim and a retry, never an
+overfilled host, because claims are checked in SQL.
+
+Related options:
+
+* ``[scheduler] driver``: the caching scheduler ignores this option.
+"""),
+]
+
+
+def register_opts(conf):
+    conf.register_group(scheduler_group)
+    conf.register_opts(scheduler_opts, group=scheduler_group)
+
+
+def list_opts():
+    return {scheduler_group: scheduler_opts}

@@ -1,0 +1,147 @@
+"""Claims: the only way usage on a compute node changes.
+
+A claim is one conditional UPDATE of the node's usage columns that succeeds
+only if every requested resource still fits under the node's capacity, plus
+the INSERT of the allocation row, in one transaction. Two schedulers racing
+for the last room on a node cannot both win: the database evaluates the
+condition against the row as it is when the UPDATE takes its lock.
+
+Capacity follows Nova's filters: ``total * allocation_ratio - reserved``,
+with the scheduler's ``[filter_scheduler] *_allocation_ratio`` used for nodes
+that report no ratio of their own::
+
+    with db_api.writer() as session:
+        won = claims.claim_resources(session, node_id, instance_uuid,
+                                     claims.Resources(2, 4096, 40))
+"""
+
+import collections
+
+import sqlalchemy as sa
+
+from scheduler import conf
+from scheduler.db import models
+
+CONF = conf.CONF
+
+Resources = collections.namedtuple('Resources', 'vcpus memory_mb disk_gb')
+
+_NODE = models.ComputeNode.__table__
+_ALLOC = models.Allocation.__table__
+
+# resource field -> (used column, total column, ratio column, reserved
+# column, option name of the default ratio)
+RESOURCE_COLUMNS = {
+    'vcpus': ('vcpus_used', 'vcpus', 'cpu_allocation_ratio',
+              'reserved_vcpus', 'cpu_allocation_ratio'),
+    'memory_mb': ('memory_mb_used', 'memory_mb', 'ram_allocation_ratio',
+                  'reserved_memory_mb', 'ram_allocation_ratio'),
+    'disk_gb': ('local_gb_used', 'local_gb', 'disk_allocation_ratio',
+                'reserved_disk_gb', 'disk_allocation_ratio'),
+}
+
+
+def capacity_expression(resource):
+    """SQL expression of a node's capacity for one resource."""
+    _used, total, ratio, reserved, option = RESOURCE_COLUMNS[resource]
+    default_ratio = getattr(CONF.filter_scheduler, option)
+    return (_NODE.c[total] * sa.func.coalesce(_NODE.c[ratio], default_ratio)
+            - _NODE.c[reserved])
+
+
+def claim_resources(session, compute_node_id, consumer_uuid, resources):
+    """Claim ``resources`` on the node for the consumer; True if it fit.
+
+    Resources asked in zero amounts are not checked, so a node that is over
+    capacity after its ratio was lowered still takes zero-sized claims. The
+    caller owns the transaction; on False nothing was written.
+    """
+    conditions = [_NODE.c.id == compute_node_id]
+    values = {'generation': _NODE.c.generation + 1,
+              'updated_at': models.utcnow()}
+    for field in Resources._fields:
+        amount = getattr(resources, field)
+        used = RESOURCE_COLUMNS[field][0]
+        values[used] = _NODE.c[used] + amount
+        if amount > 0:
+            conditions.append(_NODE.c[used] + amount
+                              <= capacity_expression(field))
+    result = session.execute(
+        sa.update(_NODE).where(*conditions).values(**values))
+    if result.rowcount != 1:
+        return False
+    session.execute(sa.insert(_ALLOC).values(
+        consumer_uuid=consumer_uuid, compute_node_id=compute_node_id,
+        vcpus=resources.vcpus, memory_mb=resources.memory_mb,
+        disk_gb=resources.disk_gb, created_at=models.utcnow()))
+    return True
+
+
+def release_resources(session, consumer_uuid, compute_node_id=None):
+    """Drop the consumer's allocations (on one node, or all of them).
+
+    Returns the list of ``(compute_node_id, Resources)`` released; an
+    unknown consumer releases nothing.
+    """
+    query = sa.select(_ALLOC).where(_ALLOC.c.consumer_uuid == consumer_uuid)
+    if compute_node_id is not None:
+        query = query.where(_ALLOC.c.compute_node_id == compute_node_id)
+    released = []
+    for row in session.execute(query.with_for_update()).all():
+        amounts = Resources(row.vcpus, row.memory_mb, row.disk_gb)
+        values = {'generation': _NODE.c.generation + 1,
+                  'updated_at': models.utcnow()}
+        for field in Resources._fields:
+            used = RESOURCE_COLUMNS[field][0]
+            values[used] = _NODE.c[used] - getattr(amounts, field)
+        session.execute(sa.update(_NODE)
+                        .where(_NODE.c.id == row.compute_node_id)
+                        .values(**values))
+        session.execute(sa.delete(_ALLOC).where(_ALLOC.c.id == row.id))
+        released.append((row.compute_node_id, amounts))
+    return released
+
+
+def get_allocations(session, consumer_uuid):
+    """``[(compute_node_id, Resources)]`` the consumer holds."""
+    rows = session.execute(
+        sa.select(_ALLOC).where(_ALLOC.c.consumer_uuid == consumer_uuid))
+    return [(row.compute_node_id,
+             Resources(row.vcpus, row.memory_mb, row.disk_gb))
+            for row in rows]
+
+
+def find_inconsistent_nodes(session):
+    """Nodes whose usage columns differ from their allocations or capacity.
+
+    Returns a list of ``(node row, [problem strings])``; empty when all is
+    well. Used by ``gantt-manage db check``.
+    """
+    sums = (sa.select(_ALLOC.c.compute_node_id,
+                      sa.func.sum(_ALLOC.c.vcpus).label('vcpus'),
+                      sa.func.sum(_ALLOC.c.memory_mb).label('memory_mb'),
+                      sa.func.sum(_ALLOC.c.disk_gb).label('disk_gb'))
+            .group_by(_ALLOC.c.compute_node_id).subquery())
+    query = (sa.select(_NODE, sums.c.vcpus.label('alloc_vcpus'),
+                       sums.c.memory_mb.label('alloc_memory_mb'),
+                       sums.c.disk_gb.label('alloc_disk_gb'),
+                       *[capacity_expression(f).label('cap_' + f)
+                         for f in Resources._fields])
+             .outerjoin(sums, sums.c.compute_node_id == _NODE.c.id)
+             .order_by(_NODE.c.host, _NODE.c.hypervisor_hostname))
+    problems = []
+    for row in session.execute(query):
+        found = []
+        for field in Resources._fields:
+            used = getattr(row, RESOURCE_COLUMNS[field][0])
+            allocated = getattr(row, 'alloc_' + field) or 0
+            capacity = getattr(row, 'cap_' + field)
+            if used != allocated:
+                found.append('%s used %s but allocations sum to %s'
+                             % (field, used, allocated))
+            if used > capacity:
+                found.append('%s used %s exceeds capacity %s'
+                             % (field, used, capacity))
+        if found:
+            problems.append((row, found))
+    return problems

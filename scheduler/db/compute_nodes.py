@@ -1,0 +1,110 @@
+"""Queries over ``compute_nodes``: inventory reports, reads, host mapping.
+
+The conductor writes inventory on behalf of compute agents; the scheduler
+reads the table to build its host cache, incrementally: it fetches every
+node's generation (cheap), then the full rows of the nodes whose generation
+changed::
+
+    changed = compute_nodes.changed_since(session, cached_generations)
+"""
+
+import sqlalchemy as sa
+
+from scheduler.db import models
+
+_NODE = models.ComputeNode.__table__
+
+# Columns a compute agent reports; anything else in a report is refused.
+INVENTORY_FIELDS = (
+    'vcpus', 'memory_mb', 'local_gb', 'reserved_vcpus', 'reserved_memory_mb',
+    'reserved_disk_gb', 'cpu_allocation_ratio', 'ram_allocation_ratio',
+    'disk_allocation_ratio', 'hypervisor_type', 'hypervisor_version',
+    'host_ip', 'supported_instances', 'stats', 'metrics', 'num_instances',
+    'io_workload',
+)
+
+
+def report_inventory(session, uuid, host, nodename, inventory):
+    """Create or update a node from a compute agent's report.
+
+    Usage columns are never taken from a report: they are the sum of the
+    node's allocations. Returns the node row's id.
+    """
+    unknown = set(inventory) - set(INVENTORY_FIELDS)
+    if unknown:
+        raise ValueError('unknown inventory fields: %s'
+                         % ', '.join(sorted(unknown)))
+    existing = session.execute(
+        sa.select(_NODE.c.id, _NODE.c.uuid, _NODE.c.host,
+                  _NODE.c.hypervisor_hostname)
+        .where(_NODE.c.uuid == uuid)).first()
+    now = models.utcnow()
+    if existing is None:
+        result = session.execute(sa.insert(_NODE).values(
+            uuid=uuid, host=host, hypervisor_hostname=nodename,
+            created_at=now, updated_at=now, generation=1, mapped=False,
+            **inventory))
+        return result.inserted_primary_key[0]
+    session.execute(
+        sa.update(_NODE).where(_NODE.c.id == existing.id)
+        .values(host=host, hypervisor_hostname=nodename, updated_at=now,
+                generation=_NODE.c.generation + 1, **inventory))
+    return existing.id
+
+
+def get_generations(session):
+    """``{node id: generation}`` of every node."""
+    rows = session.execute(sa.select(_NODE.c.id, _NODE.c.generation))
+    return {row.id: row.generation for row in rows}
+
+
+def get_nodes(session, ids=None, mapped_only=False):
+    """Full rows of the nodes (all, or those with the given ids)."""
+    query = sa.select(_NODE).order_by(_NODE.c.id)
+    if ids is not None:
+        query = query.where(_NODE.c.id.in_(list(ids)))
+    if mapped_only:
+        query = query.where(_NODE.c.mapped.is_(True))
+    return session.execute(query).all()
+
+
+def changed_since(session, known_generations):
+    """Rows changed since ``{id: generation}``, and the ids now gone.
+
+    Returns ``(changed rows, removed ids)``.
+    """
+    current = get_generations(session)
+    changed = [node_id for node_id, generation in current.items()
+               if known_generations.get(node_id) != generation]
+    removed = [node_id for node_id in known_generations
+               if node_id not in current]
+    rows = []
+    for start in range(0, len(changed), 500):
+        rows.extend(get_nodes(session, ids=changed[start:start + 500]))
+    return rows, removed
+
+
+def get_node_by_uuid(session, uuid):
+    return session.execute(
+        sa.select(_NODE).where(_NODE.c.uuid == uuid)).first()
+
+
+def get_node_by_name(session, host, nodename):
+    return session.execute(
+        sa.select(_NODE).where(_NODE.c.host == host,
+                               _NODE.c.hypervisor_hostname == nodename)
+    ).first()
+
+
+def map_unmapped_nodes(session):
+    """Mark every unmapped node mapped; return the rows newly mapped."""
+    rows = session.execute(
+        sa.select(_NODE).where(_NODE.c.mapped.is_(False))
+        .order_by(_NODE.c.host, _NODE.c.hypervisor_hostname)
+        .with_for_update()).all()
+    if rows:
+        session.execute(
+            sa.update(_NODE).where(_NODE.c.id.in_([r.id for r in rows]))
+            .values(mapped=True, generation=_NODE.c.generation + 1,
+                    updated_at=models.utcnow()))
+    return rows

@@ -1,0 +1,225 @@
+"""SQLAlchemy 2 typed models of every table Gantt keeps.
+
+The schema is created only by the alembic migrations in ``migrations/``; a
+test checks that these models and the migrations agree. Usage columns on
+``compute_nodes`` (``*_used``) always equal the sum of the node's rows in
+``allocations``: both are written in the same transaction by
+:mod:`scheduler.db.claims`, and ``gantt-manage db check`` verifies it.
+"""
+
+import datetime
+import json
+from typing import Any
+from typing import Optional
+
+import sqlalchemy as sa
+from sqlalchemy import orm
+from sqlalchemy.dialects import mysql
+
+NAMING_CONVENTION = {
+    'ix': 'ix_%(table_name)s_%(column_0_N_name)s',
+    'uq': 'uq_%(table_name)s_%(column_0_N_name)s',
+    'ck': 'ck_%(table_name)s_%(constraint_name)s',
+    'fk': 'fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s',
+    'pk': 'pk_%(table_name)s',
+}
+
+# Microsecond timestamps on MariaDB/MySQL too (DATETIME defaults to seconds).
+Timestamp = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), 'mysql',
+                                       'mariadb')
+
+
+def utcnow():
+    """Naive UTC now, the form every timestamp column stores."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+class JSONText(sa.types.TypeDecorator):
+    """A JSON document stored as TEXT, identical on every database."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def process_bind_param(self, value, dialect):
+        if value is None:
+            return None
+        return json.dumps(value, sort_keys=True)
+
+    def process_result_value(self, value, dialect):
+        if value is None:
+            return None
+        return json.loads(value)
+
+
+class Base(orm.DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class TimestampMixin:
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        Timestamp, default=utcnow)
+    updated_at: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(
+        Timestamp, onupdate=utcnow)
+
+
+class Service(TimestampMixin, Base):
+    """One running service (binary on host) and its heartbeat."""
+
+    __tablename__ = 'services'
+    __table_args__ = (sa.UniqueConstraint('host', 'binary'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    binary: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    topic: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    disabled: orm.Mapped[bool] = orm.mapped_column(default=False)
+    disabled_reason: orm.Mapped[Optional[str]] = orm.mapped_column(
+        sa.String(255))
+    forced_down: orm.Mapped[bool] = orm.mapped_column(default=False)
+    last_seen_up: orm.Mapped[Optional[datetime.datetime]] = (
+        orm.mapped_column(Timestamp))
+    report_count: orm.Mapped[int] = orm.mapped_column(default=0)
+
+
+class ComputeNode(TimestampMixin, Base):
+    """One hypervisor node: inventory, usage, facts, and its generation.
+
+    ``generation`` is bumped by every write to the row (inventory report,
+    claim, release, mapping), so a reader can tell which rows changed by
+    comparing generations.
+    """
+
+    __tablename__ = 'compute_nodes'
+    __table_args__ = (sa.UniqueConstraint('host', 'hypervisor_hostname'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255), index=True)
+    hypervisor_hostname: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    vcpus: orm.Mapped[int] = orm.mapped_column(default=0)
+    memory_mb: orm.Mapped[int] = orm.mapped_column(default=0)
+    local_gb: orm.Mapped[int] = orm.mapped_column(default=0)
+    vcpus_used: orm.Mapped[int] = orm.mapped_column(default=0)
+    memory_mb_used: orm.Mapped[int] = orm.mapped_column(default=0)
+    local_gb_used: orm.Mapped[int] = orm.mapped_column(default=0)
+    reserved_vcpus: orm.Mapped[int] = orm.mapped_column(default=0)
+    reserved_memory_mb: orm.Mapped[int] = orm.mapped_column(default=0)
+    reserved_disk_gb: orm.Mapped[int] = orm.mapped_column(default=0)
+    cpu_allocation_ratio: orm.Mapped[Optional[float]] = orm.mapped_column()
+    ram_allocation_ratio: orm.Mapped[Optional[float]] = orm.mapped_column()
+    disk_allocation_ratio: orm.Mapped[Optional[float]] = orm.mapped_column()
+    hypervisor_type: orm.Mapped[Optional[str]] = orm.mapped_column(
+        sa.String(255))
+    hypervisor_version: orm.Mapped[int] = orm.mapped_column(default=0)
+    host_ip: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(39))
+    supported_instances: orm.Mapped[Optional[Any]] = orm.mapped_column(
+        JSONText)
+    stats: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
+    metrics: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
+    num_instances: orm.Mapped[int] = orm.mapped_column(default=0)
+    io_workload: orm.Mapped[int] = orm.mapped_column(default=0)
+    mapped: orm.Mapped[bool] = orm.mapped_column(default=False)
+    generation: orm.Mapped[int] = orm.mapped_column(default=0)
+
+
+class Aggregate(TimestampMixin, Base):
+    __tablename__ = 'aggregates'
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    name: orm.Mapped[str] = orm.mapped_column(sa.String(255), unique=True)
+
+
+class AggregateHost(Base):
+    __tablename__ = 'aggregate_hosts'
+    __table_args__ = (sa.UniqueConstraint('aggregate_id', 'host'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    aggregate_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('aggregates.id', ondelete='CASCADE'))
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255), index=True)
+
+
+class AggregateMetadata(Base):
+    __tablename__ = 'aggregate_metadata'
+    __table_args__ = (sa.UniqueConstraint('aggregate_id', 'key'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    aggregate_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('aggregates.id', ondelete='CASCADE'))
+    key: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    value: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+
+
+class Instance(TimestampMixin, Base):
+    """A server as the conductor tracks it, from BUILDING to its end."""
+
+    __tablename__ = 'instances'
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    display_name: orm.Mapped[Optional[str]] = orm.mapped_column(
+        sa.String(255))
+    project_id: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    user_id: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    host: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255),
+                                                        index=True)
+    node: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    vm_state: orm.Mapped[str] = orm.mapped_column(sa.String(32),
+                                                  index=True)
+    task_state: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(32))
+    availability_zone: orm.Mapped[Optional[str]] = orm.mapped_column(
+        sa.String(255))
+    flavor: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
+    request_spec: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
+    fault: orm.Mapped[Optional[str]] = orm.mapped_column(sa.Text)
+    launched_at: orm.Mapped[Optional[datetime.datetime]] = (
+        orm.mapped_column(Timestamp))
+
+
+class InstanceGroup(TimestampMixin, Base):
+    """A server group and its placement policy."""
+
+    __tablename__ = 'instance_groups'
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    name: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    project_id: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    user_id: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    policy: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    rules: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
+
+
+class InstanceGroupMember(Base):
+    __tablename__ = 'instance_group_members'
+    __table_args__ = (sa.UniqueConstraint('group_id', 'instance_uuid'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    group_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('instance_groups.id', ondelete='CASCADE'))
+    instance_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36),
+                                                       index=True)
+
+
+class Allocation(Base):
+    """Resources one consumer (an instance, or a migration) holds on a node.
+
+    The only truth for usage: the ``*_used`` columns of compute_nodes are
+    kept equal to the sum of these rows.
+    """
+
+    __tablename__ = 'allocations'
+    __table_args__ = (
+        sa.UniqueConstraint('consumer_uuid', 'compute_node_id'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    consumer_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36),
+                                                       index=True)
+    compute_node_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('compute_nodes.id', ondelete='CASCADE'), index=True)
+    vcpus: orm.Mapped[int] = orm.mapped_column(default=0)
+    memory_mb: orm.Mapped[int] = orm.mapped_column(default=0)
+    disk_gb: orm.Mapped[int] = orm.mapped_column(default=0)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        Timestamp, default=utcnow)

@@ -1,0 +1,67 @@
+"""Queries over ``services``: registration, heartbeats, enable/disable.
+
+A service is up when it reported within ``[DEFAULT] service_down_time``
+seconds and is not forced down (:func:`is_up`).
+"""
+
+import datetime
+
+import sqlalchemy as sa
+
+from scheduler import conf
+from scheduler.db import models
+
+CONF = conf.CONF
+_SERVICE = models.Service.__table__
+
+
+def report_alive(session, host, binary, topic):
+    """Record a heartbeat, creating the service row on first report.
+
+    Returns the service row as it is after the heartbeat.
+    """
+    now = models.utcnow()
+    result = session.execute(
+        sa.update(_SERVICE)
+        .where(_SERVICE.c.host == host, _SERVICE.c.binary == binary)
+        .values(last_seen_up=now, updated_at=now, topic=topic,
+                report_count=_SERVICE.c.report_count + 1))
+    if result.rowcount == 0:
+        session.execute(sa.insert(_SERVICE).values(
+            host=host, binary=binary, topic=topic, disabled=False,
+            forced_down=False, last_seen_up=now, report_count=1,
+            created_at=now, updated_at=now))
+    return get_service(session, host, binary)
+
+
+def get_service(session, host, binary):
+    return session.execute(
+        sa.select(_SERVICE).where(_SERVICE.c.host == host,
+                                  _SERVICE.c.binary == binary)).first()
+
+
+def list_services(session, binary=None):
+    query = sa.select(_SERVICE).order_by(_SERVICE.c.binary, _SERVICE.c.host)
+    if binary is not None:
+        query = query.where(_SERVICE.c.binary == binary)
+    return session.execute(query).all()
+
+
+def set_disabled(session, host, binary, disabled, reason=None):
+    """Disable or enable a service; False if there is no such service."""
+    result = session.execute(
+        sa.update(_SERVICE)
+        .where(_SERVICE.c.host == host, _SERVICE.c.binary == binary)
+        .values(disabled=disabled,
+                disabled_reason=reason if disabled else None,
+                updated_at=models.utcnow()))
+    return result.rowcount == 1
+
+
+def is_up(service, now=None):
+    """True if the service row heartbeated within service_down_time."""
+    if service is None or service.forced_down or not service.last_seen_up:
+        return False
+    now = now or models.utcnow()
+    window = datetime.timedelta(seconds=CONF.service_down_time)
+    return now - service.last_seen_up <= window

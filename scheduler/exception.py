@@ -1,0 +1,92 @@
+"""Exceptions that cross module and RPC boundaries.
+
+Every exception carries a message built from keyword arguments, so that the
+text an operator reads names the thing that went wrong::
+
+    raise exception.ComputeNodeNotFound(uuid=node_uuid)
+
+Exceptions listed in ``@messaging.expected_exceptions`` on an RPC endpoint
+reach the caller as themselves (oslo.messaging re-raises them by class name
+when the module is importable on the client side).
+"""
+
+
+class GanttException(Exception):
+    """Base class: ``msg_fmt`` is formatted with the keyword arguments."""
+
+    msg_fmt = "An unknown error occurred."
+
+    def __init__(self, message=None, **kwargs):
+        self.kwargs = kwargs
+        if message is None:
+            try:
+                message = self.msg_fmt % kwargs
+            except (KeyError, TypeError):
+                message = self.msg_fmt
+        self.message = message
+        super().__init__(message)
+
+    def __str__(self):
+        return self.message
+
+
+class ConfigError(GanttException):
+    msg_fmt = "Configuration error: %(reason)s"
+
+
+class PluginNotFound(ConfigError):
+    msg_fmt = ("Unknown %(kind)s %(name)r. Available %(kind)ss: "
+               "%(available)s")
+
+
+class PluginLoadFailed(ConfigError):
+    msg_fmt = "The %(kind)s %(name)r could not be loaded: %(reason)s"
+
+
+class DatabaseUnavailable(GanttException):
+    msg_fmt = "Cannot use the database at %(url)s: %(reason)s"
+
+
+class DatabaseNotSynced(GanttException):
+    msg_fmt = ("The database at %(url)s has no Gantt schema or an old one "
+               "(at %(current)s, code expects %(expected)s); run "
+               "'gantt-manage db sync'.")
+
+
+class MessagingUnavailable(GanttException):
+    msg_fmt = "Cannot reach the message broker at %(url)s: %(reason)s"
+
+
+class NoValidHost(GanttException):
+    msg_fmt = "No valid host was found. %(reason)s"
+
+
+class MaxRetriesExceeded(NoValidHost):
+    msg_fmt = "Exceeded maximum number of retries. %(reason)s"
+
+
+class InvalidRequest(GanttException):
+    """A malformed or inconsistent RPC payload; nothing was changed."""
+
+    msg_fmt = "Invalid request: %(reason)s"
+
+
+class NotFound(GanttException):
+    msg_fmt = "Resource could not be found."
+
+
+class ComputeNodeNotFound(NotFound):
+    msg_fmt = "Compute node %(ident)s could not be found."
+
+
+class ServiceNotFound(NotFound):
+    msg_fmt = "Service %(ident)s could not be found."
+
+
+class InstanceNotFound(NotFound):
+    msg_fmt = "Instance %(uuid)s could not be found."
+
+
+class ClaimFailed(GanttException):
+    msg_fmt = ("Claim of %(resources)s for instance %(instance)s on node "
+               "%(node)s failed: the node no longer has room.")

@@ -1,0 +1,258 @@
+"""RequestSpec and the objects it carries: what a boot asks of a host.
+
+The conductor builds one RequestSpec per boot request (``num_instances``
+servers of one flavor) and sends it to the scheduler. Older clients send
+Nova's legacy ``request_spec`` and ``filter_properties`` dicts instead;
+:meth:`RequestSpec.from_primitives` turns them into the same object::
+
+    spec = RequestSpec.from_primitives(request_spec, filter_properties)
+    spec.resources()   # Resources(vcpus=2, memory_mb=4096, disk_gb=41)
+"""
+
+import math
+
+from oslo_versionedobjects import fields
+
+from scheduler.db import claims
+from scheduler import exception
+from scheduler.objects import base
+
+
+@base.GanttObjectRegistry.register
+class Flavor(base.GanttObject):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    fields = {
+        'name': fields.StringField(nullable=True, default=None),
+        'flavorid': fields.StringField(nullable=True, default=None),
+        'vcpus': fields.IntegerField(),
+        'memory_mb': fields.IntegerField(),
+        'root_gb': fields.IntegerField(default=0),
+        'ephemeral_gb': fields.IntegerField(default=0),
+        'swap': fields.IntegerField(default=0),
+        'extra_specs': fields.DictOfStringsField(default={}),
+    }
+
+
+@base.GanttObjectRegistry.register
+class ImageMeta(base.GanttObject):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    fields = {
+        'id': fields.StringField(nullable=True, default=None),
+        'name': fields.StringField(nullable=True, default=None),
+        'properties': fields.DictOfNullableStringsField(default={}),
+    }
+
+
+@base.GanttObjectRegistry.register
+class Destination(base.GanttObject):
+    """Where a request must go: a host, a node, or a set of aggregates."""
+
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    fields = {
+        'host': fields.StringField(nullable=True, default=None),
+        'node': fields.StringField(nullable=True, default=None),
+        'aggregates': fields.ListOfStringsField(nullable=True, default=None),
+    }
+
+
+@base.GanttObjectRegistry.register
+class SchedulerRetries(base.GanttObject):
+    """The hosts already tried for an instance, as ``[host, node]`` pairs."""
+
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    fields = {
+        'num_attempts': fields.IntegerField(default=0),
+        'hosts': fields.ListOfListsOfStringsField(default=[]),
+    }
+
+
+@base.GanttObjectRegistry.register
+class InstanceGroup(base.GanttObject):
+    """A server group as the scheduler sees it (policy, members' hosts)."""
+
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    fields = {
+        'uuid': fields.UUIDField(),
+        'name': fields.StringField(nullable=True, default=None),
+        'policy': fields.StringField(),
+        'rules': fields.DictOfStringsField(default={}),
+        'members': fields.ListOfStringsField(default=[]),
+        'hosts': fields.ListOfStringsField(default=[]),
+    }
+
+
+@base.GanttObjectRegistry.register
+class RequestSpec(base.GanttObject):
+    # Version 1.0: Initial version
+    VERSION = '1.0'
+
+    fields = {
+        'instance_uuid': fields.UUIDField(nullable=True, default=None),
+        'num_instances': fields.IntegerField(default=1),
+        'project_id': fields.StringField(nullable=True, default=None),
+        'user_id': fields.StringField(nullable=True, default=None),
+        'availability_zone': fields.StringField(nullable=True,
+                                                default=None),
+        'flavor': fields.ObjectField('Flavor'),
+        'image': fields.ObjectField('ImageMeta', nullable=True,
+                                    default=None),
+        'scheduler_hints': fields.DictOfListOfStringsField(default={}),
+        'ignore_hosts': fields.ListOfStringsField(nullable=True,
+                                                  default=None),
+        'force_hosts': fields.ListOfStringsField(nullable=True,
+                                                 default=None),
+        'force_nodes': fields.ListOfStringsField(nullable=True,
+                                                 default=None),
+        'requested_destination': fields.ObjectField(
+            'Destination', nullable=True, default=None),
+        'retry': fields.ObjectField('SchedulerRetries', nullable=True,
+                                    default=None),
+        'instance_group': fields.ObjectField('InstanceGroup',
+                                             nullable=True, default=None),
+        'is_rebuild': fields.BooleanField(default=False),
+    }
+
+    def resources(self):
+        """The claim one instance of this spec needs."""
+        flavor = self.flavor
+        disk_gb = (flavor.root_gb + flavor.ephemeral_gb
+                   + int(math.ceil(flavor.swap / 1024.0)))
+        return claims.Resources(flavor.vcpus, flavor.memory_mb, disk_gb)
+
+    def get_scheduler_hint(self, name, default=None):
+        """A hint's value: a lone value for one-element lists, as Nova."""
+        values = self.obj_get('scheduler_hints', {}).get(name)
+        if not values:
+            return default
+        return values[0] if len(values) == 1 else values
+
+    def validate(self):
+        """Raise InvalidRequest if the spec cannot be scheduled as given."""
+        if not self.obj_attr_is_set('flavor') or self.flavor is None:
+            raise exception.InvalidRequest(reason='the spec has no flavor')
+        for field in ('vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb',
+                      'swap'):
+            if (self.flavor.obj_attr_is_set(field)
+                    and getattr(self.flavor, field) < 0):
+                raise exception.InvalidRequest(
+                    reason='flavor %s is negative' % field)
+        if self.obj_get('num_instances', 1) < 1:
+            raise exception.InvalidRequest(
+                reason='num_instances must be at least 1')
+
+    # -- Nova's legacy dicts (scheduler RPC API 1.0) ------------------------
+
+    @classmethod
+    def from_primitives(cls, request_spec, filter_properties):
+        """Build a spec from the legacy ``request_spec`` and
+        ``filter_properties`` dicts; InvalidRequest if they are malformed.
+        """
+        if not isinstance(request_spec, dict):
+            raise exception.InvalidRequest(
+                reason='request_spec must be a dict, not %s'
+                % type(request_spec).__name__)
+        filter_properties = filter_properties or {}
+        if not isinstance(filter_properties, dict):
+            raise exception.InvalidRequest(
+                reason='filter_properties must be a dict')
+        try:
+            return cls._from_legacy(request_spec, filter_properties)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise exception.InvalidRequest(
+                reason='malformed legacy request_spec: %s: %s'
+                % (type(error).__name__, error))
+
+    @classmethod
+    def _from_legacy(cls, request_spec, filter_properties):
+        flavor_dict = (request_spec.get('instance_type')
+                       or filter_properties.get('instance_type'))
+        if not isinstance(flavor_dict, dict):
+            raise exception.InvalidRequest(
+                reason='request_spec has no instance_type (flavor) dict')
+        flavor = Flavor(
+            name=flavor_dict.get('name'),
+            flavorid=flavor_dict.get('flavorid'),
+            vcpus=int(flavor_dict['vcpus']),
+            memory_mb=int(flavor_dict['memory_mb']),
+            root_gb=int(flavor_dict.get('root_gb') or 0),
+            ephemeral_gb=int(flavor_dict.get('ephemeral_gb') or 0),
+            swap=int(flavor_dict.get('swap') or 0),
+            extra_specs={str(k): str(v) for k, v in
+                         (flavor_dict.get('extra_specs') or {}).items()})
+        props = request_spec.get('instance_properties') or {}
+        image = request_spec.get('image') or {}
+        hints = {}
+        for key, value in (filter_properties.get('scheduler_hints')
+                           or {}).items():
+            values = value if isinstance(value, list) else [value]
+            hints[str(key)] = [str(v) for v in values]
+        spec = cls(
+            instance_uuid=props.get('uuid'),
+            num_instances=int(request_spec.get('num_instances') or 1),
+            project_id=props.get('project_id'),
+            user_id=props.get('user_id'),
+            availability_zone=props.get('availability_zone'),
+            flavor=flavor,
+            image=ImageMeta(id=image.get('id'), name=image.get('name'),
+                            properties={str(k): None if v is None else str(v)
+                                        for k, v in (image.get('properties')
+                                                     or {}).items()}),
+            scheduler_hints=hints,
+            ignore_hosts=filter_properties.get('ignore_hosts'),
+            force_hosts=filter_properties.get('force_hosts'),
+            force_nodes=filter_properties.get('force_nodes'))
+        retry = filter_properties.get('retry')
+        if retry:
+            spec.retry = SchedulerRetries(
+                num_attempts=int(retry.get('num_attempts', 0)),
+                hosts=[[str(h) for h in pair]
+                       for pair in retry.get('hosts', [])])
+        spec.validate()
+        return spec
+
+    def to_legacy_request_spec_dict(self, instance_uuids=None):
+        flavor = self.flavor
+        flavor_dict = {name: getattr(flavor, name) for name in flavor.fields
+                       if flavor.obj_attr_is_set(name)}
+        image = self.obj_get('image')
+        return {
+            'num_instances': self.num_instances,
+            'instance_uuids': list(instance_uuids or []),
+            'instance_type': flavor_dict,
+            'image': {'id': image.obj_get('id'),
+                      'name': image.obj_get('name'),
+                      'properties': dict(image.obj_get('properties', {}))}
+            if image else {},
+            'instance_properties': {
+                'uuid': self.obj_get('instance_uuid'),
+                'project_id': self.obj_get('project_id'),
+                'user_id': self.obj_get('user_id'),
+                'availability_zone': self.obj_get('availability_zone'),
+                'vcpus': flavor.vcpus,
+                'memory_mb': flavor.memory_mb,
+                'root_gb': flavor.root_gb,
+                'ephemeral_gb': flavor.ephemeral_gb,
+            },
+        }
+
+    def to_legacy_filter_properties_dict(self):
+        props = {'scheduler_hints': dict(self.obj_get('scheduler_hints',
+                                                      {}))}
+        for name in ('ignore_hosts', 'force_hosts', 'force_nodes'):
+            if self.obj_get(name):
+                props[name] = list(getattr(self, name))
+        retry = self.obj_get('retry')
+        if retry:
+            props['retry'] = {'num_attempts': retry.num_attempts,
+                              'hosts': [list(pair) for pair in retry.hosts]}
+        return props
