@@ -14,6 +14,7 @@ has to name a URL.
 import urllib.parse
 
 from oslo_log import log as logging
+from oslo_messaging import opts as messaging_opts
 
 from scheduler import conf
 
@@ -33,7 +34,18 @@ def _register_logging():
     if not _logging_registered:
         logging.register_options(CONF)
         logging.set_defaults(default_log_levels=_DEFAULT_LOG_LEVELS)
+        register_messaging_opts()
         _logging_registered = True
+
+
+def register_messaging_opts():
+    """Register oslo.messaging's ``[DEFAULT]`` options (transport_url...)
+    now, so that they can be read and overridden before the transport
+    exists; Gantt's exchange is ``gantt``."""
+    for group, opts in messaging_opts.list_opts():
+        if group is None:
+            CONF.register_opts(opts)
+    CONF.set_default('control_exchange', 'gantt')
 
 
 def parse_args(argv, description=None, default_config_files=None,

@@ -17,7 +17,7 @@ class Selection(base.GanttObject):
     VERSION = '1.0'
 
     fields = {
-        'compute_node_uuid': fields.UUIDField(),
+        'compute_node_uuid': fields.UUIDField(nullable=True),
         'service_host': fields.StringField(),
         'nodename': fields.StringField(),
         'limits': base.DictOfFloatsField(default={}),

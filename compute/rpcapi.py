@@ -1,0 +1,39 @@
+"""Client side of the compute RPC API, and its version history.
+
+Messages go to topic ``compute`` on the server named after the host, so
+each cast reaches exactly the agent that runs the chosen node.
+
+API version history:
+
+* 1.0 - Initial version: ``build_and_run_instance(instance_uuid, node,
+  request_spec, host_list)``.
+"""
+
+import oslo_messaging as messaging
+
+from scheduler import conf
+from scheduler import rpc
+
+CONF = conf.CONF
+
+RPC_TOPIC = 'compute'
+RPC_API_VERSION = '1.0'
+
+
+class ComputeAPI:
+    def __init__(self):
+        target = messaging.Target(topic=RPC_TOPIC, version=RPC_API_VERSION)
+        self.client = rpc.get_client(
+            target, version_cap=CONF.upgrade_levels.compute)
+
+    def build_and_run_instance(self, ctxt, host, instance_uuid, node,
+                               request_spec, host_list):
+        """Cast a build to the compute on ``host``.
+
+        ``host_list`` holds the alternates the compute hands back to the
+        conductor if the build fails.
+        """
+        cctxt = self.client.prepare(server=host)
+        cctxt.cast(ctxt, 'build_and_run_instance',
+                   instance_uuid=instance_uuid, node=node,
+                   request_spec=request_spec, host_list=host_list)

@@ -1,0 +1,1 @@
+"""The conductor's operations, one module each; RPC methods hand off here."""

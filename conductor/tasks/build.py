@@ -1,0 +1,157 @@
+"""Build servers: record, schedule, cast; reschedule when a build fails.
+
+Raises nothing to its RPC caller (builds are casts): every outcome ends on
+the instance, ACTIVE through the compute's report, or ERROR with a fault
+saying why (NoValidHost's explanation, MaxRetriesExceeded with the hosts
+tried, a scheduler that did not answer).
+
+Example::
+
+    task = build.BuildTask(scheduler_api, compute_api)
+    task.build(ctxt, [uuid], spec)
+"""
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+
+from scheduler.db import api as db_api
+from scheduler.db import claims
+from scheduler.db import compute_nodes as db_compute_nodes
+from scheduler.db import instances as db_instances
+from scheduler import exception
+
+LOG = logging.getLogger(__name__)
+
+
+class BuildTask:
+    def __init__(self, scheduler_api, compute_api):
+        self.scheduler_api = scheduler_api
+        self.compute_api = compute_api
+
+    def build(self, ctxt, instance_uuids, request_spec):
+        """First build of ``instance_uuids`` (all of one request)."""
+        try:
+            request_spec.validate()
+            self._record(instance_uuids, request_spec)
+        except exception.InvalidRequest as error:
+            LOG.error('Refused build of %s: %s', instance_uuids, error)
+            return
+        try:
+            selections = self.scheduler_api.select_destinations(
+                ctxt, request_spec, instance_uuids, return_objects=True,
+                return_alternates=True)
+        except exception.NoValidHost as error:
+            LOG.warning('No valid host for %s: %s', instance_uuids, error)
+            self._fail_all(instance_uuids, str(error))
+            return
+        except messaging.MessagingTimeout:
+            LOG.error('The scheduler did not answer for %s', instance_uuids)
+            self._release_and_fail(
+                instance_uuids, 'The scheduler did not answer in time.')
+            return
+        except Exception as error:
+            LOG.exception('Scheduling %s failed', instance_uuids)
+            self._release_and_fail(instance_uuids,
+                                   'Scheduling failed: %s' % error)
+            return
+        for uuid, alternates in zip(instance_uuids, selections):
+            self._send_to(ctxt, uuid, request_spec, alternates[0],
+                          alternates[1:])
+
+    def reschedule(self, ctxt, instance_uuid, request_spec, host_list,
+                   failure):
+        """A compute failed to build: release its claim, try an alternate."""
+        failed_host = failure.get('host')
+        failed_node = failure.get('node')
+        reason = failure.get('reason') or 'unknown error'
+        LOG.warning('Build of %s failed on %s/%s: %s', instance_uuid,
+                    failed_host, failed_node, reason)
+        tried = self._release_failed_claim(instance_uuid, failed_host,
+                                           failed_node)
+        remaining = list(host_list or [])
+        while remaining:
+            candidate = remaining.pop(0)
+            if self._claim_alternate(instance_uuid, candidate):
+                self._send_to(ctxt, instance_uuid, request_spec, candidate,
+                              remaining)
+                return
+            tried.append(candidate.service_host)
+        message = str(exception.MaxRetriesExceeded(
+            reason='Exhausted all hosts available for retrying build '
+                   'failures for instance %s. Hosts tried: %s. Last '
+                   'error: %s' % (instance_uuid, ', '.join(tried), reason)))
+        self._fail_all([instance_uuid], message)
+
+    # -- helpers ------------------------------------------------------------
+
+    @staticmethod
+    def _record(instance_uuids, request_spec):
+        flavor = request_spec.flavor
+        flavor_dict = {name: getattr(flavor, name) for name in flavor.fields
+                       if flavor.obj_attr_is_set(name)}
+        with db_api.writer() as session:
+            for uuid in instance_uuids:
+                db_instances.create(
+                    session, uuid, flavor=flavor_dict,
+                    request_spec=request_spec.obj_to_primitive(),
+                    project_id=request_spec.obj_get('project_id'),
+                    user_id=request_spec.obj_get('user_id'),
+                    availability_zone=request_spec.obj_get(
+                        'availability_zone'))
+
+    def _send_to(self, ctxt, instance_uuid, request_spec, selection,
+                 alternates):
+        with db_api.writer() as session:
+            db_instances.update(session, instance_uuid,
+                                host=selection.service_host,
+                                node=selection.nodename,
+                                task_state='spawning')
+        LOG.info('Instance %s goes to %s/%s', instance_uuid,
+                 selection.service_host, selection.nodename)
+        self.compute_api.build_and_run_instance(
+            ctxt, selection.service_host, instance_uuid, selection.nodename,
+            request_spec, list(alternates))
+
+    @staticmethod
+    def _release_failed_claim(instance_uuid, host, nodename):
+        with db_api.writer() as session:
+            node = db_compute_nodes.get_node_by_name(session, host, nodename)
+            if node is not None:
+                claims.release_resources(session, instance_uuid, node.id)
+        return [host] if host else []
+
+    @staticmethod
+    def _claim_alternate(instance_uuid, selection):
+        wanted = selection.requested_resources()
+        if not selection.compute_node_uuid or not wanted:
+            return False
+        resources = claims.Resources(**wanted)
+
+        @db_api.retry_on_deadlock
+        def claim():
+            with db_api.writer() as session:
+                node = db_compute_nodes.get_node_by_uuid(
+                    session, selection.compute_node_uuid)
+                if node is None:
+                    return False
+                return claims.claim_resources(session, node.id,
+                                              instance_uuid, resources)
+        won = claim()
+        if not won:
+            LOG.info('Alternate %s has no room left for %s',
+                     selection.service_host, instance_uuid)
+        return won
+
+    @staticmethod
+    def _fail_all(instance_uuids, reason):
+        with db_api.writer() as session:
+            for uuid in instance_uuids:
+                db_instances.update(session, uuid, vm_state='error',
+                                    task_state=None, host=None, node=None,
+                                    fault=reason)
+
+    def _release_and_fail(self, instance_uuids, reason):
+        with db_api.writer() as session:
+            for uuid in instance_uuids:
+                claims.release_resources(session, uuid)
+        self._fail_all(instance_uuids, reason)

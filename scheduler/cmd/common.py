@@ -1,0 +1,76 @@
+"""Start-up shared by the gantt-scheduler, -conductor and -compute daemons.
+
+Checks everything that can be checked before serving (the broker is
+reachable, the database is reachable and migrated, the plugins exist) and
+turns a failure into one clear line on stderr and exit code 1, instead of a
+traceback or a daemon that retries in silence::
+
+    common.run_daemon('gantt-scheduler', 'scheduler', make_manager,
+                      workers=lambda: CONF.scheduler.workers)
+"""
+
+import sys
+
+from oslo_concurrency import processutils
+from oslo_log import log as logging
+
+from scheduler import conf
+from scheduler import config
+from scheduler import exception
+from scheduler import objects
+from scheduler import rpc
+from scheduler import service
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+
+def fail(binary, error):
+    """Log and print ``error`` and exit non-zero."""
+    LOG.error('%s cannot start: %s', binary, error)
+    sys.stderr.write('%s: error: %s\n' % (binary, error))
+    sys.exit(1)
+
+
+def check_database():
+    from scheduler.db import migration
+
+    migration.check_schema()
+
+
+def run_daemon(binary, topic, make_manager, workers=None,
+               uses_database=True, make_reporter=None, argv=None):
+    """Parse the config, check dependencies, then serve until stopped.
+
+    ``make_manager()`` builds the RPC endpoint in this (parent) process,
+    so plugin errors surface before workers fork. ``make_reporter(manager)``
+    returns the heartbeat callable; by default services with a database
+    write their own row.
+    """
+    config.parse_args(argv or sys.argv, description='The %s daemon' % binary)
+    objects.register_all()
+    LOG.info('%s starting; transport %s, database %s', binary,
+             config.redact_url(CONF.transport_url),
+             config.redact_url(CONF.database.connection)
+             if uses_database else '(none: goes through the conductor)')
+    try:
+        rpc.init(CONF, check_broker=True)
+        if uses_database:
+            check_database()
+        manager = make_manager()
+    except exception.GanttException as error:
+        fail(binary, error)
+    if make_reporter is not None:
+        reporter = make_reporter(manager)
+    elif uses_database:
+        reporter = service.db_reporter(CONF.host, binary, topic)
+    else:
+        reporter = None
+    server = service.Service(CONF.host, binary, topic, manager,
+                             reporter=reporter)
+    # ``workers`` is a callable: options are only read after parse_args.
+    workers = (workers() if workers else None) or \
+        processutils.get_worker_count()
+    LOG.info('%s serving topic %s with %d worker(s)', binary, topic, workers)
+    service.serve(server, workers=workers)
+    service.wait()

@@ -1,0 +1,196 @@
+"""gantt-demo: the whole Gantt path in one process, with no setup.
+
+Starts a conductor, a scheduler and ``--hosts`` fake compute agents as
+in-process services, boots ``--servers`` servers in a mix of sizes through
+the real conductor -> scheduler -> compute path, then prints where each one
+landed and the usage of every host. By default it uses a throw-away SQLite
+file and oslo.messaging's in-process ``fake://`` transport; with
+``--transport-url`` and ``--database-connection`` it runs the same against
+RabbitMQ and PostgreSQL or MariaDB::
+
+    gantt-demo
+    gantt-demo --hosts 10 --servers 30 \\
+        --transport-url rabbit://guest:guest@127.0.0.1:5672/ \\
+        --database-connection postgresql+psycopg2://root@127.0.0.1/test
+"""
+
+import random
+import sys
+import tempfile
+import time
+
+from oslo_config import cfg
+from oslo_log import log as logging
+from oslo_utils import uuidutils
+
+from compute import manager as compute_manager
+from conductor import manager as conductor_manager
+from conductor import rpcapi as conductor_rpcapi
+from scheduler import conf
+from scheduler import config
+from scheduler import context as gantt_context
+from scheduler.db import api as db_api
+from scheduler.db import compute_nodes as db_compute_nodes
+from scheduler.db import instances as db_instances
+from scheduler.db import migration
+from scheduler import exception
+from scheduler import manager as scheduler_manager
+from scheduler import objects
+from scheduler.objects import request_spec as request_spec_obj
+from scheduler import rpc
+from scheduler import rpcapi as scheduler_rpcapi
+from scheduler import service
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+cli_opts = [
+    cfg.IntOpt('hosts', default=50, min=1,
+               help='Number of fake compute hosts to run.'),
+    cfg.IntOpt('servers', default=100, min=0,
+               help='Number of servers to boot.'),
+    cfg.StrOpt('transport-url', dest='demo_transport_url',
+               default='fake://',
+               help='Transport URL; fake:// runs in-process.'),
+    cfg.StrOpt('database-connection', dest='demo_database_connection',
+               help='SQLAlchemy URL; default: a temporary SQLite file.'),
+    cfg.IntOpt('seed', help='Random seed, for a repeatable mix of sizes.'),
+    cfg.IntOpt('timeout', default=300, min=1,
+               help='Seconds to wait for the servers to finish building.'),
+]
+
+# (name, vcpus, memory_mb, root_gb): the flavors the demo boots.
+FLAVORS = [('m1.small', 1, 2048, 20), ('m1.medium', 2, 4096, 40),
+           ('m1.large', 4, 8192, 80), ('m1.xlarge', 8, 16384, 160)]
+# The host shapes the demo's computes cycle through.
+HOST_SHAPES = [{'vcpus': 16, 'memory_mb': 65536, 'local_gb': 1000},
+               {'vcpus': 32, 'memory_mb': 131072, 'local_gb': 2000},
+               {'vcpus': 8, 'memory_mb': 32768, 'local_gb': 500}]
+
+
+def _wait_for(predicate, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise exception.GanttException('timed out after %ss waiting for %s'
+                                   % (timeout, what))
+
+
+def _start(services_started, host, binary, topic, manager, reporter):
+    server = service.Service(host, binary, topic, manager, reporter=reporter)
+    server.start()
+    services_started.append(server)
+
+
+def _start_cluster(host_count):
+    started = []
+    _start(started, 'demo-conductor', 'gantt-conductor',
+           conductor_rpcapi.RPC_TOPIC, conductor_manager.ConductorManager(),
+           service.db_reporter('demo-conductor', 'gantt-conductor',
+                               conductor_rpcapi.RPC_TOPIC))
+    for index in range(host_count):
+        host = 'demo-host-%03d' % (index + 1)
+        agent = compute_manager.ComputeManager(
+            host=host, capacity=HOST_SHAPES[index % len(HOST_SHAPES)])
+        _start(started, host, compute_manager.BINARY, 'compute', agent,
+               agent.heartbeat)
+
+    def all_reported():
+        with db_api.reader() as session:
+            return len(db_compute_nodes.get_generations(session)) >= \
+                host_count
+    _wait_for(all_reported, 60, 'the compute hosts to report')
+    scheduler_manager.discover_hosts()
+    _start(started, 'demo-scheduler', 'gantt-scheduler',
+           scheduler_rpcapi.RPC_TOPIC, scheduler_manager.SchedulerManager(),
+           service.db_reporter('demo-scheduler', 'gantt-scheduler',
+                               scheduler_rpcapi.RPC_TOPIC))
+    return started
+
+
+def _boot(server_count, rng):
+    """Cast build requests of 1-3 servers each; return all instance UUIDs."""
+    api = conductor_rpcapi.ComputeTaskAPI()
+    ctxt = gantt_context.get_admin_context()
+    uuids = []
+    while len(uuids) < server_count:
+        count = min(rng.randint(1, 3), server_count - len(uuids))
+        name, vcpus, ram, disk = rng.choice(FLAVORS)
+        spec = request_spec_obj.RequestSpec(
+            num_instances=count, project_id='demo',
+            flavor=request_spec_obj.Flavor(name=name, vcpus=vcpus,
+                                           memory_mb=ram, root_gb=disk))
+        batch = [uuidutils.generate_uuid() for _ in range(count)]
+        api.build_instances(ctxt, batch, spec)
+        uuids.extend(batch)
+    return uuids
+
+
+def _report(uuids, elapsed):
+    with db_api.reader() as session:
+        rows = db_instances.list_instances(session, uuids=uuids)
+        nodes = db_compute_nodes.get_nodes(session)
+    print('%-36s  %-9s  %-8s  %-14s  %s' % ('server', 'flavor', 'state',
+                                            'host', 'fault'))
+    for row in rows:
+        print('%-36s  %-9s  %-8s  %-14s  %s' % (
+            row.uuid, (row.flavor or {}).get('name', '-'), row.vm_state,
+            row.host or '-', row.fault or ''))
+    print()
+    print('%-14s  %9s  %15s  %13s' % ('host', 'vCPUs', 'RAM MB', 'disk GB'))
+    for node in nodes:
+        print('%-14s  %4d/%-4d  %7d/%-7d  %6d/%-6d' % (
+            node.host, node.vcpus_used, node.vcpus, node.memory_mb_used,
+            node.memory_mb, node.local_gb_used, node.local_gb))
+    states = {}
+    for row in rows:
+        states[row.vm_state] = states.get(row.vm_state, 0) + 1
+    print()
+    print('%d servers on %d hosts in %.1fs: %s' % (
+        len(rows), len(nodes), elapsed,
+        ', '.join('%d %s' % (n, s) for s, n in sorted(states.items()))))
+    return states
+
+
+def main(argv=None):
+    config.parse_args(argv or sys.argv, cli_opts=cli_opts,
+                      description='Run Gantt end to end in one process.')
+    objects.register_all()
+    workdir = tempfile.TemporaryDirectory(prefix='gantt-demo-')
+    CONF.set_override('connection', CONF.demo_database_connection or
+                      'sqlite:///%s/gantt.sqlite' % workdir.name,
+                      group='database')
+    CONF.set_override('transport_url', CONF.demo_transport_url)
+    rng = random.Random(CONF.seed)
+    started = []
+    try:
+        migration.db_sync()
+        rpc.init(CONF, check_broker=True)
+        started = _start_cluster(CONF.hosts)
+        begin = time.monotonic()
+        uuids = _boot(CONF.servers, rng)
+
+        def done():
+            with db_api.reader() as session:
+                rows = db_instances.list_instances(session, uuids=uuids)
+            return len(rows) == len(uuids) and all(
+                r.vm_state != db_instances.BUILDING for r in rows)
+        _wait_for(done, CONF.timeout, 'the servers to finish building')
+        states = _report(uuids, time.monotonic() - begin)
+    except exception.GanttException as error:
+        sys.stderr.write('gantt-demo: error: %s\n' % error)
+        return 1
+    finally:
+        for server in reversed(started):
+            server.stop()
+        rpc.cleanup()
+        db_api.dispose_engine()
+        workdir.cleanup()
+    return 0 if set(states) <= {db_instances.ACTIVE,
+                                db_instances.ERROR} else 1
+
+
+if __name__ == '__main__':
+    sys.exit(main())

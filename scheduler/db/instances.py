@@ -1,0 +1,83 @@
+"""Queries over ``instances``: the conductor's record of each server.
+
+States follow Nova's vm_state values: ``building`` until a compute reports
+the spawn, then ``active``; ``error`` with ``fault`` saying why.
+"""
+
+import sqlalchemy as sa
+
+from scheduler import exception
+from scheduler.db import models
+
+_INSTANCE = models.Instance.__table__
+
+BUILDING = 'building'
+ACTIVE = 'active'
+ERROR = 'error'
+
+# Columns a caller may change through update(); anything else is refused.
+UPDATABLE_FIELDS = ('host', 'node', 'vm_state', 'task_state', 'fault',
+                    'launched_at', 'availability_zone', 'request_spec',
+                    'flavor', 'display_name')
+
+
+def create(session, uuid, flavor, request_spec, project_id=None,
+           user_id=None, display_name=None, availability_zone=None):
+    """Record a new instance in ``building``; returns nothing.
+
+    Creating an instance that already exists is an InvalidRequest, so a
+    replayed request cannot build one server twice.
+    """
+    if session.execute(sa.select(_INSTANCE.c.id)
+                       .where(_INSTANCE.c.uuid == uuid)).first():
+        raise exception.InvalidRequest(
+            reason='instance %s already exists' % uuid)
+    now = models.utcnow()
+    session.execute(sa.insert(_INSTANCE).values(
+        uuid=uuid, flavor=flavor, request_spec=request_spec,
+        project_id=project_id, user_id=user_id, display_name=display_name,
+        availability_zone=availability_zone, vm_state=BUILDING,
+        task_state='scheduling', created_at=now, updated_at=now))
+
+
+def get(session, uuid):
+    """The instance row; InstanceNotFound if there is none."""
+    row = session.execute(
+        sa.select(_INSTANCE).where(_INSTANCE.c.uuid == uuid)).first()
+    if row is None:
+        raise exception.InstanceNotFound(uuid=uuid)
+    return row
+
+
+def update(session, uuid, expected_vm_state=None, **values):
+    """Update fields of one instance; InstanceNotFound if missing.
+
+    With ``expected_vm_state`` the update happens only if the instance is
+    still in that state; returns False when it was not.
+    """
+    unknown = set(values) - set(UPDATABLE_FIELDS)
+    if unknown:
+        raise exception.InvalidRequest(
+            reason='cannot update instance fields %s'
+            % ', '.join(sorted(unknown)))
+    query = sa.update(_INSTANCE).where(_INSTANCE.c.uuid == uuid)
+    if expected_vm_state is not None:
+        query = query.where(_INSTANCE.c.vm_state == expected_vm_state)
+    values['updated_at'] = models.utcnow()
+    result = session.execute(query.values(**values))
+    if result.rowcount == 0:
+        get(session, uuid)  # raises InstanceNotFound if it does not exist
+        return False
+    return True
+
+
+def list_instances(session, uuids=None, host=None, vm_state=None):
+    query = sa.select(_INSTANCE).order_by(_INSTANCE.c.created_at,
+                                          _INSTANCE.c.id)
+    if uuids is not None:
+        query = query.where(_INSTANCE.c.uuid.in_(list(uuids)))
+    if host is not None:
+        query = query.where(_INSTANCE.c.host == host)
+    if vm_state is not None:
+        query = query.where(_INSTANCE.c.vm_state == vm_state)
+    return session.execute(query).all()

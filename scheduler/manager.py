@@ -1,0 +1,138 @@
+"""The scheduler's RPC endpoint: SchedulerManager.
+
+It loads the driver named by ``[scheduler] driver`` through stevedore and
+hands ``select_destinations`` to it. It also maps newly reported compute
+nodes (host discovery) when ``[scheduler] discover_hosts_in_cells_interval``
+is positive, and runs the driver's periodic tasks every
+``[scheduler] periodic_task_interval`` seconds.
+
+Malformed payloads are refused with InvalidRequest before the driver sees
+them, so nothing is claimed for them; NoValidHost and InvalidRequest are
+expected exceptions and reach the caller as themselves.
+"""
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+from oslo_utils import uuidutils
+
+from scheduler import conf
+from scheduler.db import api as db_api
+from scheduler.db import compute_nodes as db_compute_nodes
+from scheduler import exception
+from scheduler import loadables
+from scheduler.objects import request_spec as request_spec_obj
+from scheduler import rpcapi
+from scheduler import service
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+_UNSET = object()
+
+
+def discover_hosts():
+    """Map every unmapped compute node; return the rows newly mapped.
+
+    Safe when several schedulers (or gantt-manage) run it at once: the
+    unmapped rows are locked while they are mapped, so each node is mapped
+    by exactly one of them.
+    """
+    with db_api.writer() as session:
+        mapped = db_compute_nodes.map_unmapped_nodes(session)
+    for node in mapped:
+        LOG.info('Mapped compute node %s (host %s, uuid %s)',
+                 node.hypervisor_hostname, node.host, node.uuid)
+    return mapped
+
+
+class SchedulerManager(service.Manager):
+    """Chooses hosts for instances."""
+
+    target = messaging.Target(version=rpcapi.RPC_API_VERSION)
+
+    def __init__(self):
+        # Loaded here, in the parent process, so that an unknown driver,
+        # filter or weigher stops start-up before any worker forks.
+        self.driver = loadables.load_driver(CONF.scheduler.driver)
+
+    def init_host(self):
+        start = getattr(self.driver, 'start', None)
+        if start is not None:
+            start()
+
+    def cleanup_host(self):
+        stop = getattr(self.driver, 'stop', None)
+        if stop is not None:
+            stop()
+
+    def reset(self):
+        reload_plugins = getattr(self.driver, 'reload_plugins', None)
+        if reload_plugins is not None:
+            reload_plugins()
+
+    def periodic_tasks(self):
+        return [
+            service.PeriodicTask(
+                '_discover_hosts_in_cells',
+                CONF.scheduler.discover_hosts_in_cells_interval,
+                self._discover_hosts_in_cells, run_immediately=True),
+            service.PeriodicTask(
+                '_run_periodic_tasks',
+                CONF.scheduler.periodic_task_interval,
+                self.driver.run_periodic_tasks),
+        ]
+
+    def _discover_hosts_in_cells(self, context):
+        mapped = discover_hosts()
+        if mapped:
+            LOG.info('Host discovery mapped %d new compute node(s)',
+                     len(mapped))
+
+    @messaging.expected_exceptions(exception.NoValidHost,
+                                   exception.InvalidRequest)
+    def select_destinations(self, ctxt, request_spec=None,
+                            filter_properties=None, spec_obj=_UNSET,
+                            instance_uuids=None, return_objects=False,
+                            return_alternates=False):
+        """Return destinations for the instances of a request.
+
+        1.0 callers pass ``request_spec``/``filter_properties`` dicts and
+        get ``{host, nodename, limits}`` dicts; 1.1 callers pass
+        ``spec_obj`` and, with ``return_objects``, get Selection lists.
+        """
+        if spec_obj is _UNSET:
+            spec_obj = request_spec_obj.RequestSpec.from_primitives(
+                request_spec, filter_properties)
+            if instance_uuids is None and isinstance(request_spec, dict):
+                instance_uuids = request_spec.get('instance_uuids')
+        spec_obj = self._validated_spec(spec_obj)
+        instance_uuids = self._validated_uuids(instance_uuids, spec_obj)
+        selections = self.driver.select_destinations(
+            ctxt, spec_obj, instance_uuids, return_alternates)
+        if return_objects:
+            return selections
+        return [alternates[0].to_legacy_dict() for alternates in selections]
+
+    @staticmethod
+    def _validated_spec(spec_obj):
+        if not isinstance(spec_obj, request_spec_obj.RequestSpec):
+            raise exception.InvalidRequest(
+                reason='spec_obj must be a RequestSpec object, not %s'
+                % type(spec_obj).__name__)
+        spec_obj.validate()
+        return spec_obj
+
+    @staticmethod
+    def _validated_uuids(instance_uuids, spec_obj):
+        if instance_uuids is None:
+            return None
+        if (not isinstance(instance_uuids, (list, tuple)) or
+                not all(isinstance(u, str) and uuidutils.is_uuid_like(u)
+                        for u in instance_uuids)):
+            raise exception.InvalidRequest(
+                reason='instance_uuids must be a list of UUID strings')
+        if instance_uuids and len(instance_uuids) != spec_obj.num_instances:
+            raise exception.InvalidRequest(
+                reason='%d instance_uuids given for num_instances=%d'
+                % (len(instance_uuids), spec_obj.num_instances))
+        return list(instance_uuids)

@@ -1,0 +1,203 @@
+"""Service: what every Gantt daemon runs.
+
+A Service wraps a manager (the RPC endpoint object) and gives it:
+
+* an RPC server on ``topic`` (and ``topic.<host>``), with the manager and its
+  ``additional_endpoints`` as endpoints;
+* a heartbeat every ``[DEFAULT] report_interval`` seconds, through a
+  ``reporter`` callable (the scheduler and conductor write their services
+  row themselves; compute agents report through the conductor);
+* the manager's periodic tasks, each with a spacing read when the service
+  starts (never at import time);
+* a graceful stop: SIGTERM stops consuming, lets in-flight requests finish,
+  then exits; ``reset()`` (SIGHUP) asks the manager to re-read its mutable
+  options.
+
+Example::
+
+    server = service.Service(CONF.host, 'gantt-scheduler', 'scheduler',
+                             manager.SchedulerManager())
+    service.serve(server, workers=CONF.scheduler.workers)
+    service.wait()
+"""
+
+import threading
+
+import oslo_messaging as messaging
+from oslo_log import log as logging
+from oslo_service import service as oslo_service
+
+from scheduler import conf
+from scheduler import context as gantt_context
+from scheduler.db import api as db_api
+from scheduler.db import services as db_services
+from scheduler import rpc
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+_launcher = None
+
+
+class PeriodicTask:
+    """A callable run every ``spacing`` seconds in its own thread."""
+
+    def __init__(self, name, spacing, func, run_immediately=False):
+        self.name = name
+        self.spacing = spacing
+        self.func = func
+        self.run_immediately = run_immediately
+
+
+class _Loop:
+    """Run ``func`` every ``interval`` seconds until stopped."""
+
+    def __init__(self, name, interval, func, run_immediately=False):
+        self.name = name
+        self.interval = interval
+        self.func = func
+        self.run_immediately = run_immediately
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name,
+                                        daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def _run(self):
+        if not self.run_immediately and self._stop.wait(self.interval):
+            return
+        while not self._stop.is_set():
+            try:
+                self.func()
+            except Exception:
+                LOG.exception('Periodic task %s failed', self.name)
+            if self._stop.wait(self.interval):
+                return
+
+    def stop(self):
+        self._stop.set()
+
+    def wait(self, timeout=None):
+        if self._thread.is_alive() and \
+                self._thread is not threading.current_thread():
+            self._thread.join(timeout)
+
+
+def db_reporter(host, binary, topic):
+    """A reporter that writes the heartbeat to the services table."""
+    def report():
+        with db_api.writer() as session:
+            db_services.report_alive(session, host, binary, topic)
+    return report
+
+
+class Service(oslo_service.Service):
+    """An RPC server, heartbeat and periodic tasks around one manager."""
+
+    def __init__(self, host, binary, topic, manager, reporter=None):
+        super().__init__()
+        self.host = host
+        self.binary = binary
+        self.topic = topic
+        self.manager = manager
+        self.reporter = reporter
+        self.rpcserver = None
+        self._loops = []
+        self._stopped = threading.Event()
+
+    def start(self):
+        LOG.info('Starting %s on %s (topic %s)', self.binary, self.host,
+                 self.topic)
+        self._stopped.clear()
+        self.manager.init_host()
+        target = messaging.Target(topic=self.topic, server=self.host)
+        endpoints = [self.manager] + list(
+            getattr(self.manager, 'additional_endpoints', []))
+        self.rpcserver = rpc.get_server(target, endpoints)
+        self.rpcserver.start()
+        if self.reporter is not None:
+            self._report_safely()
+            self._add_loop('heartbeat', CONF.report_interval,
+                           self._report_safely)
+        admin = gantt_context.get_admin_context()
+        for task in self.manager.periodic_tasks():
+            if task.spacing and task.spacing > 0:
+                self._add_loop(task.name, task.spacing,
+                               lambda t=task: t.func(admin),
+                               run_immediately=task.run_immediately)
+        LOG.info('%s on %s is ready', self.binary, self.host)
+
+    def _add_loop(self, name, interval, func, run_immediately=False):
+        loop = _Loop(name, interval, func, run_immediately)
+        loop.start()
+        self._loops.append(loop)
+
+    def _report_safely(self):
+        try:
+            self.reporter()
+        except Exception as error:
+            # A lost heartbeat is not fatal: the next one may get through,
+            # and service_down_time tolerates several misses.
+            LOG.warning('Heartbeat of %s on %s failed: %s', self.binary,
+                        self.host, error)
+
+    def stop(self, graceful=True):
+        """Stop consuming, let in-flight requests finish, stop the loops."""
+        LOG.info('Stopping %s on %s', self.binary, self.host)
+        if self.rpcserver is not None:
+            try:
+                self.rpcserver.stop()
+                self.rpcserver.wait()
+            except Exception:
+                LOG.exception('Error stopping the RPC server')
+        for loop in self._loops:
+            loop.stop()
+        for loop in self._loops:
+            loop.wait(timeout=5)
+        self._loops = []
+        self.manager.cleanup_host()
+        self._stopped.set()
+
+    def wait(self):
+        self._stopped.wait()
+
+    def reset(self):
+        """SIGHUP: the config files were re-read; apply mutable options."""
+        LOG.info('Reloading mutable options of %s', self.binary)
+        self.manager.reset()
+
+
+def serve(server, workers=None):
+    """Launch ``server`` in ``workers`` processes under oslo.service."""
+    global _launcher
+    if _launcher is not None:
+        raise RuntimeError('serve() can only be called once')
+    _launcher = oslo_service.launch(CONF, server, workers=workers or 1,
+                                    restart_method='mutate')
+
+
+def wait():
+    _launcher.wait()
+
+
+class Manager:
+    """Base of the RPC endpoint objects a Service runs.
+
+    Subclasses override the hooks they need; ``periodic_tasks()`` returns
+    :class:`PeriodicTask` objects built from options read at start-up.
+    """
+
+    additional_endpoints = ()
+
+    def init_host(self):
+        """Called in the worker process before the RPC server starts."""
+
+    def cleanup_host(self):
+        """Called after the RPC server stopped."""
+
+    def periodic_tasks(self):
+        return []
+
+    def reset(self):
+        """Re-read mutable options (SIGHUP)."""
