@@ -47,6 +47,41 @@ Related options:
 
 * ``report_interval``: service_down_time should be larger than it.
 """),
+    cfg.StrOpt('default_availability_zone',
+               default='nova',
+               help="""
+Availability zone of compute hosts that belong to no zone.
+
+A host is in the zones named by the ``availability_zone`` metadata of the
+aggregates it belongs to. A host in no such aggregate is in this zone, and
+AvailabilityZoneFilter lets it through only for requests that ask for this
+zone or for none.
+
+Possible values:
+
+* Any string naming a zone; keep it different from the zones set on
+  aggregates.
+
+Related options:
+
+* ``default_schedule_zone``: the zone given to requests that ask for none.
+"""),
+    cfg.StrOpt('default_schedule_zone',
+               help="""
+Availability zone given to requests that do not ask for one.
+
+Gantt's scheduler never reads it: the client (the conductor or the API in
+front of it) sets the zone of the request before asking for a host.
+
+Possible values:
+
+* unset: requests without a zone may land in any zone (the default).
+* The name of an existing availability zone.
+
+Related options:
+
+* ``default_availability_zone``
+"""),
 ]
 
 
