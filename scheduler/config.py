@@ -26,32 +26,30 @@ _DEFAULT_LOG_LEVELS = [
     'alembic=WARN', 'cotyledon=WARN', 'oslo_service=INFO', 'urllib3=WARN',
 ]
 
-_logging_registered = False
+_registered = False
 
 
-def _register_logging():
-    global _logging_registered
-    if not _logging_registered:
-        logging.register_options(CONF)
-        logging.set_defaults(default_log_levels=_DEFAULT_LOG_LEVELS)
-        register_messaging_opts()
-        _logging_registered = True
-
-
-def register_messaging_opts():
-    """Register oslo.messaging's ``[DEFAULT]`` options (transport_url...)
-    now, so that they can be read and overridden before the transport
-    exists; Gantt's exchange is ``gantt``."""
+def register_opts():
+    """Register the options Gantt reads but does not own: oslo.log's, and
+    oslo.messaging's ``[DEFAULT]`` ones (transport_url...), so that they can
+    be read and overridden before the transport exists. Gantt's exchange is
+    ``gantt``. Safe to call more than once."""
+    global _registered
+    if _registered:
+        return
+    logging.register_options(CONF)
+    logging.set_defaults(default_log_levels=_DEFAULT_LOG_LEVELS)
     for group, opts in messaging_opts.list_opts():
         if group is None:
             CONF.register_opts(opts)
     CONF.set_default('control_exchange', 'gantt')
+    _registered = True
 
 
 def parse_args(argv, description=None, default_config_files=None,
                cli_opts=None):
     """Load options from argv[1:] and the config files; set up logging."""
-    _register_logging()
+    register_opts()
     if cli_opts:
         CONF.register_cli_opts(cli_opts)
     CONF(argv[1:], project='gantt', prog=argv[0].rsplit('/', 1)[-1],

@@ -1,0 +1,100 @@
+"""RequestSpec: resources, legacy dicts, and refusal of malformed input."""
+
+import pytest
+
+from scheduler import exception
+from scheduler.objects import base
+from scheduler.objects import request_spec
+from scheduler.objects import selection
+
+
+def _spec(**kwargs):
+    flavor = request_spec.Flavor(vcpus=2, memory_mb=4096, root_gb=20,
+                                 ephemeral_gb=5, swap=1536,
+                                 extra_specs={'hw:cpu_policy': 'shared'})
+    values = dict(flavor=flavor, num_instances=2, project_id='p1',
+                  availability_zone='az1',
+                  scheduler_hints={'group': ['g1'], 'k': ['a', 'b']},
+                  ignore_hosts=['h9'], force_hosts=['h1'])
+    values.update(kwargs)
+    return request_spec.RequestSpec(**values)
+
+
+def test_resources_round_swap_up_to_whole_gb():
+    assert _spec().resources() == (2, 4096, 20 + 5 + 2)
+
+
+def test_scheduler_hint_unwraps_single_values():
+    spec = _spec()
+    assert spec.get_scheduler_hint('group') == 'g1'
+    assert spec.get_scheduler_hint('k') == ['a', 'b']
+    assert spec.get_scheduler_hint('missing', 'dflt') == 'dflt'
+
+
+def test_unset_fields_take_defaults():
+    spec = request_spec.RequestSpec(
+        flavor=request_spec.Flavor(vcpus=1, memory_mb=512))
+    assert spec.num_instances == 1
+    assert spec.scheduler_hints == {}
+    assert spec.force_hosts is None
+    assert spec.flavor.swap == 0
+
+
+def test_legacy_round_trip_keeps_what_scheduling_needs():
+    spec = _spec()
+    legacy = request_spec.RequestSpec.from_primitives(
+        spec.to_legacy_request_spec_dict(['u1', 'u2']),
+        spec.to_legacy_filter_properties_dict())
+    assert legacy.resources() == spec.resources()
+    assert legacy.num_instances == 2
+    assert legacy.availability_zone == 'az1'
+    assert legacy.scheduler_hints == spec.scheduler_hints
+    assert legacy.ignore_hosts == ['h9']
+    assert legacy.force_hosts == ['h1']
+    assert legacy.flavor.extra_specs == {'hw:cpu_policy': 'shared'}
+
+
+@pytest.mark.parametrize('request_spec_dict, filter_properties, words', [
+    ('not a dict', {}, 'must be a dict'),
+    ({'num_instances': 1}, {}, 'no instance_type'),
+    ({'instance_type': {'vcpus': 'many', 'memory_mb': 1}}, {}, 'malformed'),
+    ({'instance_type': {'vcpus': 1}}, {}, 'malformed'),
+    ({'instance_type': {'vcpus': -1, 'memory_mb': 1}}, {}, 'negative'),
+    ({'instance_type': {'vcpus': 1, 'memory_mb': 1}}, 'x', 'must be a dict'),
+])
+def test_malformed_legacy_dicts_are_refused(request_spec_dict,
+                                            filter_properties, words):
+    with pytest.raises(exception.InvalidRequest, match=words):
+        request_spec.RequestSpec.from_primitives(request_spec_dict,
+                                                 filter_properties)
+
+
+def test_validate_refuses_missing_flavor_and_zero_instances():
+    with pytest.raises(exception.InvalidRequest, match='no flavor'):
+        request_spec.RequestSpec(num_instances=1).validate()
+    with pytest.raises(exception.InvalidRequest, match='at least 1'):
+        _spec(num_instances=0).validate()
+
+
+def test_serializer_round_trip_and_refusal():
+    serializer = base.GanttObjectSerializer()
+    primitive = serializer.serialize_entity(None, _spec())
+    again = serializer.deserialize_entity(None, primitive)
+    assert again.resources() == _spec().resources()
+    primitive['gantt_object.name'] = 'NoSuchObject'
+    with pytest.raises(exception.InvalidRequest, match='NoSuchObject'):
+        serializer.deserialize_entity(None, primitive)
+
+
+def test_selection_legacy_dict_and_requested_resources():
+    class Host:
+        uuid = '7a3c3e5e-3f5a-4d43-9a52-3b8b9bb8f9a1'
+        host = 'h1'
+        nodename = 'n1'
+    chosen = selection.Selection.for_host(Host, _spec().resources(),
+                                          claimed=True,
+                                          limits={'memory_mb': 1024.0})
+    assert chosen.to_legacy_dict() == {'host': 'h1', 'nodename': 'n1',
+                                       'limits': {'memory_mb': 1024.0}}
+    assert chosen.requested_resources() == {'vcpus': 2, 'memory_mb': 4096,
+                                            'disk_gb': 27}

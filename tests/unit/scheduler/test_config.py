@@ -1,0 +1,73 @@
+"""Secrets stay out of logs; the option groups read as nova.conf does."""
+
+import logging
+
+import pytest
+
+from scheduler import conf
+from scheduler import config
+
+CONF = conf.CONF
+
+
+@pytest.mark.parametrize('url, expected', [
+    ('rabbit://guest:guest@127.0.0.1:5672/',
+     'rabbit://guest:***@127.0.0.1:5672/'),
+    ('rabbit://a:p1@h1:5672,b:p2@h2:5672/vhost',
+     'rabbit://a:***@h1:5672,b:***@h2:5672/vhost'),
+    ('postgresql+psycopg2://gantt:s3cret@db/gantt?sslmode=require',
+     'postgresql+psycopg2://gantt:***@db/gantt?sslmode=require'),
+    ('mysql+pymysql://root@127.0.0.1/test',
+     'mysql+pymysql://root@127.0.0.1/test'),
+    ('sqlite:////var/lib/gantt/gantt.sqlite',
+     'sqlite:////var/lib/gantt/gantt.sqlite'),
+    ('fake://', 'fake://'),
+    (None, None),
+])
+def test_redact_url(url, expected):
+    assert config.redact_url(url) == expected
+
+
+def test_logged_options_hide_passwords(caplog, tmp_path):
+    conf_file = tmp_path / 'gantt.conf'
+    conf_file.write_text(
+        '[DEFAULT]\n'
+        'transport_url = rabbit://gantt:rabbitpw@mq:5672/\n'
+        '[database]\n'
+        'connection = postgresql+psycopg2://gantt:dbpw@db/gantt\n')
+    config.register_opts()
+    CONF(['--config-file', str(conf_file)], project='gantt')
+    try:
+        assert CONF.database.connection.endswith('dbpw@db/gantt')
+        with caplog.at_level(logging.DEBUG):
+            CONF.log_opt_values(logging.getLogger('test'), logging.DEBUG)
+        text = caplog.text
+        assert 'transport_url' in text and 'connection' in text
+        assert 'rabbitpw' not in text
+        assert 'dbpw' not in text
+    finally:
+        CONF.reset()
+        CONF.clear()
+
+
+def test_nova_defaults():
+    assert CONF.scheduler.driver == 'filter_scheduler'
+    assert CONF.scheduler.max_attempts == 3
+    assert CONF.scheduler.discover_hosts_in_cells_interval == -1
+    assert CONF.scheduler.periodic_task_interval == 60
+    assert CONF.scheduler.workers is None
+    assert CONF.filter_scheduler.host_subset_size == 1
+    assert CONF.filter_scheduler.shuffle_best_same_weighed_hosts is False
+    assert CONF.filter_scheduler.ram_weight_multiplier == 1.0
+    assert CONF.report_interval == 10
+    assert CONF.service_down_time == 60
+
+
+def test_mutable_options_are_marked():
+    group = CONF.filter_scheduler
+    for name in ('enabled_filters', 'weight_classes', 'host_subset_size',
+                 'ram_weight_multiplier', 'cpu_weight_multiplier',
+                 'disk_weight_multiplier'):
+        assert CONF._get_opt_info(name, 'filter_scheduler')['opt'].mutable, \
+            name
+    assert group is not None
