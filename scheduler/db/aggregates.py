@@ -1,0 +1,244 @@
+"""Queries over host aggregates: their hosts and their metadata.
+
+An aggregate groups compute hosts (by service host name) and carries
+key/value metadata. The scheduler reads two kinds of keys:
+
+* ``availability_zone``: the zone of every host of the aggregate (a host
+  in no zone aggregate is in ``[DEFAULT] default_availability_zone``);
+* ``<name>_weight_multiplier``: overrides the weigher multiplier option of
+  the same name for the aggregate's hosts.
+
+Every change to an aggregate, its hosts or its metadata touches the
+aggregate's ``updated_at``, so that :func:`fingerprint` tells a reader
+cheaply whether anything changed since it last looked::
+
+    with db_api.writer() as session:
+        agg = aggregates.create(session, 'rack1',
+                                metadata={'availability_zone': 'az1'})
+        aggregates.add_host(session, agg.id, 'compute-1')
+    with db_api.reader() as session:
+        for agg in aggregates.get_all(session):
+            print(agg.name, sorted(agg.hosts), agg.availability_zone)
+"""
+
+import dataclasses
+from typing import Optional
+
+from oslo_utils import uuidutils
+import sqlalchemy as sa
+
+from scheduler import exception
+from scheduler.db import models
+
+_AGG = models.Aggregate.__table__
+_HOST = models.AggregateHost.__table__
+_META = models.AggregateMetadata.__table__
+
+AZ_KEY = 'availability_zone'
+
+
+class AggregateNotFound(exception.NotFound):
+    msg_fmt = "Aggregate %(ident)s could not be found."
+
+
+class AggregateNameExists(exception.InvalidRequest):
+    msg_fmt = "Invalid request: an aggregate named %(name)s already exists."
+
+
+class AggregateHostExists(exception.InvalidRequest):
+    msg_fmt = ("Invalid request: host %(host)s is already in aggregate "
+               "%(ident)s.")
+
+
+class AggregateHostNotFound(exception.NotFound):
+    msg_fmt = "Host %(host)s is not in aggregate %(ident)s."
+
+
+class AvailabilityZoneConflict(exception.InvalidRequest):
+    msg_fmt = ("Invalid request: host %(host)s cannot be in availability "
+               "zone %(zone)s through aggregate %(ident)s: it is already in "
+               "zone(s) %(others)s.")
+
+
+@dataclasses.dataclass(frozen=True)
+class Aggregate:
+    """An aggregate as readers see it; changing it changes nothing in SQL."""
+
+    id: int
+    uuid: str
+    name: str
+    hosts: frozenset
+    metadata: dict
+
+    @property
+    def availability_zone(self) -> Optional[str]:
+        return self.metadata.get(AZ_KEY)
+
+
+def _build(rows, host_rows, meta_rows):
+    hosts = {}
+    for row in host_rows:
+        hosts.setdefault(row.aggregate_id, set()).add(row.host)
+    metadata = {}
+    for row in meta_rows:
+        metadata.setdefault(row.aggregate_id, {})[row.key] = row.value
+    return [Aggregate(id=row.id, uuid=row.uuid, name=row.name,
+                      hosts=frozenset(hosts.get(row.id, ())),
+                      metadata=metadata.get(row.id, {}))
+            for row in rows]
+
+
+def _read(session, where=None):
+    query = sa.select(_AGG.c.id, _AGG.c.uuid, _AGG.c.name).order_by(
+        _AGG.c.id)
+    if where is not None:
+        query = query.where(where)
+    rows = session.execute(query).all()
+    ids = [row.id for row in rows]
+    if not ids:
+        return []
+    if where is None:
+        host_rows = session.execute(sa.select(_HOST.c.aggregate_id,
+                                              _HOST.c.host)).all()
+        meta_rows = session.execute(sa.select(
+            _META.c.aggregate_id, _META.c.key, _META.c.value)).all()
+    else:
+        host_rows = session.execute(
+            sa.select(_HOST.c.aggregate_id, _HOST.c.host)
+            .where(_HOST.c.aggregate_id.in_(ids))).all()
+        meta_rows = session.execute(
+            sa.select(_META.c.aggregate_id, _META.c.key, _META.c.value)
+            .where(_META.c.aggregate_id.in_(ids))).all()
+    return _build(rows, host_rows, meta_rows)
+
+
+def get_all(session):
+    """Every aggregate with its hosts and metadata, in id order."""
+    return _read(session)
+
+
+def get_by_host(session, host):
+    """The aggregates ``host`` belongs to."""
+    member = sa.select(_HOST.c.aggregate_id).where(_HOST.c.host == host)
+    return _read(session, _AGG.c.id.in_(member))
+
+
+def get(session, ident):
+    """One aggregate by id, uuid or name; AggregateNotFound otherwise."""
+    if isinstance(ident, int) or (isinstance(ident, str)
+                                  and ident.isdigit()):
+        where = _AGG.c.id == int(ident)
+    elif uuidutils.is_uuid_like(ident):
+        where = _AGG.c.uuid == ident
+    else:
+        where = _AGG.c.name == ident
+    found = _read(session, where)
+    if not found:
+        raise AggregateNotFound(ident=ident)
+    return found[0]
+
+
+def fingerprint(session):
+    """A value that changes whenever any aggregate, host or key changes."""
+    aggs = session.execute(sa.select(
+        sa.func.count(_AGG.c.id), sa.func.max(_AGG.c.updated_at),
+        sa.func.max(_AGG.c.created_at), sa.func.sum(_AGG.c.id))).one()
+    hosts = session.execute(sa.select(
+        sa.func.count(_HOST.c.id), sa.func.sum(_HOST.c.id))).one()
+    meta = session.execute(sa.select(
+        sa.func.count(_META.c.id), sa.func.sum(_META.c.id))).one()
+    return tuple(aggs) + tuple(hosts) + tuple(meta)
+
+
+def _touch(session, aggregate_id):
+    session.execute(sa.update(_AGG).where(_AGG.c.id == aggregate_id)
+                    .values(updated_at=models.utcnow()))
+
+
+def _zones_of_host(session, host, exclude_id):
+    """The zones ``host`` is in through aggregates other than one."""
+    member = sa.select(_HOST.c.aggregate_id).where(_HOST.c.host == host)
+    rows = session.execute(
+        sa.select(_META.c.value)
+        .where(_META.c.key == AZ_KEY, _META.c.aggregate_id.in_(member),
+               _META.c.aggregate_id != exclude_id)).all()
+    return {row.value for row in rows}
+
+
+def _check_zone(session, aggregate, host, zone):
+    if zone is None:
+        return
+    others = _zones_of_host(session, host, aggregate.id) - {zone}
+    if others:
+        raise AvailabilityZoneConflict(host=host, zone=zone,
+                                       ident=aggregate.name,
+                                       others=', '.join(sorted(others)))
+
+
+def create(session, name, metadata=None, uuid=None):
+    """Create an aggregate; AggregateNameExists if the name is taken."""
+    exists = session.execute(
+        sa.select(_AGG.c.id).where(_AGG.c.name == name)).first()
+    if exists is not None:
+        raise AggregateNameExists(name=name)
+    now = models.utcnow()
+    result = session.execute(sa.insert(_AGG).values(
+        uuid=uuid or uuidutils.generate_uuid(), name=name, created_at=now,
+        updated_at=now))
+    aggregate_id = result.inserted_primary_key[0]
+    if metadata:
+        update_metadata(session, aggregate_id, metadata)
+    return get(session, aggregate_id)
+
+
+def delete(session, ident):
+    """Delete an aggregate, its host list and its metadata."""
+    aggregate = get(session, ident)
+    session.execute(sa.delete(_HOST).where(
+        _HOST.c.aggregate_id == aggregate.id))
+    session.execute(sa.delete(_META).where(
+        _META.c.aggregate_id == aggregate.id))
+    session.execute(sa.delete(_AGG).where(_AGG.c.id == aggregate.id))
+
+
+def add_host(session, ident, host):
+    """Add a host; refused if it would put the host in two zones."""
+    aggregate = get(session, ident)
+    if host in aggregate.hosts:
+        raise AggregateHostExists(host=host, ident=aggregate.name)
+    _check_zone(session, aggregate, host, aggregate.availability_zone)
+    session.execute(sa.insert(_HOST).values(aggregate_id=aggregate.id,
+                                            host=host))
+    _touch(session, aggregate.id)
+    return get(session, aggregate.id)
+
+
+def remove_host(session, ident, host):
+    """Remove a host; AggregateHostNotFound if it is not a member."""
+    aggregate = get(session, ident)
+    result = session.execute(sa.delete(_HOST).where(
+        _HOST.c.aggregate_id == aggregate.id, _HOST.c.host == host))
+    if result.rowcount == 0:
+        raise AggregateHostNotFound(host=host, ident=aggregate.name)
+    _touch(session, aggregate.id)
+    return get(session, aggregate.id)
+
+
+def update_metadata(session, ident, metadata):
+    """Set keys (a value of None deletes the key), as Nova's API does.
+
+    Setting ``availability_zone`` is refused if a host of the aggregate is
+    already in another zone through another aggregate.
+    """
+    aggregate = get(session, ident)
+    if metadata.get(AZ_KEY) is not None:
+        for host in sorted(aggregate.hosts):
+            _check_zone(session, aggregate, host, metadata[AZ_KEY])
+    for key, value in metadata.items():
+        session.execute(sa.delete(_META).where(
+            _META.c.aggregate_id == aggregate.id, _META.c.key == key))
+        if value is not None:
+            session.execute(sa.insert(_META).values(
+                aggregate_id=aggregate.id, key=key, value=str(value)))
+    _touch(session, aggregate.id)
+    return get(session, aggregate.id)

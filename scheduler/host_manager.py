@@ -1,0 +1,399 @@
+"""HostManager: the scheduler's cached, incrementally refreshed host table.
+
+Reading every compute node, service and aggregate for every request is
+what made Nova's scheduler slow at scale. The HostManager keeps a
+:class:`scheduler.host_table.HostTable` in memory instead and refreshes it
+from SQL in a background thread every ``[scheduler]
+host_state_refresh_interval`` seconds, reading only what changed:
+
+* compute nodes whose ``generation`` differs from the cached one (every
+  write to a node, claims included, bumps it);
+* compute services (binary ``gantt-compute``) whose ``updated_at`` moved
+  (heartbeats, enable/disable), with a full re-read now and then to notice
+  deleted rows;
+* aggregates, hosts and metadata, re-read whole only when their
+  fingerprint changed.
+
+A request takes a snapshot (:meth:`HostManager.snapshot`) and reads it
+without locks; the manager swaps in a new table when something changes.
+After a successful claim the scheduler calls :meth:`HostManager.consume`,
+so the next request sees the room already taken; a stale row can only
+cost a failed claim (claims are checked in SQL), never an overfilled host.
+
+The background thread starts lazily on the first snapshot, and again in a
+forked child (threads do not survive ``fork``). With ``auto_refresh=False``
+(the caching scheduler) nothing runs in the background; :meth:`refresh`
+is called by the owner::
+
+    manager = HostManager()
+    table = manager.snapshot()
+    print(len(table), table.states[0].free_ram_mb)
+    manager.consume(table.states[0].id, claims.Resources(1, 512, 1))
+    manager.stop()
+"""
+
+import datetime
+import os
+import threading
+import time
+import weakref
+
+from oslo_log import log as logging
+import sqlalchemy as sa
+
+from scheduler import conf
+from scheduler.db import aggregates as db_aggregates
+from scheduler.db import api as db_api
+from scheduler.db import compute_nodes
+from scheduler.db import models
+from scheduler import host_table
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+COMPUTE_BINARY = 'gantt-compute'
+# Services written within this many seconds before the newest one seen
+# are read again, so that a row committed late, or by a host whose clock
+# lags a little, is not missed.
+SERVICE_SLACK = 2.0
+# Seconds between full re-reads of the services (notices deleted rows and
+# writers whose clocks lag by more than SERVICE_SLACK).
+SERVICE_FULL_READ_INTERVAL = 30.0
+
+_SERVICE = models.Service.__table__
+_SERVICE_COLUMNS = (_SERVICE.c.id, _SERVICE.c.host, _SERVICE.c.binary,
+                    _SERVICE.c.disabled, _SERVICE.c.disabled_reason,
+                    _SERVICE.c.forced_down, _SERVICE.c.last_seen_up,
+                    _SERVICE.c.updated_at)
+_RATIO_OPTIONS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
+                  'disk_allocation_ratio')
+
+_managers = weakref.WeakSet()
+
+
+def _reset_after_fork():
+    for manager in list(_managers):
+        manager._after_fork()
+
+
+os.register_at_fork(after_in_child=_reset_after_fork)
+
+
+def _read_services(session, since=None, hosts=None):
+    query = sa.select(*_SERVICE_COLUMNS).where(
+        _SERVICE.c.binary == COMPUTE_BINARY)
+    if since is not None:
+        query = query.where(_SERVICE.c.updated_at >= since)
+    if hosts is not None:
+        query = query.where(_SERVICE.c.host.in_(list(hosts)))
+    return session.execute(query).all()
+
+
+def _count_services(session):
+    return session.execute(
+        sa.select(sa.func.count(_SERVICE.c.id))
+        .where(_SERVICE.c.binary == COMPUTE_BINARY)).scalar_one()
+
+
+class _Changes:
+    """What one refresh read from SQL, applied later under the lock."""
+
+    def __init__(self):
+        self.nodes = []
+        self.removed = []
+        self.services = []
+        self.full_services = False
+        self.aggregates = None
+        self.aggregates_fingerprint = None
+
+
+class HostManager:
+    """Owns the cached HostTable of one scheduler process."""
+
+    def __init__(self, auto_refresh=True):
+        self.auto_refresh = auto_refresh
+        self.stats = {'refreshes': 0, 'full_builds': 0, 'nodes_read': 0,
+                      'services_read': 0, 'refresh_failures': 0,
+                      'last_refresh_seconds': 0.0}
+        self._table = None
+        self._node_rows = {}
+        self._generations = {}
+        self._services = {}
+        self._service_count = 0
+        self._service_watermark = None
+        self._last_full_service_read = 0.0
+        self._aggregates = ()
+        self._aggregates_by_host = {}
+        self._aggregates_fingerprint = None
+        self._consume_seq = 0
+        self._consumed_at = {}
+        self._after_fork()
+        _managers.add(self)
+
+    def _after_fork(self):
+        # Locks may have been held by a thread of the parent at fork time;
+        # the child starts with fresh ones and no refresh thread.
+        self._lock = threading.Lock()
+        self._refresh_lock = threading.Lock()
+        self._thread_lock = threading.Lock()
+        self._thread = None
+        self._stop = threading.Event()
+        self._pid = os.getpid()
+
+    # -- what requests use ----------------------------------------------------
+
+    def snapshot(self):
+        """The current HostTable (loaded on first use); never copied."""
+        table = self._table
+        if table is None:
+            table = self.refresh()
+        if self.auto_refresh:
+            self._ensure_thread()
+        return table
+
+    def consume(self, node_id, resources):
+        """Record a successful claim in the cached row of ``node_id``."""
+        with self._lock:
+            table = self._table
+            if table is None or node_id not in table.row_by_id:
+                return
+            row = table.row_by_id[node_id]
+            self._table = table.consumed(row, resources)
+            self._mark_consumed(node_id)
+
+    def _mark_consumed(self, node_id):
+        # The claim bumped the node's generation: re-read it next time,
+        # and do not let a refresh that read it before the claim undo the
+        # consumption (see _apply).
+        self._consume_seq += 1
+        self._consumed_at[node_id] = self._consume_seq
+        self._generations[node_id] = -1
+
+    def refresh_nodes(self, node_ids):
+        """Re-read some nodes (and their services) now.
+
+        Used after a lost claim race or a released claim. Returns
+        ``{node id: HostState}`` for the nodes that still exist.
+        """
+        node_ids = list(node_ids)
+        if not node_ids:
+            return {}
+        with self._lock:
+            seen_seq = self._consume_seq
+        with db_api.reader() as session:
+            rows = compute_nodes.get_nodes(session, ids=node_ids)
+            services = _read_services(session,
+                                      hosts={row.host for row in rows})
+        with self._lock:
+            for service in services:
+                self._services[service.host] = (
+                    host_table.service_from_row(service))
+            # A node claimed on since the read began keeps its cached row.
+            # Nodes new to the cache wait for the next refresh, which
+            # rebuilds the table with them.
+            rows = [row for row in rows
+                    if row.id in self._node_rows
+                    and self._consumed_at.get(row.id, 0) <= seen_seq]
+            for row in rows:
+                self._node_rows[row.id] = row
+                self._generations[row.id] = row.generation
+            fresh = {row.id: self._make_state(row) for row in rows}
+            table = self._table
+            if table is not None:
+                replaced = {table.row_by_id[node_id]: state
+                            for node_id, state in fresh.items()
+                            if node_id in table.row_by_id}
+                self._table = table.replace(replaced)
+        return fresh
+
+    # -- refreshing -----------------------------------------------------------
+
+    def refresh(self):
+        """Bring the table up to date with SQL; return the new table."""
+        with self._refresh_lock:
+            started = time.perf_counter()
+            with self._lock:
+                seen_seq = self._consume_seq
+                known = dict(self._generations)
+            changes = _Changes()
+            with db_api.reader() as session:
+                changes.nodes, changes.removed = (
+                    compute_nodes.changed_since(session, known))
+                self._read_service_changes(session, changes)
+                fingerprint = db_aggregates.fingerprint(session)
+                if fingerprint != self._aggregates_fingerprint:
+                    changes.aggregates = db_aggregates.get_all(session)
+                    changes.aggregates_fingerprint = fingerprint
+            with self._lock:
+                self._apply(changes, seen_seq)
+                table = self._table
+            elapsed = time.perf_counter() - started
+            self.stats['refreshes'] += 1
+            self.stats['nodes_read'] += len(changes.nodes)
+            self.stats['services_read'] += len(changes.services)
+            self.stats['last_refresh_seconds'] = elapsed
+            LOG.debug('Host cache refreshed in %.3fs: %d node(s) and %d '
+                      'service(s) read, %d node(s) removed', elapsed,
+                      len(changes.nodes), len(changes.services),
+                      len(changes.removed))
+            return table
+
+    def _read_service_changes(self, session, changes):
+        now = time.monotonic()
+        full = (self._service_watermark is None
+                or now - self._last_full_service_read
+                >= SERVICE_FULL_READ_INTERVAL
+                or _count_services(session) != self._service_count)
+        if full:
+            changes.services = _read_services(session)
+            changes.full_services = True
+            self._last_full_service_read = now
+        else:
+            since = self._service_watermark - datetime.timedelta(
+                seconds=SERVICE_SLACK)
+            changes.services = _read_services(session, since=since)
+        stamps = [row.updated_at for row in changes.services
+                  if row.updated_at is not None]
+        if stamps:
+            newest = max(stamps)
+            if (self._service_watermark is None
+                    or newest > self._service_watermark):
+                self._service_watermark = newest
+        elif full:
+            self._service_watermark = self._service_watermark or (
+                models.utcnow())
+
+    def _apply(self, changes, seen_seq):
+        """Merge what a refresh read; called with the lock held."""
+        changed_hosts = self._apply_services(changes)
+        rebuild = self._table is None
+        if changes.aggregates is not None:
+            self._set_aggregates(changes.aggregates)
+            self._aggregates_fingerprint = changes.aggregates_fingerprint
+            rebuild = True
+        for node_id in changes.removed:
+            self._node_rows.pop(node_id, None)
+            self._generations.pop(node_id, None)
+            rebuild = True
+        # Nodes claimed on after this refresh started its reads: the row
+        # read may predate the claim. Keep the consumed cached row and
+        # read the node again next time.
+        raced = {node_id for node_id, seq in self._consumed_at.items()
+                 if seq > seen_seq}
+        updated = []
+        for row in changes.nodes:
+            if row.id not in self._node_rows:
+                rebuild = True
+            if row.id in raced:
+                self._generations[row.id] = -1
+                if row.id not in self._node_rows:
+                    self._node_rows[row.id] = row
+                continue
+            self._node_rows[row.id] = row
+            self._generations[row.id] = row.generation
+            updated.append(row.id)
+        self._consumed_at = {node_id: seq for node_id, seq
+                             in self._consumed_at.items() if seq > seen_seq}
+        if rebuild:
+            self._rebuild(raced)
+            return
+        table = self._table
+        ids = set(updated)
+        for host in changed_hosts:
+            ids.update(table.states[row].id
+                       for row in table.rows_by_host.get(host, ()))
+        ids -= raced
+        replaced = {table.row_by_id[node_id]:
+                    self._make_state(self._node_rows[node_id])
+                    for node_id in ids}
+        self._table = table.replace(replaced)
+
+    def _apply_services(self, changes):
+        """Update the cached services; return the hosts that changed."""
+        changed = set()
+        fresh = {}
+        for row in changes.services:
+            fresh[row.host] = host_table.service_from_row(row)
+        if changes.full_services:
+            for host in set(self._services) - set(fresh):
+                changed.add(host)
+                del self._services[host]
+            self._service_count = len(fresh)
+        for host, service in fresh.items():
+            if self._services.get(host) != service:
+                self._services[host] = service
+                changed.add(host)
+        return changed
+
+    def _set_aggregates(self, aggregates):
+        self._aggregates = tuple(aggregates)
+        by_host = {}
+        for aggregate in self._aggregates:
+            for host in aggregate.hosts:
+                by_host.setdefault(host, []).append(aggregate)
+        self._aggregates_by_host = {host: tuple(aggs)
+                                    for host, aggs in by_host.items()}
+
+    def _make_state(self, row):
+        ratios = {name: getattr(CONF.filter_scheduler, name)
+                  for name in _RATIO_OPTIONS}
+        return host_table.HostState.from_node(
+            row, self._services.get(row.host),
+            self._aggregates_by_host.get(row.host, ()), ratios,
+            CONF.default_availability_zone)
+
+    def _rebuild(self, keep_ids=()):
+        old = self._table
+        states = []
+        for node_id in sorted(self._node_rows):
+            if old is not None and node_id in keep_ids and (
+                    node_id in old.row_by_id):
+                states.append(old.states[old.row_by_id[node_id]])
+            else:
+                states.append(self._make_state(self._node_rows[node_id]))
+        self._table = host_table.HostTable.build(states, self._aggregates)
+        self.stats['full_builds'] += 1
+
+    # -- the background thread ------------------------------------------------
+
+    def _ensure_thread(self):
+        if os.getpid() != self._pid:
+            self._after_fork()
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            return
+        with self._thread_lock:
+            if self._thread is not None and self._thread.is_alive():
+                return
+            self._stop = threading.Event()
+            self._thread = threading.Thread(
+                target=_refresh_loop, args=(weakref.ref(self), self._stop),
+                name='gantt-host-cache', daemon=True)
+            self._thread.start()
+
+    def start(self):
+        """Load the table now and start the background refresh."""
+        self.snapshot()
+
+    def stop(self):
+        """Stop the background refresh (a later snapshot restarts it)."""
+        with self._thread_lock:
+            thread, self._thread = self._thread, None
+            self._stop.set()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout=10)
+
+
+def _refresh_loop(manager_ref, stop):
+    """Refresh until stopped or until the manager is garbage collected."""
+    while not stop.wait(CONF.scheduler.host_state_refresh_interval):
+        manager = manager_ref()
+        if manager is None:
+            return
+        try:
+            manager.refresh()
+        except Exception:
+            manager.stats['refresh_failures'] += 1
+            LOG.exception('Refreshing the host cache failed; requests keep '
+                          'using the cached hosts')
+        del manager

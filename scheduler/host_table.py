@@ -1,0 +1,493 @@
+"""HostState and HostTable: the scheduler's view of its compute nodes.
+
+A :class:`HostState` is one compute node as filters and weighers see it,
+under Nova's attribute names (``free_ram_mb``, ``vcpus_total``,
+``total_usable_disk_gb``...), with its compute service, its aggregates and
+its availability zone. It is read-only: filters must not change it, and
+consuming resources returns a new HostState.
+
+A :class:`HostTable` is an immutable snapshot of every node: the list of
+HostStates plus NumPy columns aligned with it (row ``i`` of every column
+describes ``states[i]``), so that a filter or weigher handles all hosts in
+a few array operations. Changing a snapshot (:meth:`HostTable.replace`)
+builds a new one that shares what did not change, so a request that holds
+a snapshot always reads a consistent view::
+
+    table = HostTable.build(states, aggregates)
+    fits = table.used['memory_mb'] + 2048 <= table.capacity['memory_mb']
+    table = table.replace({row: table.states[row].consumed(resources)})
+
+Capacity is computed as :mod:`scheduler.db.claims` computes it in SQL,
+``total * allocation_ratio - reserved``, with the same floating point
+operations in the same order, so that a host that passes the capacity
+filters only fails its claim if something else took the room first.
+"""
+
+import collections
+import copy
+import datetime
+import math
+
+from oslo_log import log as logging
+import numpy as np
+
+from scheduler import conf
+from scheduler.db import claims
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+EPOCH = datetime.datetime(1970, 1, 1)
+# Heartbeats are compared in whole microseconds, exactly as the datetime
+# arithmetic of db.services.is_up does.
+NO_HEARTBEAT = np.iinfo(np.int64).min
+
+# resource -> (HostState total, used, reserved and ratio attributes)
+RESOURCE_ATTRS = {
+    'vcpus': ('vcpus_total', 'vcpus_used', 'reserved_vcpus',
+              'cpu_allocation_ratio'),
+    'memory_mb': ('total_usable_ram_mb', 'memory_mb_used',
+                  'reserved_memory_mb', 'ram_allocation_ratio'),
+    'disk_gb': ('total_usable_disk_gb', 'local_gb_used', 'reserved_disk_gb',
+                'disk_allocation_ratio'),
+}
+RESOURCES = claims.Resources._fields
+
+
+def to_microseconds(when):
+    """Naive UTC datetime -> integer microseconds since the epoch."""
+    if when is None:
+        return NO_HEARTBEAT
+    delta = when - EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1000000 + delta.microseconds
+
+
+ServiceInfo = collections.namedtuple(
+    'ServiceInfo',
+    'id host binary disabled disabled_reason forced_down last_seen_up')
+
+
+def service_from_row(row):
+    """A ServiceInfo from a ``services`` row."""
+    return ServiceInfo(row.id, row.host, row.binary, bool(row.disabled),
+                       row.disabled_reason, bool(row.forced_down),
+                       row.last_seen_up)
+
+
+def service_is_up(service, now, down_time):
+    """True if ``service`` heartbeated within ``down_time`` seconds.
+
+    ``now`` is a naive UTC datetime; the arithmetic is the one of
+    :func:`scheduler.db.services.is_up`.
+    """
+    if service is None or service.forced_down or not service.last_seen_up:
+        return False
+    return now - service.last_seen_up <= datetime.timedelta(
+        seconds=down_time)
+
+
+class HostState:
+    """One compute node as the filters and weighers see it (read-only)."""
+
+    # Set from the node row, under Nova's names where Nova has one.
+    NODE_FIELDS = (
+        'id', 'uuid', 'host', 'nodename', 'vcpus_total', 'vcpus_used',
+        'reserved_vcpus', 'total_usable_ram_mb', 'memory_mb_used',
+        'reserved_memory_mb', 'total_usable_disk_gb', 'local_gb_used',
+        'reserved_disk_gb', 'cpu_allocation_ratio', 'ram_allocation_ratio',
+        'disk_allocation_ratio', 'hypervisor_type', 'hypervisor_version',
+        'host_ip', 'supported_instances', 'stats', 'metrics',
+        'num_instances', 'io_workload', 'mapped', 'generation', 'updated')
+
+    __slots__ = NODE_FIELDS + ('service', 'aggregates', 'availability_zones')
+
+    def __init__(self, service=None, aggregates=(),
+                 availability_zones=frozenset(['nova']), **fields):
+        missing = set(self.NODE_FIELDS) - set(fields)
+        unknown = set(fields) - set(self.NODE_FIELDS)
+        if missing or unknown:
+            raise TypeError('HostState fields missing %s, unknown %s'
+                            % (sorted(missing), sorted(unknown)))
+        for name, value in fields.items():
+            setattr(self, name, value)
+        self.service = service
+        self.aggregates = tuple(aggregates)
+        self.availability_zones = frozenset(availability_zones)
+
+    @classmethod
+    def from_node(cls, row, service, aggregates, default_ratios, default_az):
+        """Build from a ``compute_nodes`` row.
+
+        :param service: the ServiceInfo of the node's host, or None.
+        :param aggregates: the aggregates the node's host belongs to.
+        :param default_ratios: ``{'cpu_allocation_ratio': ..., ...}`` used
+            where the node reports no ratio.
+        :param default_az: ``[DEFAULT] default_availability_zone``.
+        """
+        def ratio(name):
+            value = getattr(row, name)
+            return float(default_ratios[name] if value is None else value)
+
+        zones = frozenset(agg.metadata['availability_zone']
+                          for agg in aggregates
+                          if 'availability_zone' in agg.metadata)
+        return cls(
+            service=service, aggregates=aggregates,
+            availability_zones=zones or frozenset([default_az]),
+            id=row.id, uuid=row.uuid, host=row.host,
+            nodename=row.hypervisor_hostname,
+            vcpus_total=row.vcpus, vcpus_used=row.vcpus_used,
+            reserved_vcpus=row.reserved_vcpus,
+            total_usable_ram_mb=row.memory_mb,
+            memory_mb_used=row.memory_mb_used,
+            reserved_memory_mb=row.reserved_memory_mb,
+            total_usable_disk_gb=row.local_gb,
+            local_gb_used=row.local_gb_used,
+            reserved_disk_gb=row.reserved_disk_gb,
+            cpu_allocation_ratio=ratio('cpu_allocation_ratio'),
+            ram_allocation_ratio=ratio('ram_allocation_ratio'),
+            disk_allocation_ratio=ratio('disk_allocation_ratio'),
+            hypervisor_type=row.hypervisor_type,
+            hypervisor_version=row.hypervisor_version,
+            host_ip=row.host_ip,
+            supported_instances=row.supported_instances or [],
+            stats=row.stats or {}, metrics=row.metrics or [],
+            num_instances=row.num_instances, io_workload=row.io_workload,
+            mapped=bool(row.mapped), generation=row.generation,
+            updated=row.updated_at)
+
+    def __repr__(self):
+        return ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s'
+                % (self.host, self.nodename, self.free_ram_mb,
+                   self.free_disk_mb, self.io_workload, self.num_instances))
+
+    # -- capacity, as the claims compute it --------------------------------
+
+    def capacity(self, resource):
+        """``total * allocation_ratio - reserved`` of one resource."""
+        total, _used, reserved, ratio = RESOURCE_ATTRS[resource]
+        return (getattr(self, total) * getattr(self, ratio)
+                - getattr(self, reserved))
+
+    def used(self, resource):
+        return getattr(self, RESOURCE_ATTRS[resource][1])
+
+    def fits(self, resource, amount):
+        """True if a claim of ``amount`` of ``resource`` would succeed."""
+        if amount <= 0:
+            return True
+        return self.used(resource) + amount <= self.capacity(resource)
+
+    @property
+    def limits(self):
+        """Oversubscription limits, as Nova's filters set them."""
+        return {'vcpu': self.capacity('vcpus'),
+                'memory_mb': self.capacity('memory_mb'),
+                'disk_gb': self.capacity('disk_gb')}
+
+    # -- Nova's derived attributes ------------------------------------------
+
+    @property
+    def hypervisor_hostname(self):
+        return self.nodename
+
+    @property
+    def free_ram_mb(self):
+        """RAM not used nor reserved, without overcommit (may be < 0)."""
+        return (self.total_usable_ram_mb - self.reserved_memory_mb
+                - self.memory_mb_used)
+
+    @property
+    def free_disk_mb(self):
+        """Disk not used nor reserved, without overcommit, in MB."""
+        return (self.total_usable_disk_gb - self.reserved_disk_gb
+                - self.local_gb_used) * 1024
+
+    @property
+    def disk_mb_used(self):
+        return self.local_gb_used * 1024
+
+    @property
+    def vcpus_free(self):
+        """vCPUs a claim could still take (with the allocation ratio)."""
+        return self.capacity('vcpus') - self.vcpus_used
+
+    @property
+    def num_io_ops(self):
+        return self.io_workload
+
+    @property
+    def availability_zone(self):
+        """The host's zone; several zones (a misconfiguration) joined."""
+        return ','.join(sorted(self.availability_zones))
+
+    @property
+    def service_disabled(self):
+        return bool(self.service is not None and self.service.disabled)
+
+    @property
+    def disabled_reason(self):
+        return self.service.disabled_reason if self.service else None
+
+    def service_up(self, down_time=None, now=None):
+        """True if the compute service is up: not forced down, and heard
+        from within ``down_time`` seconds (``[DEFAULT] service_down_time``
+        by default) before ``now``."""
+        if down_time is None:
+            down_time = CONF.service_down_time
+        now = now or datetime.datetime.now(
+            datetime.timezone.utc).replace(tzinfo=None)
+        return service_is_up(self.service, now, down_time)
+
+    def consumed(self, resources):
+        """A copy with ``resources`` (claims.Resources) taken by one more
+        instance, as Nova's consume_from_request counts it."""
+        state = copy.copy(self)
+        state.vcpus_used = self.vcpus_used + resources.vcpus
+        state.memory_mb_used = self.memory_mb_used + resources.memory_mb
+        state.local_gb_used = self.local_gb_used + resources.disk_gb
+        state.num_instances = self.num_instances + 1
+        state.io_workload = self.io_workload + 1
+        return state
+
+
+# Column name -> (HostState attribute, dtype). Rows of every column align
+# with HostTable.states.
+_BASE_COLUMNS = {
+    'ids': ('id', np.int64),
+    'mapped': ('mapped', np.bool_),
+    'vcpus_total': ('vcpus_total', np.int64),
+    'reserved_vcpus': ('reserved_vcpus', np.int64),
+    'cpu_ratio': ('cpu_allocation_ratio', np.float64),
+    'ram_total': ('total_usable_ram_mb', np.int64),
+    'reserved_ram': ('reserved_memory_mb', np.int64),
+    'ram_ratio': ('ram_allocation_ratio', np.float64),
+    'disk_total': ('total_usable_disk_gb', np.int64),
+    'reserved_disk': ('reserved_disk_gb', np.int64),
+    'disk_ratio': ('disk_allocation_ratio', np.float64),
+    'vcpus_used': ('vcpus_used', np.int64),
+    'ram_used': ('memory_mb_used', np.int64),
+    'disk_used': ('local_gb_used', np.int64),
+    'num_instances': ('num_instances', np.int64),
+    'io_workload': ('io_workload', np.int64),
+}
+_SERVICE_COLUMNS = ('has_service', 'disabled', 'forced_down', 'heartbeat_us')
+# resource -> (total, used, reserved, ratio) column names
+_RESOURCE_COLUMNS = {
+    'vcpus': ('vcpus_total', 'vcpus_used', 'reserved_vcpus', 'cpu_ratio'),
+    'memory_mb': ('ram_total', 'ram_used', 'reserved_ram', 'ram_ratio'),
+    'disk_gb': ('disk_total', 'disk_used', 'reserved_disk', 'disk_ratio'),
+}
+# The names a node is known by; a change of any rebuilds the indexes.
+_IDENTITY = ('id', 'host', 'nodename', 'availability_zones')
+
+
+def _service_values(state):
+    service = state.service
+    if service is None:
+        return (False, False, False, NO_HEARTBEAT)
+    return (True, bool(service.disabled), bool(service.forced_down),
+            to_microseconds(service.last_seen_up))
+
+
+class HostTable:
+    """An immutable snapshot: HostStates plus aligned NumPy columns.
+
+    Columns (all of length ``len(states)``): ``ids``, ``mapped``,
+    ``candidates`` (mapped and with a compute service: what the scheduler
+    may pick), ``has_service``, ``disabled``, ``forced_down``,
+    ``heartbeat_us``, ``az_index``, per resource ``used[r]`` (int) and
+    ``capacity[r]`` (float), ``free_ram_mb``, ``free_disk_mb``,
+    ``vcpus_free``, ``num_instances``, ``io_workload``.
+    Never write into a column: build a new table with :meth:`replace`.
+    """
+
+    def __init__(self, states, columns, aggregates, indexes=None):
+        self.states = states
+        self.aggregates = tuple(aggregates)
+        self.columns = columns
+        for name, column in columns.items():
+            setattr(self, name, column)
+        if indexes is None:
+            indexes = self._build_indexes(states)
+        (self.row_by_id, self.rows_by_host, self.rows_by_host_lower,
+         self.rows_by_nodename, self.az_sets) = indexes
+        self._indexes = indexes
+        self.candidates = self.mapped & self.has_service
+        self.capacity = {}
+        self.used = {}
+        for resource, names in _RESOURCE_COLUMNS.items():
+            total, used, reserved, ratio = (columns[n] for n in names)
+            # Same operations, same order as claims.capacity_expression.
+            self.capacity[resource] = total * ratio - reserved
+            self.used[resource] = used
+        self.free_ram_mb = self.ram_total - self.reserved_ram - self.ram_used
+        self.free_disk_mb = (self.disk_total - self.reserved_disk
+                             - self.disk_used) * 1024
+        self.vcpus_free = self.capacity['vcpus'] - self.vcpus_used
+        # Derived from immutable data, so computing twice is harmless.
+        self._az_masks = {}
+        self._multipliers = {}
+
+    def __len__(self):
+        return len(self.states)
+
+    @classmethod
+    def build(cls, states, aggregates=()):
+        """A table over ``states`` (HostStates) in the given order."""
+        states = list(states)
+        columns = {}
+        for name, (attr, dtype) in _BASE_COLUMNS.items():
+            columns[name] = np.fromiter(
+                (getattr(state, attr) for state in states), dtype=dtype,
+                count=len(states))
+        service_values = [_service_values(state) for state in states]
+        for position, name in enumerate(_SERVICE_COLUMNS):
+            dtype = np.int64 if name == 'heartbeat_us' else np.bool_
+            columns[name] = np.fromiter(
+                (values[position] for values in service_values),
+                dtype=dtype, count=len(states))
+        indexes = cls._build_indexes(states)
+        az_sets = indexes[4]
+        az_position = {zones: i for i, zones in enumerate(az_sets)}
+        columns['az_index'] = np.fromiter(
+            (az_position[state.availability_zones] for state in states),
+            dtype=np.int32, count=len(states))
+        return cls(states, columns, aggregates, indexes)
+
+    @staticmethod
+    def _build_indexes(states):
+        row_by_id = {}
+        by_host = collections.defaultdict(list)
+        by_host_lower = collections.defaultdict(list)
+        by_nodename = collections.defaultdict(list)
+        az_sets = []
+        seen_zones = set()
+        for row, state in enumerate(states):
+            row_by_id[state.id] = row
+            by_host[state.host].append(row)
+            by_host_lower[state.host.lower()].append(row)
+            by_nodename[state.nodename].append(row)
+            if state.availability_zones not in seen_zones:
+                seen_zones.add(state.availability_zones)
+                az_sets.append(state.availability_zones)
+
+        def freeze(mapping):
+            return {key: np.array(rows, dtype=np.intp)
+                    for key, rows in mapping.items()}
+        return (row_by_id, freeze(by_host), freeze(by_host_lower),
+                freeze(by_nodename), tuple(az_sets))
+
+    def replace(self, new_states):
+        """A new table with ``{row: HostState}`` replaced.
+
+        Falls back to a full build when a replaced node changed its
+        identity (id, host, node name or zones).
+        """
+        if not new_states:
+            return self
+        for row, state in new_states.items():
+            old = self.states[row]
+            if any(getattr(old, name) != getattr(state, name)
+                   for name in _IDENTITY):
+                states = list(self.states)
+                for position, replacement in new_states.items():
+                    states[position] = replacement
+                return HostTable.build(states, self.aggregates)
+        states = list(self.states)
+        columns = {name: column.copy()
+                   for name, column in self.columns.items()}
+        for row, state in new_states.items():
+            states[row] = state
+            for name, (attr, _dtype) in _BASE_COLUMNS.items():
+                columns[name][row] = getattr(state, attr)
+            for name, value in zip(_SERVICE_COLUMNS, _service_values(state)):
+                columns[name][row] = value
+        return HostTable(states, columns, self.aggregates, self._indexes)
+
+    def consumed(self, row, resources):
+        """A new table where the node of ``row`` took ``resources``."""
+        return self.replace({row: self.states[row].consumed(resources)})
+
+    # -- lookups ------------------------------------------------------------
+
+    def mask_of_rows(self, rows):
+        mask = np.zeros(len(self.states), dtype=np.bool_)
+        if len(rows):
+            mask[np.asarray(rows, dtype=np.intp)] = True
+        return mask
+
+    def hosts_mask(self, hosts, ignore_case=True):
+        """Rows whose service host is one of ``hosts``."""
+        index = self.rows_by_host_lower if ignore_case else self.rows_by_host
+        rows = [index[key] for key in
+                ((h.lower() if ignore_case else h) for h in hosts)
+                if key in index]
+        return self.mask_of_rows(np.concatenate(rows) if rows else [])
+
+    def nodes_mask(self, nodenames):
+        """Rows whose node name is one of ``nodenames`` (case matters)."""
+        rows = [self.rows_by_nodename[name] for name in nodenames
+                if name in self.rows_by_nodename]
+        return self.mask_of_rows(np.concatenate(rows) if rows else [])
+
+    def service_up(self, down_time=None, now=None):
+        """Column: the compute service is up (see HostState.service_up)."""
+        if down_time is None:
+            down_time = CONF.service_down_time
+        now = now or datetime.datetime.now(
+            datetime.timezone.utc).replace(tzinfo=None)
+        limit = to_microseconds(now) - down_time * 1000000
+        return (self.has_service & ~self.forced_down
+                & (self.heartbeat_us != NO_HEARTBEAT)
+                & (self.heartbeat_us >= limit))
+
+    def in_zone(self, zone):
+        """Column: the host is in availability zone ``zone``."""
+        mask = self._az_masks.get(zone)
+        if mask is None:
+            matching = [i for i, zones in enumerate(self.az_sets)
+                        if zone in zones]
+            mask = np.isin(self.az_index, matching)
+            self._az_masks[zone] = mask
+        return mask
+
+    def aggregate_multipliers(self, key):
+        """Column of aggregate overrides of a weight multiplier, or None.
+
+        NaN where no aggregate of the host sets ``key`` or where one sets
+        it to something that is not a number (the option then applies, as
+        in Nova); else the minimum of the values the host's aggregates set.
+        None when no aggregate sets ``key`` at all.
+        """
+        if key in self._multipliers:
+            return self._multipliers[key]
+        column = None
+        invalid = np.zeros(len(self.states), dtype=np.bool_)
+        for aggregate in self.aggregates:
+            if key not in aggregate.metadata:
+                continue
+            if column is None:
+                column = np.full(len(self.states), np.nan)
+            rows = self.hosts_mask(aggregate.hosts, ignore_case=False)
+            value = parse_multiplier(aggregate.metadata[key])
+            if value is None:
+                LOG.warning("Could not decode '%s' weight multiplier %r of "
+                            "aggregate %s; using the option for its hosts",
+                            key, aggregate.metadata[key], aggregate.name)
+                invalid |= rows
+                continue
+            column[rows] = np.fmin(column[rows], value)
+        if column is not None:
+            column[invalid] = np.nan
+        self._multipliers[key] = column
+        return column
+
+
+def parse_multiplier(value):
+    """A finite float from aggregate metadata, or None."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
