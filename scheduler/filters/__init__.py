@@ -1,0 +1,187 @@
+"""Host filters: the base class, the capacity base, and the handler.
+
+A filter decides whether a host may take an instance of a request. Its
+contract is Nova's::
+
+    class MyFilter(filters.BaseHostFilter):
+        run_filter_once_per_request = False   # True: skip for the 2nd..nth
+                                              # instance of a request
+        RUN_ON_REBUILD = False                # True: also run on rebuild
+
+        def host_passes(self, host_state, spec):
+            return host_state.stats.get('gpu') == 'yes'
+
+``host_passes`` must be pure: it reads the HostState and the RequestSpec
+and changes neither. That is all a third-party filter needs. The built-in
+filters also give the batch path the handler prefers,
+``filter_all(host_table, mask, spec) -> mask``: given the whole
+:class:`scheduler.host_table.HostTable` and a boolean mask of the hosts
+still in the running, return the mask of those that pass, computed over
+NumPy columns. The base class implements ``filter_all`` by calling
+``host_passes`` for every host left, so both paths always exist.
+
+:class:`HostFilterHandler` runs the enabled filters in order and records
+how many hosts each one left, so that a NoValidHost can say which filter
+removed the last hosts::
+
+    result = filters.HostFilterHandler().run_filters(
+        enabled, table, table.candidates, spec)
+    if not result.passed:
+        raise exception.NoValidHost(reason=result.explain())
+    # "0/50 hosts available: ComputeFilter 50 -> 48, RamFilter 48 -> 0
+    #  (removed the last 48)"
+"""
+
+import collections
+
+from oslo_log import log as logging
+import numpy as np
+
+LOG = logging.getLogger(__name__)
+
+Step = collections.namedtuple('Step', 'name before after')
+
+
+class BaseHostFilter:
+    """Base class of host filters (see the module docstring)."""
+
+    # Filters whose answer cannot change between the instances of one
+    # request set this, and run only for the first instance.
+    run_filter_once_per_request = False
+
+    # Nova's default: a rebuild keeps the instance on its host and its
+    # resources, so filters run on rebuild only if they set this to True.
+    RUN_ON_REBUILD = False
+
+    def host_passes(self, host_state, spec):
+        """True if the host may take one instance of ``spec``."""
+        raise NotImplementedError()
+
+    def filter_all(self, host_table, mask, spec):
+        """Mask of the hosts of ``mask`` that pass; see the module doc."""
+        return host_passes_each(self, host_table, mask, spec)
+
+    def run_filter_for_index(self, index):
+        """False for the 2nd..nth instance of once-per-request filters."""
+        return not (self.run_filter_once_per_request and index > 0)
+
+
+def host_passes_each(filter_obj, host_table, mask, spec):
+    """Batch path of a filter that only has ``host_passes``."""
+    passed = np.zeros(len(host_table), dtype=np.bool_)
+    states = host_table.states
+    for row in np.flatnonzero(mask):
+        passed[row] = bool(filter_obj.host_passes(states[row], spec))
+    return passed
+
+
+class CapacityFilter(BaseHostFilter):
+    """Passes hosts with room for one instance of one resource.
+
+    ``resource`` is a field of :class:`scheduler.db.claims.Resources`.
+    Room is what the claim checks: capacity ``total * allocation_ratio -
+    reserved``, and a request fits if ``used + requested <= capacity``;
+    nothing requested always fits.
+    """
+
+    resource = None
+    unit = ''
+
+    def host_passes(self, host_state, spec):
+        amount = getattr(spec.resources(), self.resource)
+        if host_state.fits(self.resource, amount):
+            return True
+        LOG.debug('%(host)s does not have %(amount)s %(unit)s usable '
+                  '%(resource)s, it only has %(usable)s',
+                  {'host': host_state, 'amount': amount, 'unit': self.unit,
+                   'resource': self.resource,
+                   'usable': host_state.capacity(self.resource)
+                   - host_state.used(self.resource)})
+        return False
+
+    def filter_all(self, host_table, mask, spec):
+        amount = getattr(spec.resources(), self.resource)
+        if amount <= 0:
+            return mask
+        return mask & (host_table.used[self.resource] + amount
+                       <= host_table.capacity[self.resource])
+
+
+class FilterResult:
+    """The hosts left after filtering and how each step narrowed them.
+
+    ``steps`` is a list of :data:`Step` ``(name, before, after)``; a step
+    is a filter, or a restriction such as ``ignore_hosts``.
+    """
+
+    def __init__(self, total, steps, mask):
+        self.total = total
+        self.steps = list(steps)
+        self.mask = mask
+        self.passed = int(np.count_nonzero(mask))
+
+    def explain(self):
+        """``"0/50 hosts available: AFilter 50 -> 50, BFilter 50 -> 0
+        (removed the last 50)"``, naming no host."""
+        parts = []
+        for step in self.steps:
+            text = '%s %d -> %d' % (step.name, step.before, step.after)
+            if step.after == 0 and step.before > 0:
+                text += ' (removed the last %d)' % step.before
+            parts.append(text)
+        summary = '%d/%d hosts available' % (self.passed, self.total)
+        if not parts:
+            return summary
+        return '%s: %s' % (summary, ', '.join(parts))
+
+
+def _is_rebuild(spec):
+    getter = getattr(spec, 'obj_get', None)
+    if getter is not None:
+        return bool(getter('is_rebuild', False))
+    return bool(getattr(spec, 'is_rebuild', False))
+
+
+class HostFilterHandler:
+    """Runs filters in order over a host table."""
+
+    def run_filters(self, filters, host_table, mask, spec, index=0,
+                    steps=(), total=None):
+        """Apply ``filters`` to the hosts of ``mask``; a FilterResult.
+
+        :param index: which instance of the request this is (0-based);
+            once-per-request filters only run for index 0.
+        :param steps: earlier restrictions to report before the filters.
+        :param total: the host count the explanation starts from
+            (default: the hosts in ``mask``).
+        """
+        count = int(np.count_nonzero(mask))
+        total = count if total is None else total
+        steps = list(steps)
+        rebuild = _is_rebuild(spec)
+        LOG.debug('Starting with %d host(s)', count)
+        for filter_obj in filters:
+            if not _runs_for(filter_obj, index, rebuild):
+                continue
+            name = type(filter_obj).__name__
+            if isinstance(filter_obj, BaseHostFilter):
+                passed = filter_obj.filter_all(host_table, mask, spec)
+            else:
+                passed = host_passes_each(filter_obj, host_table, mask, spec)
+            # A filter can only remove hosts, never bring one back.
+            mask = mask & np.asarray(passed, dtype=np.bool_)
+            before, count = count, int(np.count_nonzero(mask))
+            steps.append(Step(name, before, count))
+            LOG.debug('Filter %s returned %d host(s)', name, count)
+            if not count:
+                LOG.info('Filter %s returned 0 hosts', name)
+                break
+        return FilterResult(total, steps, mask)
+
+
+def _runs_for(filter_obj, index, rebuild):
+    if rebuild and not getattr(filter_obj, 'RUN_ON_REBUILD', False):
+        return False
+    if getattr(filter_obj, 'run_filter_once_per_request', False) and index:
+        return False
+    return True

@@ -1,0 +1,41 @@
+"""ComputeFilter: only hosts whose compute service is enabled and up.
+
+A host fails if its ``gantt-compute`` service is disabled (``gantt-manage
+service disable``), forced down, or has not heartbeated within ``[DEFAULT]
+service_down_time`` seconds::
+
+    [filter_scheduler]
+    enabled_filters = ComputeFilter,RamFilter
+"""
+
+from oslo_log import log as logging
+
+from scheduler import conf
+from scheduler import filters
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+
+class ComputeFilter(filters.BaseHostFilter):
+    """Passes hosts with an enabled compute service that is up."""
+
+    RUN_ON_REBUILD = False
+
+    # Services are read once per request.
+    run_filter_once_per_request = True
+
+    def host_passes(self, host_state, spec):
+        if host_state.service_disabled:
+            LOG.debug('%(host)s is disabled, reason: %(reason)s',
+                      {'host': host_state,
+                       'reason': host_state.disabled_reason})
+            return False
+        if not host_state.service_up(CONF.service_down_time):
+            LOG.warning('%s has not been heard from in a while', host_state)
+            return False
+        return True
+
+    def filter_all(self, host_table, mask, spec):
+        return (mask & ~host_table.disabled
+                & host_table.service_up(CONF.service_down_time))
