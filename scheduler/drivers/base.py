@@ -1,0 +1,152 @@
+"""The scheduler driver contract, and the claim helpers drivers share.
+
+The RPC manager builds one driver per process from the ``[scheduler]
+driver`` entry point and calls it::
+
+    driver = loadables.load_driver(CONF.scheduler.driver)()
+    driver.start()                      # optional: warm the host cache
+    selections = driver.select_destinations(ctxt, spec, [uuid1, uuid2],
+                                            return_alternates=True)
+    driver.run_periodic_tasks(ctxt)     # every periodic_task_interval
+    driver.reload_plugins()             # on SIGHUP
+    driver.stop()
+
+``select_destinations`` returns one list per instance: the claimed
+:class:`scheduler.objects.selection.Selection` first, then alternates.
+It raises :class:`scheduler.exception.NoValidHost` when an instance
+cannot be placed, after releasing what it claimed for the request.
+
+``stats`` counts what the driver did (requests, claims, lost claim races,
+NoValidHost answers); ``last_timings`` holds the seconds the last request
+spent filtering and weighing, and claiming.
+"""
+
+import abc
+import threading
+
+from oslo_log import log as logging
+from sqlalchemy import exc as sa_exc
+
+from scheduler import conf
+from scheduler.db import api as db_api
+from scheduler.db import claims
+from scheduler.db import services as db_services
+from scheduler import host_manager as host_manager_mod
+from scheduler.objects import selection as selection_obj
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+
+@db_api.retry_on_deadlock
+def claim_in_sql(node_id, consumer_uuid, resources):
+    """One claim in its own transaction; True if the node had room."""
+    with db_api.writer() as session:
+        return claims.claim_resources(session, node_id, consumer_uuid,
+                                      resources)
+
+
+@db_api.retry_on_deadlock
+def release_in_sql(consumer_node_pairs):
+    """Release ``[(consumer_uuid, node_id)]`` in one transaction."""
+    with db_api.writer() as session:
+        for consumer_uuid, node_id in consumer_node_pairs:
+            claims.release_resources(session, consumer_uuid, node_id)
+
+
+def make_selection(host_state, resources, claimed):
+    return selection_obj.Selection.for_host(host_state, resources, claimed,
+                                            limits=host_state.limits)
+
+
+class Scheduler(metaclass=abc.ABCMeta):
+    """Base class of scheduler drivers."""
+
+    def __init__(self, host_manager=None):
+        self.host_manager = (host_manager if host_manager is not None
+                             else self._create_host_manager())
+        self._stats_lock = threading.Lock()
+        self.stats = {'requests': 0, 'instances': 0, 'claims': 0,
+                      'claim_retries': 0, 'claims_released': 0,
+                      'no_valid_host': 0}
+        self.last_timings = {'filter_weigh': 0.0, 'claim': 0.0}
+
+    def _create_host_manager(self):
+        return host_manager_mod.HostManager()
+
+    def count(self, name, amount=1):
+        with self._stats_lock:
+            self.stats[name] = self.stats.get(name, 0) + amount
+
+    def start(self):
+        """Load the host cache now rather than on the first request."""
+        self.host_manager.start()
+
+    def stop(self):
+        """Stop background work (the host cache refresh)."""
+        self.host_manager.stop()
+
+    def reload_plugins(self):
+        """Re-read mutable plugin options; True if they were applied."""
+        return True
+
+    def run_periodic_tasks(self, context):
+        """Called by the manager every ``periodic_task_interval``."""
+
+    def hosts_up(self, context):
+        """Sorted names of the hosts whose compute service is up (SQL)."""
+        with db_api.reader() as session:
+            rows = db_services.list_services(
+                session, binary=host_manager_mod.COMPUTE_BINARY)
+        return sorted(row.host for row in rows if db_services.is_up(row))
+
+    @abc.abstractmethod
+    def select_destinations(self, context, spec, instance_uuids=None,
+                            return_alternates=False):
+        """``[[claimed Selection, alternates...], ...]``, one per instance.
+
+        :param spec: a RequestSpec.
+        :param instance_uuids: the consumers to claim for; None or empty
+            selects hosts for ``spec.num_instances`` without claiming.
+        :param return_alternates: add up to ``[scheduler] max_attempts -
+            1`` unclaimed alternates after each claimed host.
+        :raises: NoValidHost, InvalidRequest
+        """
+
+    # -- claims ---------------------------------------------------------------
+
+    def claim(self, host_state, consumer_uuid, resources):
+        """Claim in SQL; on success update the host cache at once.
+
+        On a lost race (the node filled up behind the cache's back) the
+        node's cached row is re-read, ``stats['claim_retries']`` grows, and
+        False is returned so that the caller tries its next host.
+        """
+        try:
+            won = claim_in_sql(host_state.id, consumer_uuid, resources)
+        except sa_exc.IntegrityError:
+            LOG.warning('Instance %(uuid)s already holds an allocation on '
+                        'node %(node)s; not claiming there again',
+                        {'uuid': consumer_uuid, 'node': host_state.uuid})
+            won = False
+        if won:
+            self.count('claims')
+            self.host_manager.consume(host_state.id, resources)
+            return True
+        self.count('claim_retries')
+        LOG.info('Claim of %(res)s for instance %(uuid)s on %(host)s failed: '
+                 'the node no longer has room; trying the next host',
+                 {'res': dict(resources._asdict()), 'uuid': consumer_uuid,
+                  'host': host_state})
+        self.host_manager.refresh_nodes([host_state.id])
+        return False
+
+    def release(self, claimed):
+        """Undo the claims ``[(consumer_uuid, node_id)]`` of a request."""
+        if not claimed:
+            return
+        LOG.info('Releasing %d claim(s) of a request that could not be '
+                 'placed entirely', len(claimed))
+        release_in_sql(claimed)
+        self.count('claims_released', len(claimed))
+        self.host_manager.refresh_nodes({node for _uuid, node in claimed})

@@ -1,0 +1,27 @@
+"""CachingScheduler: the FilterScheduler over a periodically loaded cache.
+
+The host cache is loaded once when the driver starts (or on the first
+request) and then only by :meth:`CachingScheduler.run_periodic_tasks`,
+which the manager calls every ``[scheduler] periodic_task_interval``
+seconds; no background thread reads the database. Claims are still made
+in SQL, and recorded in the cache, so a stale cache costs at most a lost
+claim race and a retry::
+
+    [scheduler]
+    driver = caching_scheduler
+    periodic_task_interval = 60
+"""
+
+from scheduler.drivers import filter_scheduler
+from scheduler import host_manager
+
+
+class CachingScheduler(filter_scheduler.FilterScheduler):
+    """FilterScheduler whose host states the periodic task refreshes."""
+
+    def _create_host_manager(self):
+        return host_manager.HostManager(auto_refresh=False)
+
+    def run_periodic_tasks(self, context):
+        """Refresh the host cache (incrementally) from SQL."""
+        self.host_manager.refresh()

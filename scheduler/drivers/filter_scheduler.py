@@ -1,0 +1,356 @@
+"""FilterScheduler: filters, weighers, then a claim in SQL.
+
+For each instance of a request, over the cached host table:
+
+1. candidates: mapped compute nodes with a compute service;
+2. ``requested_destination`` (host and/or node) restricts them, then
+   ``ignore_hosts`` removes hosts, then ``force_hosts``/``force_nodes``
+   restrict them; if forcing leaves hosts, the filters are skipped (unless
+   the ``_nova_check_type`` hint asks for them), as in Nova;
+3. the enabled filters run in order (``[filter_scheduler]
+   enabled_filters``), on whole columns;
+4. the weighers rank what is left; one host is picked at random among the
+   best ``host_subset_size`` (after shuffling the equally best ones if
+   ``shuffle_best_same_weighed_hosts``);
+5. the pick is claimed in SQL; a lost race moves on to the next ranked
+   host. The claim is recorded in the cache, and the next instance of the
+   request sees it.
+
+If an instance cannot be placed, the claims already made for the request
+are released and NoValidHost says which step removed the last hosts::
+
+    driver = filter_scheduler.FilterScheduler()
+    try:
+        selections = driver.select_destinations(ctxt, spec, [uuid],
+                                                return_alternates=True)
+    except exception.NoValidHost as error:
+        print(error)  # ... 0/50 hosts available: ..., RamFilter 48 -> 0
+    print(driver.last_timings, driver.stats['claim_retries'])
+"""
+
+import itertools
+import random
+import time
+
+from oslo_log import log as logging
+import numpy as np
+
+from scheduler import conf
+from scheduler.drivers import base
+from scheduler import exception
+from scheduler import filters
+from scheduler import loadables
+from scheduler import weights
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+CHECK_TYPE_HINT = '_nova_check_type'
+# Rankings sort everything below this many hosts; above, only the best.
+_FULL_SORT_LIMIT = 256
+
+
+def restrict_candidates(table, spec):
+    """Apply requested_destination, ignore_hosts and force_hosts/nodes.
+
+    Returns ``(mask, steps, skip_filters)``: the hosts left, the
+    :class:`filters.Step` of each restriction that applied, and whether
+    forcing means the filters must not run.
+    """
+    mask = table.candidates
+    steps = []
+
+    def narrow(name, allowed):
+        nonlocal mask
+        before = int(np.count_nonzero(mask))
+        mask = mask & allowed
+        steps.append(filters.Step(name, before,
+                                  int(np.count_nonzero(mask))))
+
+    dest = spec.obj_get('requested_destination')
+    if dest is not None and (dest.obj_get('host') or dest.obj_get('node')):
+        allowed = np.ones(len(table), dtype=np.bool_)
+        if dest.obj_get('host'):
+            allowed &= table.hosts_mask([dest.host], ignore_case=False)
+        if dest.obj_get('node'):
+            allowed &= table.nodes_mask([dest.node])
+        narrow('requested_destination', allowed)
+        LOG.debug('Host filter only checking host %s and node %s',
+                  dest.obj_get('host'), dest.obj_get('node'))
+    ignore_hosts = spec.obj_get('ignore_hosts') or []
+    force_hosts = spec.obj_get('force_hosts') or []
+    force_nodes = spec.obj_get('force_nodes') or []
+    if ignore_hosts:
+        narrow('ignore_hosts', ~table.hosts_mask(ignore_hosts))
+        LOG.info('Host filter ignoring hosts: %s', ', '.join(ignore_hosts))
+    if force_hosts:
+        narrow('force_hosts', table.hosts_mask(force_hosts))
+        LOG.info('Host filter forcing available hosts to %s',
+                 ', '.join(force_hosts))
+    if force_nodes:
+        narrow('force_nodes', table.nodes_mask(force_nodes))
+        LOG.info('Host filter forcing available nodes to %s',
+                 ', '.join(force_nodes))
+    check_type = spec.get_scheduler_hint(CHECK_TYPE_HINT)
+    skip_filters = bool(force_hosts or force_nodes) and not check_type
+    return mask, steps, skip_filters
+
+
+class Ranking:
+    """Rows ranked by weight, best first, ties in table order.
+
+    Only the best ``need`` rows (and any tied with the last of them) are
+    sorted up front; :meth:`rest` sorts the others when a request runs
+    out of hosts to try (many lost claim races).
+    """
+
+    def __init__(self, rows, weights_, need):
+        self.rows = rows
+        self.weights = weights_
+        count = len(rows)
+        if count <= max(_FULL_SORT_LIMIT, 4 * need):
+            top = np.argsort(-weights_, kind='stable')
+        else:
+            threshold = np.partition(weights_, count - need)[count - need]
+            top = np.flatnonzero(weights_ >= threshold)
+            top = top[np.argsort(-weights_[top], kind='stable')]
+        self.head = rows[top]
+        self.head_weights = weights_[top]
+        self.complete = len(top) == count
+
+    def rest(self):
+        if self.complete:
+            return []
+        order = np.argsort(-self.weights, kind='stable')
+        return [int(row) for row in self.rows[order][len(self.head):]]
+
+    def pick_order(self, subset_size, shuffle_best):
+        """Rows to try, in order: a random one of the best
+        ``subset_size`` first, then the others best first (Nova)."""
+        head = [int(row) for row in self.head]
+        if not head:
+            return head
+        if shuffle_best:
+            best = int(np.count_nonzero(self.head_weights
+                                        == self.head_weights[0]))
+            tied = head[:best]
+            random.shuffle(tied)
+            head[:best] = tied
+        chosen = random.choice(head[:subset_size])
+        head.remove(chosen)
+        return [chosen] + head
+
+
+def _later(make_rows):
+    """Yield the rows ``make_rows()`` returns, calling it only if asked."""
+    yield from make_rows()
+
+
+class _Timer:
+    def __init__(self):
+        self.totals = {'filter_weigh': 0.0, 'claim': 0.0}
+
+    def add(self, name, started):
+        self.totals[name] += time.perf_counter() - started
+
+
+class FilterScheduler(base.Scheduler):
+    """Filters, weighers and claims over the cached host table."""
+
+    def __init__(self, host_manager=None):
+        # Unknown filters or weighers stop start-up with PluginNotFound.
+        self._plugins = self._load_plugins()
+        super().__init__(host_manager)
+        self.filter_handler = filters.HostFilterHandler()
+        self.weight_handler = weights.HostWeightHandler()
+
+    @property
+    def enabled_filters(self):
+        return self._plugins[0]
+
+    @property
+    def weighers(self):
+        return self._plugins[1]
+
+    @staticmethod
+    def _load_plugins():
+        options = CONF.filter_scheduler
+        filter_classes = loadables.load_filter_classes(
+            options.available_filters, options.enabled_filters)
+        weigher_classes = loadables.load_weigher_classes(
+            options.weight_classes)
+        return ([cls() for cls in filter_classes],
+                [cls() for cls in weigher_classes])
+
+    def reload_plugins(self):
+        """Re-read ``enabled_filters`` and ``weight_classes`` (SIGHUP).
+
+        Multipliers and ``host_subset_size`` are read per request. If a
+        name is unknown or broken, the error is logged and the previous
+        filters and weighers stay.
+        """
+        try:
+            plugins = self._load_plugins()
+        except (exception.PluginNotFound, exception.PluginLoadFailed) as e:
+            LOG.error('Keeping the previous filters and weighers: %s', e)
+            return False
+        self._plugins = plugins
+        LOG.info('Filters: %s; weighers: %s',
+                 ', '.join(type(f).__name__ for f in plugins[0]),
+                 ', '.join(type(w).__name__ for w in plugins[1]))
+        return True
+
+    def _host_table(self, context):
+        return self.host_manager.snapshot()
+
+    def select_destinations(self, context, spec, instance_uuids=None,
+                            return_alternates=False):
+        spec.validate()
+        self.count('requests')
+        request = _Request(self, spec, instance_uuids, return_alternates,
+                           self._host_table(context))
+        try:
+            return request.run()
+        except exception.NoValidHost:
+            self.count('no_valid_host')
+            raise
+        finally:
+            self.last_timings = dict(request.timer.totals)
+
+
+class _Request:
+    """The work of one select_destinations call."""
+
+    def __init__(self, driver, spec, instance_uuids, return_alternates,
+                 table):
+        self.driver = driver
+        self.spec = spec
+        self.uuids = list(instance_uuids or [])
+        self.count = len(self.uuids) or spec.num_instances
+        self.claiming = bool(self.uuids) and not spec.obj_get('is_rebuild')
+        self.resources = spec.resources()
+        self.num_alts = (CONF.scheduler.max_attempts - 1
+                         if return_alternates else 0)
+        self.filters, self.weighers = driver._plugins
+        self.table = table
+        self.total = int(np.count_nonzero(table.candidates))
+        self.timer = _Timer()
+        self.claimed = []
+        # Rows whose claim was lost to a concurrent request.
+        self.failed = set()
+
+    def run(self):
+        started = time.perf_counter()
+        mask, steps, skip_filters = restrict_candidates(self.table,
+                                                        self.spec)
+        self.timer.add('filter_weigh', started)
+        chosen, order = [], []
+        try:
+            for index in range(self.count):
+                mask, order, row = self._place_one(index, mask, steps,
+                                                   skip_filters)
+                chosen.append(row)
+                steps = []
+        except Exception:
+            self.driver.release(self.claimed)
+            raise
+        self.driver.count('instances', self.count)
+        started = time.perf_counter()
+        alternates = self._alternates(mask, chosen, order, skip_filters)
+        self.timer.add('filter_weigh', started)
+        return [[base.make_selection(self.table.states[row],
+                                     self.resources, self.claiming)]
+                + [base.make_selection(self.table.states[alt],
+                                       self.resources, False)
+                   for alt in alternates]
+                for row in chosen]
+
+    def _filter_and_rank(self, index, mask, steps, skip_filters):
+        if skip_filters:
+            result = filters.FilterResult(self.total, steps, mask)
+        else:
+            result = self.driver.filter_handler.run_filters(
+                self.filters, self.table, mask, self.spec, index=index,
+                steps=steps, total=self.total)
+        rows = np.flatnonzero(result.mask)
+        host_weights = self.driver.weight_handler.weigh(
+            self.weighers, self.table, rows, self.spec)
+        need = CONF.filter_scheduler.host_subset_size + self.num_alts + 1
+        return result, Ranking(rows, host_weights, need)
+
+    def _place_one(self, index, mask, steps, skip_filters):
+        """Choose (and claim) a host for instance ``index``."""
+        started = time.perf_counter()
+        result, ranking = self._filter_and_rank(index, mask, steps,
+                                                skip_filters)
+        options = CONF.filter_scheduler
+        order = ranking.pick_order(options.host_subset_size,
+                                   options.shuffle_best_same_weighed_hosts)
+        self.timer.add('filter_weigh', started)
+        if not result.passed:
+            raise exception.NoValidHost(reason=self._reason(index, result))
+        row = self._claim_first(index, order, ranking)
+        if row is None:
+            raise exception.NoValidHost(reason=self._reason(
+                index, result, claims_failed=True))
+        self.table = self.table.consumed(row, self.resources)
+        return result.mask, order, row
+
+    def _claim_first(self, index, order, ranking):
+        """Claim on the first host of ``order`` (then of the rest of the
+        ranking) that still has room; its row, or None."""
+        if not self.claiming:
+            return order[0]
+        uuid = self.uuids[index]
+        started = time.perf_counter()
+        try:
+            for row in itertools.chain(order, _later(ranking.rest)):
+                state = self.table.states[row]
+                if self.driver.claim(state, uuid, self.resources):
+                    self.claimed.append((uuid, state.id))
+                    return row
+                self.failed.add(row)
+                self._reload_row(row)
+            return None
+        finally:
+            self.timer.add('claim', started)
+
+    def _reload_row(self, row):
+        node_id = self.table.states[row].id
+        fresh = self.driver.host_manager.refresh_nodes([node_id]).get(
+            node_id)
+        if fresh is not None:
+            self.table = self.table.replace({row: fresh})
+
+    def _alternates(self, mask, chosen, order, skip_filters):
+        """Up to ``num_alts`` unclaimed next-best hosts, as in Nova."""
+        if not self.num_alts:
+            return []
+        ranking = None
+        if self.count > 1:
+            # Re-rank: the chosen hosts have consumed resources since.
+            _result, ranking = self._filter_and_rank(
+                self.count - 1, mask, [], skip_filters)
+            order = [int(row) for row in ranking.head]
+        excluded = set(chosen) | self.failed
+        alternates = []
+        rest = _later(ranking.rest) if ranking is not None else ()
+        for row in itertools.chain(order, rest):
+            if len(alternates) >= self.num_alts:
+                break
+            if row not in excluded:
+                alternates.append(row)
+        return alternates
+
+    def _reason(self, index, result, claims_failed=False):
+        if claims_failed:
+            text = ('%d host(s) passed the filters but none could be '
+                    'claimed: concurrent requests took the room. %s'
+                    % (result.passed, result.explain()))
+        else:
+            text = 'There are not enough hosts available. %s' % (
+                result.explain())
+        if self.count > 1:
+            text = 'Instance %d of %d: %s' % (index + 1, self.count, text)
+        LOG.info('No valid host: %s', text)
+        return text
