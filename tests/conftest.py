@@ -1,17 +1,30 @@
-"""Fixtures every test may use: clean config, and a real database.
+"""Fixtures every test may use: clean config, and real databases.
 
-``database`` gives a fresh SQLite file with the schema, with
-``[database] connection`` pointing at it. Tests that must run on every
-backend use ``any_database`` (see tests/fixtures/databases.py once present).
+``config``
+    oslo.config fixture; overrides are undone after the test.
+``database``
+    URL of a fresh SQLite file whose schema was built by running the
+    migrations; ``[database] connection`` points at it.
+``any_database``
+    The same on each backend in turn: parametrized with the ids
+    ``sqlite``, ``postgresql`` and ``mariadb``, each a fresh, migrated,
+    uniquely named database that is dropped after the test.
+``any_empty_database``
+    Like ``any_database`` but without a schema (for migration tests).
+
+PostgreSQL and MariaDB are never skipped: when a server is down, the test
+errors with the address and the command that starts it. Functional tests can
+make databases outside fixtures with ``tests.fixtures.databases``.
 """
+
+import contextlib
 
 import pytest
 from oslo_config import fixture as config_fixture
 
 from scheduler import conf
-from scheduler.db import api as db_api
-from scheduler.db import models
 from scheduler import objects
+from tests.fixtures import databases
 
 objects.register_all()
 
@@ -26,12 +39,36 @@ def config():
     fixture.cleanUp()
 
 
+@contextlib.contextmanager
+def _fail_if_server_down():
+    try:
+        yield
+    except databases.ServerDown as error:
+        pytest.fail(str(error), pytrace=False)
+
+
+def _open(stack, database_context):
+    with _fail_if_server_down():
+        return stack.enter_context(database_context)
+
+
 @pytest.fixture
-def database(tmp_path, config):
-    """A fresh SQLite database with Gantt's schema."""
-    url = 'sqlite:///%s' % (tmp_path / 'gantt.sqlite')
-    config.config(connection=url, group='database')
-    db_api.dispose_engine()
-    models.Base.metadata.create_all(db_api.get_engine())
-    yield url
-    db_api.dispose_engine()
+def database(config):
+    """A fresh SQLite database with Gantt's schema; yields its URL."""
+    with contextlib.ExitStack() as stack:
+        yield _open(stack, databases.migrated_database('sqlite', config))
+
+
+@pytest.fixture(params=databases.BACKENDS)
+def any_database(request, config):
+    """A fresh migrated database on each backend in turn; yields its URL."""
+    with contextlib.ExitStack() as stack:
+        yield _open(stack, databases.migrated_database(request.param,
+                                                       config))
+
+
+@pytest.fixture(params=databases.BACKENDS)
+def any_empty_database(request, config):
+    """A fresh database without schema on each backend; yields its URL."""
+    with contextlib.ExitStack() as stack:
+        yield _open(stack, databases.empty_database(request.param, config))
