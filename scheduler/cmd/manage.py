@@ -1,0 +1,440 @@
+"""gantt-manage: the operator's tool, nova-manage's counterpart.
+
+It reads the same configuration as every Gantt service (``--config-file``,
+``--config-dir``, default ``/etc/gantt/gantt.conf``) and works on the
+database directly; only ``server create`` talks to the conductor, over RPC.
+Options of gantt-manage itself come before the command::
+
+    gantt-manage --config-file /etc/gantt/gantt.conf db sync
+    gantt-manage db version          # current and head revision
+    gantt-manage db check            # usage columns vs. allocations
+    gantt-manage service list
+    gantt-manage service disable compute1 --reason "disk swap"
+    gantt-manage service enable compute1
+    gantt-manage host list           # used/capacity per compute node
+    gantt-manage discover_hosts      # map newly reported compute nodes
+    gantt-manage server create --vcpus 1 --ram 512 --disk 1 --wait
+    gantt-manage server list --host compute1 --state active
+    gantt-manage server show <uuid>
+
+Exit codes: 0 success; 1 failure (an error, an unknown service or server,
+an inconsistent database, a server that ended in ERROR); 2 bad usage, or a
+``server create --wait`` that timed out. Errors are one line on stderr, with
+any password in a URL masked, never a traceback.
+
+:func:`main` takes a ``sys.argv``-style list and returns the exit code, so
+that tests call it in-process::
+
+    assert manage.main(['gantt-manage', 'db', 'check']) == 0
+"""
+
+import argparse
+import collections
+import sys
+import urllib.parse
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
+
+from compute import manager as compute_manager
+from scheduler.cmd import manage_server
+from scheduler.cmd import manage_table
+from scheduler import conf
+from scheduler import config
+from scheduler.db import api as db_api
+from scheduler.db import claims
+from scheduler.db import migration
+from scheduler.db import models
+from scheduler.db import services as db_services
+from scheduler import exception
+from scheduler import manager as scheduler_manager
+from scheduler import objects
+
+CONF = conf.CONF
+PROG = 'gantt-manage'
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+# -- db ---------------------------------------------------------------------
+
+def db_sync():
+    db_api.check_connection()
+    migration.db_sync()
+    print('Database upgraded to revision %s.' % migration.db_version())
+    return EXIT_OK
+
+
+def db_version():
+    db_api.check_connection()
+    current = migration.db_version()
+    head = migration.head_version()
+    print('Current revision: %s' % (current or 'none (empty database)'))
+    print('Head revision:    %s' % head)
+    if current != head:
+        print("The database is not at head: run '%s db sync'." % PROG)
+    return EXIT_OK
+
+
+def db_check():
+    migration.check_schema()
+    with db_api.reader() as session:
+        bad_nodes = claims.find_inconsistent_nodes(session)
+        node_count = session.execute(
+            sa.select(sa.func.count()).select_from(
+                models.ComputeNode.__table__)).scalar_one()
+    if not bad_nodes:
+        print('ok: %d compute node(s), usage matches allocations and '
+              'capacity.' % node_count)
+        return EXIT_OK
+    print(manage_table.format_table(
+        ['Host', 'Node', 'UUID', 'Problems'],
+        [[node.host, node.hypervisor_hostname, node.uuid,
+          '\n'.join(problems)] for node, problems in bad_nodes]))
+    print('\n%d of %d compute node(s) inconsistent.'
+          % (len(bad_nodes), node_count))
+    return EXIT_FAILURE
+
+
+# -- service ----------------------------------------------------------------
+
+def service_list():
+    migration.check_schema()
+    with db_api.reader() as session:
+        rows = db_services.list_services(session)
+    if not rows:
+        print('No services found.')
+        return EXIT_OK
+    now = models.utcnow()
+    print(manage_table.format_table(
+        ['Id', 'Binary', 'Host', 'Status', 'State', 'Last seen (UTC)',
+         'Disabled reason'],
+        [[row.id, row.binary, row.host,
+          'disabled' if row.disabled else 'enabled',
+          'up' if db_services.is_up(row, now=now) else 'down',
+          row.last_seen_up, row.disabled_reason] for row in rows]))
+    return EXIT_OK
+
+
+def _set_service_disabled(host, binary, disabled, reason=None):
+    migration.check_schema()
+    with db_api.writer() as session:
+        found = db_services.set_disabled(session, host, binary, disabled,
+                                         reason=reason)
+    if not found:
+        raise exception.ServiceNotFound(ident='%s on host %s'
+                                        % (binary, host))
+    print('%s %s on host %s%s.' % ('Disabled' if disabled else 'Enabled',
+                                   binary, host,
+                                   ' (%s)' % reason if reason else ''))
+    return EXIT_OK
+
+
+def service_disable(host, binary, reason):
+    return _set_service_disabled(host, binary, True, reason)
+
+
+def service_enable(host, binary):
+    return _set_service_disabled(host, binary, False)
+
+
+# -- host -------------------------------------------------------------------
+
+def _host_usage_query():
+    """Each node's usage and capacity (as claims compute it), and its
+    number of consumers holding allocations."""
+    node = models.ComputeNode.__table__
+    alloc = models.Allocation.__table__
+    consumers = (sa.select(alloc.c.compute_node_id,
+                           sa.func.count().label('consumers'))
+                 .group_by(alloc.c.compute_node_id).subquery())
+    usage = []
+    for field in claims.Resources._fields:
+        used_column = claims.RESOURCE_COLUMNS[field][0]
+        usage.append(node.c[used_column].label('used_' + field))
+        usage.append(claims.capacity_expression(field).label('cap_' + field))
+    return (sa.select(node.c.host, node.c.hypervisor_hostname,
+                      node.c.mapped, *usage,
+                      sa.func.coalesce(consumers.c.consumers, 0)
+                      .label('consumers'))
+            .outerjoin(consumers, consumers.c.compute_node_id == node.c.id)
+            .order_by(node.c.host, node.c.hypervisor_hostname))
+
+
+def host_list():
+    migration.check_schema()
+    with db_api.reader() as session:
+        rows = session.execute(_host_usage_query()).all()
+    if not rows:
+        print('No compute nodes found.')
+        return EXIT_OK
+
+    def used_of_capacity(row, field):
+        return '%s/%s' % (getattr(row, 'used_' + field),
+                          manage_table.number_text(
+                              getattr(row, 'cap_' + field)))
+
+    print(manage_table.format_table(
+        ['Host', 'Node', 'Mapped', 'vCPUs', 'RAM MB', 'Disk GB',
+         'Instances'],
+        [[row.host, row.hypervisor_hostname, row.mapped]
+         + [used_of_capacity(row, field) for field in claims.Resources._fields]
+         + [row.consumers] for row in rows]))
+    return EXIT_OK
+
+
+# -- discover_hosts ---------------------------------------------------------
+
+def discover_hosts():
+    migration.check_schema()
+    mapped = scheduler_manager.discover_hosts()
+    if not mapped:
+        print('No unmapped compute nodes found.')
+        return EXIT_OK
+    print('Mapped %d compute node(s):' % len(mapped))
+    print(manage_table.format_table(
+        ['Host', 'Node', 'UUID'],
+        [[node.host, node.hypervisor_hostname, node.uuid]
+         for node in mapped]))
+    return EXIT_OK
+
+
+# -- argument types ---------------------------------------------------------
+
+def _at_least(minimum):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError('%r is not an integer' % text)
+        if value < minimum:
+            raise argparse.ArgumentTypeError(
+                'must be at least %d, got %d' % (minimum, value))
+        return value
+    return parse
+
+
+def _positive_seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError('%r is not a number' % text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError('must be more than 0, got %s' % text)
+    return value
+
+
+def _hint(text):
+    key, sep, value = text.partition('=')
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(
+            'expected KEY=VALUE, got %r' % text)
+    return key.strip(), value
+
+
+# -- the command table ------------------------------------------------------
+
+# One argument of a command: ``name`` is the keyword its function receives.
+Arg = collections.namedtuple('Arg', 'name flags kwargs')
+Command = collections.namedtuple('Command', 'func help args')
+Category = collections.namedtuple('Category', 'help actions')
+
+
+def _arg(name, *flags, **kwargs):
+    return Arg(name, flags or (name,), kwargs)
+
+
+_BINARY = _arg('binary', '--binary', default=compute_manager.BINARY,
+               help='Binary of the service (default: %(default)s).')
+
+COMMANDS = {
+    'db': Category('Schema and consistency of the database.', {
+        'sync': Command(db_sync, 'Upgrade the schema to the newest '
+                        'revision.', []),
+        'version': Command(db_version, 'Print the current and the head '
+                           'revision.', []),
+        'check': Command(db_check, 'Check that every node\'s usage matches '
+                         'its allocations and capacity.', []),
+    }),
+    'service': Category('Services and their heartbeats.', {
+        'list': Command(service_list, 'List services.', []),
+        'disable': Command(service_disable, 'Stop scheduling to a service.', [
+            _arg('host', metavar='HOST'), _BINARY,
+            _arg('reason', '--reason', help='Why it is disabled.')]),
+        'enable': Command(service_enable, 'Schedule to a service again.',
+                          [_arg('host', metavar='HOST'), _BINARY]),
+    }),
+    'host': Category('Compute nodes.', {
+        'list': Command(host_list, 'List compute nodes with used/capacity '
+                        'of each resource.', []),
+    }),
+    'discover_hosts': Command(discover_hosts, 'Map newly reported compute '
+                              'nodes so that they are scheduled to.', []),
+    'server': Category('Servers (instances).', {
+        'create': Command(manage_server.create, 'Ask the conductor to '
+                          'build servers; print their UUIDs.', [
+            _arg('vcpus', '--vcpus', type=_at_least(1), required=True,
+                 help='vCPUs of each server.'),
+            _arg('ram', '--ram', type=_at_least(1), required=True,
+                 metavar='MB', help='Memory of each server, in MB.'),
+            _arg('disk', '--disk', type=_at_least(0), required=True,
+                 metavar='GB', help='Root disk of each server, in GB.'),
+            _arg('count', '--count', type=_at_least(1), default=1,
+                 help='Number of servers (default: %(default)s).'),
+            _arg('az', '--az', help='Availability zone.'),
+            _arg('hints', '--hint', type=_hint, action='append', default=[],
+                 metavar='KEY=VALUE', help='Scheduler hint; repeatable.'),
+            _arg('name', '--name', help='Display name (NAME-1..NAME-N '
+                 'with --count).'),
+            _arg('project', '--project', help='Project ID.'),
+            _arg('wait', '--wait', action='store_true',
+                 help='Wait until no server is building.'),
+            _arg('timeout', '--timeout', type=_positive_seconds,
+                 default=120.0, metavar='SECONDS',
+                 help='Longest wait (default: %(default)s).')]),
+        'list': Command(manage_server.list_servers, 'List servers.', [
+            _arg('host', '--host', help='Only servers on this host.'),
+            _arg('state', '--state', help='Only servers in this vm_state '
+                 '(building, active, error).')]),
+        'show': Command(manage_server.show, 'Show every field of a server.',
+                        [_arg('uuid', metavar='UUID')]),
+    }),
+}
+
+
+def _dest(arg):
+    # Prefixed so that no argument shadows a config option (``host``) or
+    # the sub-command's own ``name``.
+    return 'manage_' + arg.name
+
+
+def _add_arguments(parser, command):
+    for arg in command.args:
+        kwargs = dict(arg.kwargs)
+        if kwargs.get('action') not in ('store_true', 'store_false'):
+            kwargs.setdefault('metavar', arg.name.upper())
+        if arg.flags[0].startswith('-'):
+            parser.add_argument(*arg.flags, dest=_dest(arg), **kwargs)
+        else:
+            parser.add_argument(_dest(arg), **kwargs)
+
+
+def _add_commands(subparsers):
+    for name, entry in COMMANDS.items():
+        parser = subparsers.add_parser(name, help=entry.help,
+                                       description=entry.help)
+        if isinstance(entry, Command):
+            _add_arguments(parser, entry)
+            continue
+        actions = parser.add_subparsers(dest='action', metavar='ACTION',
+                                        title='actions')
+        actions.required = True
+        for action, command in entry.actions.items():
+            _add_arguments(actions.add_parser(action, help=command.help,
+                                              description=command.help),
+                           command)
+
+
+_COMMAND_OPT = cfg.SubCommandOpt(
+    'category', title='Commands', handler=_add_commands,
+    help='Run "%s COMMAND -h" for its actions and arguments.' % PROG)
+
+
+def _chosen_command():
+    entry = COMMANDS[CONF.category.name]
+    if isinstance(entry, Category):
+        entry = entry.actions[CONF.category.action]
+    return entry.func, {arg.name: getattr(CONF.category, _dest(arg))
+                        for arg in entry.args}
+
+
+# -- main -------------------------------------------------------------------
+
+def _log_to_stderr():
+    """Keep stdout for the command's output: logs go to stderr, and only
+    warnings and errors unless ``--debug``."""
+    for handler in logging.getLogger().logger.handlers:
+        if getattr(handler, 'stream', None) is sys.stdout:
+            handler.setStream(sys.stderr)
+        if not CONF.debug:
+            handler.setLevel(logging.WARNING)
+
+
+def _passwords():
+    try:
+        urls = [CONF.database.connection]
+        if 'transport_url' in CONF:
+            urls.append(CONF.transport_url)
+    except cfg.Error:
+        return []
+    found = []
+    for url in filter(None, urls):
+        try:
+            netloc = urllib.parse.urlsplit(url).netloc
+        except ValueError:
+            continue
+        for hostpart in netloc.split(','):
+            userinfo = hostpart.rpartition('@')[0]
+            password = userinfo.partition(':')[2]
+            if password:
+                found.extend({password, urllib.parse.unquote(password)})
+    return found
+
+
+def _fail(message):
+    """Print one error line on stderr, any configured password masked."""
+    for password in _passwords():
+        message = message.replace(password, '***')
+    sys.stderr.write('%s: error: %s\n' % (PROG, message))
+    return EXIT_FAILURE
+
+
+def _database_error(error):
+    reason = str(getattr(error, 'orig', None) or error).strip()
+    return exception.DatabaseUnavailable(
+        url=config.redact_url(CONF.database.connection),
+        reason=reason.splitlines()[0] if reason else type(error).__name__)
+
+
+def _run_command():
+    func, kwargs = _chosen_command()
+    try:
+        return func(**kwargs)
+    except exception.GanttException as error:
+        return _fail(str(error))
+    except sa_exc.SQLAlchemyError as error:
+        return _fail(str(_database_error(error)))
+
+
+def main(argv=None):
+    """Run one command; return its exit code.
+
+    ``argv`` is ``sys.argv``-style (the program name first).
+    """
+    argv = list(sys.argv if argv is None else argv)
+    # CLI options can only be registered on an unparsed CONF; clearing it
+    # (and unregistering the command option on the way out) lets main() run
+    # again in the same process, as tests do.
+    CONF.clear()
+    try:
+        try:
+            config.parse_args(argv, description=__doc__.splitlines()[0],
+                              cli_opts=[_COMMAND_OPT])
+        except SystemExit as error:
+            # argparse has printed the help, or the usage and the error.
+            if error.code is None or isinstance(error.code, int):
+                return error.code or EXIT_OK
+            return EXIT_USAGE
+        except cfg.Error as error:
+            return _fail(str(error))
+        _log_to_stderr()
+        objects.register_all()
+        return _run_command()
+    finally:
+        db_api.dispose_engine()
+        CONF.clear()
+        CONF.unregister_opt(_COMMAND_OPT)

@@ -1,0 +1,198 @@
+"""``gantt-manage server ...``: ask the conductor for servers; look at them.
+
+``server create`` is the only gantt-manage command that uses RPC: it builds a
+RequestSpec from the sizes given, casts ``build_instances`` to the conductor
+(namespace ``compute_task``) and prints the new instance UUIDs. The conductor
+records the instance rows itself when it receives the cast, so with
+``--wait`` the rows are polled until none is ``building``, tolerating rows
+that do not exist yet::
+
+    gantt-manage server create --vcpus 2 --ram 4096 --disk 40 --count 3 \\
+        --hint group=web --wait --timeout 60
+
+``build_instances`` has no way to carry display names, so with ``--name``
+gantt-manage names the rows itself once the conductor has recorded them (it
+waits for that, at most ``--timeout`` seconds, even without ``--wait``).
+
+``server list`` and ``server show`` read the instances table directly.
+"""
+
+import sys
+import time
+
+import oslo_messaging as messaging
+from oslo_utils import uuidutils
+
+from conductor import rpcapi as conductor_rpcapi
+from scheduler.cmd import manage_table
+from scheduler import conf
+from scheduler import config
+from scheduler import context as gantt_context
+from scheduler.db import api as db_api
+from scheduler.db import instances as db_instances
+from scheduler.db import migration
+from scheduler.db import models
+from scheduler import exception
+from scheduler.objects import request_spec as request_spec_obj
+from scheduler import rpc
+
+CONF = conf.CONF
+
+# Seconds between two reads of the instances table while waiting.
+POLL_INTERVAL = 0.5
+
+# Exit code of a --wait that timed out: the outcome is unknown.
+EXIT_TIMEOUT = 2
+
+NOT_RECORDED = 'not recorded yet'
+
+
+def display_names(name, count):
+    """Nova's multi-create names: ``name`` alone, or ``name-1``..``name-N``."""
+    if name is None:
+        return None
+    if count == 1:
+        return [name]
+    return ['%s-%d' % (name, index) for index in range(1, count + 1)]
+
+
+def build_request_spec(vcpus, ram, disk, count, az, hints, project,
+                       instance_uuids):
+    """The RequestSpec of ``count`` servers of the given sizes.
+
+    ``hints`` is a list of ``(key, value)`` pairs; a key given several times
+    keeps every value, in order, as Nova's scheduler_hints lists do.
+    """
+    scheduler_hints = {}
+    for key, value in hints:
+        scheduler_hints.setdefault(key, []).append(value)
+    flavor = request_spec_obj.Flavor(
+        name='%dvcpu-%dmb-%dgb' % (vcpus, ram, disk), vcpus=vcpus,
+        memory_mb=ram, root_gb=disk)
+    spec = request_spec_obj.RequestSpec(
+        instance_uuid=instance_uuids[0], num_instances=count,
+        project_id=project, availability_zone=az, flavor=flavor,
+        scheduler_hints=scheduler_hints)
+    spec.validate()
+    return spec
+
+
+def cast_build(instance_uuids, spec):
+    """Cast build_instances to the conductor; MessagingUnavailable if not."""
+    owns_transport = rpc.TRANSPORT is None
+    try:
+        rpc.init(CONF, check_broker=True)
+        conductor_rpcapi.ComputeTaskAPI().build_instances(
+            gantt_context.get_admin_context(), instance_uuids, spec)
+    except messaging.MessagingException as error:
+        raise exception.MessagingUnavailable(
+            url=config.redact_url(CONF.transport_url), reason=error)
+    finally:
+        # A transport this command did not make (an in-process caller's)
+        # is left to its owner.
+        if owns_transport:
+            rpc.cleanup()
+
+
+def create(vcpus, ram, disk, count, az, hints, name, project, wait,
+           timeout):
+    instance_uuids = [uuidutils.generate_uuid() for _ in range(count)]
+    spec = build_request_spec(vcpus, ram, disk, count, az, hints, project,
+                              instance_uuids)
+    names = display_names(name, count)
+    if wait or names:
+        # Fail before casting rather than leave builds nobody watches.
+        migration.check_schema()
+    cast_build(instance_uuids, spec)
+    print('\n'.join(instance_uuids), flush=True)
+    if not wait and not names:
+        return 0
+    rows, pending = poll_instances(instance_uuids, names, timeout,
+                                   until_built=wait)
+    if pending:
+        if wait:
+            print(_landing_table(instance_uuids, rows))
+        sys.stderr.write(
+            'gantt-manage: error: timed out after %gs; %s: %s\n'
+            % (timeout, 'still building' if wait else
+               'not recorded by the conductor, so not named',
+               ', '.join(pending)))
+        return EXIT_TIMEOUT
+    if not wait:
+        return 0
+    print(_landing_table(instance_uuids, rows))
+    return 0 if all(row.vm_state == db_instances.ACTIVE
+                    for row in rows.values()) else 1
+
+
+def poll_instances(instance_uuids, names, timeout, until_built):
+    """Read the rows until all exist (and, ``until_built``, have left
+    ``building``) or ``timeout`` seconds pass; name them on the way.
+
+    Returns ``({uuid: row}, [uuids still pending])``.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = _read_rows(instance_uuids)
+        if names and _name_rows(instance_uuids, names, rows):
+            rows = _read_rows(instance_uuids)
+        pending = [uuid for uuid in instance_uuids
+                   if uuid not in rows or (
+                       until_built and
+                       rows[uuid].vm_state == db_instances.BUILDING)]
+        if not pending or time.monotonic() >= deadline:
+            return rows, pending
+        time.sleep(POLL_INTERVAL)
+
+
+def _read_rows(instance_uuids):
+    with db_api.reader() as session:
+        return {row.uuid: row for row in db_instances.list_instances(
+            session, uuids=instance_uuids)}
+
+
+def _name_rows(instance_uuids, names, rows):
+    unnamed = [(uuid, name) for uuid, name in zip(instance_uuids, names)
+               if uuid in rows and rows[uuid].display_name != name]
+    if unnamed:
+        with db_api.writer() as session:
+            for uuid, name in unnamed:
+                db_instances.update(session, uuid, display_name=name)
+    return bool(unnamed)
+
+
+def _landing_table(instance_uuids, rows):
+    table = []
+    for uuid in instance_uuids:
+        row = rows.get(uuid)
+        if row is None:
+            table.append([uuid, None, NOT_RECORDED, None, None, None])
+        else:
+            table.append([uuid, row.display_name, row.vm_state, row.host,
+                          row.node, row.fault])
+    return manage_table.format_table(
+        ['UUID', 'Name', 'State', 'Host', 'Node', 'Fault'], table)
+
+
+def list_servers(host, state):
+    with db_api.reader() as session:
+        rows = db_instances.list_instances(
+            session, host=host, vm_state=state.lower() if state else None)
+    if not rows:
+        print('No servers found.')
+        return 0
+    print(manage_table.format_table(
+        ['UUID', 'Name', 'State', 'Task', 'Host', 'Node', 'Created (UTC)'],
+        [[row.uuid, row.display_name, row.vm_state, row.task_state,
+          row.host, row.node, row.created_at] for row in rows]))
+    return 0
+
+
+def show(uuid):
+    with db_api.reader() as session:
+        row = db_instances.get(session, uuid)
+    columns = models.Instance.__table__.columns
+    print(manage_table.format_table(
+        ['Field', 'Value'],
+        [[column.name, getattr(row, column.name)] for column in columns]))
+    return 0

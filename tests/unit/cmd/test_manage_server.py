@@ -1,0 +1,176 @@
+"""gantt-manage server create, against a fake conductor.
+
+The fake conductor is a real oslo.messaging RPC server on the ``fake://``
+transport, topic ``conductor``, namespace ``compute_task``, that records
+what it receives and, for the ``--wait`` tests, writes the instance rows as
+the real conductor and computes would.
+"""
+
+import queue
+
+import oslo_messaging as messaging
+from oslo_messaging import conffixture
+import pytest
+
+from conductor import rpcapi as conductor_rpcapi
+from scheduler.cmd import manage_server
+from scheduler import conf
+from scheduler.db import api as db_api
+from scheduler.db import claims
+from scheduler.db import instances as db_instances
+from scheduler.objects import request_spec as request_spec_obj
+from scheduler import rpc
+from tests.unit.cmd import output
+
+CONF = conf.CONF
+
+
+class FakeConductor:
+    """Records build_instances casts; ``outcome`` writes rows like the
+    real conductor and computes would."""
+
+    target = messaging.Target(
+        namespace=conductor_rpcapi.COMPUTE_TASK_NAMESPACE,
+        version=conductor_rpcapi.COMPUTE_TASK_API_VERSION)
+
+    def __init__(self):
+        self.received = queue.Queue()
+        self.outcome = None
+
+    def build_instances(self, ctxt, instance_uuids, request_spec,
+                        host_lists=None, failure=None):
+        if self.outcome is not None:
+            self.outcome(instance_uuids, request_spec)
+        self.received.put((instance_uuids, request_spec, host_lists,
+                           failure))
+
+
+@pytest.fixture
+def fake_conductor(config):
+    messaging_conf = conffixture.ConfFixture(CONF)
+    messaging_conf.setUp()
+    messaging_conf.transport_url = 'fake://'
+    rpc.init(CONF)
+    conductor = FakeConductor()
+    server = rpc.get_server(
+        messaging.Target(topic=conductor_rpcapi.RPC_TOPIC,
+                         server='fake-conductor'), [conductor])
+    server.start()
+    try:
+        yield conductor
+    finally:
+        server.stop()
+        server.wait()
+        rpc.cleanup()
+        messaging_conf.cleanUp()
+
+
+def test_server_create_casts_the_request_spec(fake_conductor, run):
+    result = run('server', 'create', '--vcpus', '2', '--ram', '4096',
+                 '--disk', '40', '--count', '3', '--az', 'az1',
+                 '--hint', 'group=web', '--hint', 'foo=a', '--hint', 'foo=b',
+                 '--project', 'p1')
+    assert result.code == 0, result.err
+    printed = result.out.split()
+    assert len(printed) == 3 and all(output.UUID_RE.match(u) for u in printed)
+
+    uuids, spec, host_lists, failure = fake_conductor.received.get(
+        timeout=10)
+    assert uuids == printed
+    assert host_lists is None and failure is None
+    assert isinstance(spec, request_spec_obj.RequestSpec)
+    assert spec.num_instances == 3
+    assert spec.instance_uuid == printed[0]
+    assert (spec.flavor.vcpus, spec.flavor.memory_mb, spec.flavor.root_gb) \
+        == (2, 4096, 40)
+    assert spec.resources() == claims.Resources(2, 4096, 40)
+    assert spec.scheduler_hints == {'group': ['web'], 'foo': ['a', 'b']}
+    assert spec.availability_zone == 'az1'
+    assert spec.project_id == 'p1'
+    # The transport belongs to the caller: gantt-manage left it alone.
+    assert rpc.TRANSPORT is not None
+
+
+def _land(outcomes):
+    """A fake conductor outcome: record the rows, then end each instance
+    as ``outcomes[index]`` says (vm_state, host, fault)."""
+    def outcome(instance_uuids, spec):
+        with db_api.writer() as session:
+            for uuid, (state, host, fault) in zip(instance_uuids, outcomes):
+                db_instances.create(session, uuid, {'vcpus': 1}, {},
+                                    project_id=spec.project_id)
+                if state != db_instances.BUILDING:
+                    db_instances.update(session, uuid, vm_state=state,
+                                        host=host, node=host, fault=fault,
+                                        task_state=None)
+    return outcome
+
+
+def test_server_create_wait_prints_where_servers_landed(database,
+                                                         fake_conductor,
+                                                         run, monkeypatch):
+    monkeypatch.setattr(manage_server, 'POLL_INTERVAL', 0.05)
+    fake_conductor.outcome = _land([
+        (db_instances.ACTIVE, 'compute1', None),
+        (db_instances.ERROR, None, 'No valid host was found.')])
+    result = run('server', 'create', '--vcpus', '1', '--ram', '512',
+                 '--disk', '1', '--count', '2', '--name', 'web', '--wait')
+    assert result.code == 1, result.err
+    uuids = result.out.split('\n')[:2]
+    assert output.table(result.out) == [
+        [uuids[0], 'web-1', 'active', 'compute1', 'compute1', '-'],
+        [uuids[1], 'web-2', 'error', '-', '-', 'No valid host was found.'],
+    ]
+
+
+def test_server_create_wait_exits_0_when_all_active(database,
+                                                    fake_conductor, run,
+                                                    monkeypatch):
+    monkeypatch.setattr(manage_server, 'POLL_INTERVAL', 0.05)
+    fake_conductor.outcome = _land([(db_instances.ACTIVE, 'compute1', None)])
+    result = run('server', 'create', '--vcpus', '1', '--ram', '512',
+                 '--disk', '1', '--wait')
+    assert result.code == 0, result.err
+    assert output.table(result.out)[0][2:4] == ['active', 'compute1']
+
+
+def test_server_create_wait_times_out_naming_servers_still_building(
+        database, fake_conductor, run, monkeypatch):
+    monkeypatch.setattr(manage_server, 'POLL_INTERVAL', 0.05)
+    fake_conductor.outcome = _land([(db_instances.BUILDING, None, None),
+                                    (db_instances.ACTIVE, 'compute1', None)])
+    result = run('server', 'create', '--vcpus', '1', '--ram', '512',
+                 '--disk', '1', '--count', '2', '--wait', '--timeout', '0.5')
+    assert result.code == 2
+    uuids = result.out.split('\n')[:2]
+    assert result.err == ('gantt-manage: error: timed out after 0.5s; '
+                          'still building: %s\n' % uuids[0])
+    states = [row[2] for row in output.table(result.out)]
+    assert states == ['building', 'active']
+
+
+def test_server_create_wait_tolerates_rows_not_recorded_yet(
+        database, fake_conductor, run, monkeypatch):
+    monkeypatch.setattr(manage_server, 'POLL_INTERVAL', 0.05)
+    result = run('server', 'create', '--vcpus', '1', '--ram', '512',
+                 '--disk', '1', '--wait', '--timeout', '0.3')
+    assert result.code == 2
+    uuid = result.out.split('\n')[0]
+    assert 'still building: %s' % uuid in result.err
+    assert output.table(result.out) == [
+        [uuid, '-', 'not recorded yet', '-', '-', '-']]
+
+
+def test_server_create_names_the_rows_once_recorded(database, fake_conductor,
+                                                    run, monkeypatch):
+    # build_instances cannot carry names: gantt-manage writes them on the
+    # rows the conductor records, even without --wait.
+    monkeypatch.setattr(manage_server, 'POLL_INTERVAL', 0.05)
+    fake_conductor.outcome = _land([(db_instances.BUILDING, None, None)])
+    result = run('server', 'create', '--vcpus', '1', '--ram', '512',
+                 '--disk', '1', '--name', 'solo')
+    assert result.code == 0, result.err
+    [uuid] = result.out.split()
+    with db_api.reader() as session:
+        row = db_instances.get(session, uuid)
+    assert (row.display_name, row.vm_state) == ('solo', 'building')
