@@ -9,8 +9,15 @@ thread, a lock or a socket.
 """
 
 import os
+import warnings
 
 EVENTLET_ENV = 'GANTT_USE_EVENTLET'
+
+# futurist and oslo.utils import eventlet whenever it is installed, and
+# eventlet warns on import; an operator reading a daemon's output should
+# not see that in threading mode.
+warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+warnings.filterwarnings('ignore', message='eventletutils module is deprecated')
 
 
 def eventlet_requested():
