@@ -53,7 +53,7 @@ class SchedulerManager(service.Manager):
     def __init__(self):
         # Loaded here, in the parent process, so that an unknown driver,
         # filter or weigher stops start-up before any worker forks.
-        self.driver = loadables.load_driver(CONF.scheduler.driver)
+        self.driver = loadables.load_driver(CONF.scheduler.driver)()
 
     def init_host(self):
         start = getattr(self.driver, 'start', None)
