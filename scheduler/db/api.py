@@ -10,6 +10,15 @@ transaction, committed on exit, rolled back on error) or :func:`reader`::
 The engine is built lazily from ``[database] connection`` and rebuilt after
 a fork, so that scheduler workers never share a connection. SQLite is set up
 for several processes (WAL, a busy timeout, foreign keys on).
+
+On a SQLite file, SQLAlchemy rather than the ``sqlite3`` module opens
+transactions: :func:`writer` starts with ``BEGIN IMMEDIATE``, which takes the
+database's write lock up front (waiting up to the busy timeout for it), and
+:func:`reader` with a plain ``BEGIN``. Without that, ``sqlite3`` would run a
+transaction's first SELECTs outside any transaction, and a read-then-write
+(``SELECT ... FOR UPDATE`` then UPDATE, which SQLite does not lock) could act
+on rows another writer had just changed. An in-memory database keeps
+``sqlite3``'s own handling: it is one connection shared by all threads.
 """
 
 import contextlib
@@ -31,10 +40,13 @@ LOG = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _engine = None
-_sessionmaker = None
+_sessionmakers = None
 _engine_pid = None
 
 DEADLOCK_RETRIES = 10
+
+# Execution option: the statement that opens a transaction on SQLite.
+SQLITE_BEGIN = 'gantt_sqlite_begin'
 
 
 def _sqlite_on_connect(dbapi_connection, connection_record):
@@ -42,6 +54,21 @@ def _sqlite_on_connect(dbapi_connection, connection_record):
     cursor.execute('PRAGMA foreign_keys=ON')
     cursor.execute('PRAGMA busy_timeout=30000')
     cursor.close()
+
+
+def _sqlite_file_on_connect(dbapi_connection, connection_record):
+    _sqlite_on_connect(dbapi_connection, connection_record)
+    cursor = dbapi_connection.cursor()
+    cursor.execute('PRAGMA journal_mode=WAL')
+    cursor.close()
+    # sqlite3 must not emit BEGIN on its own: _sqlite_begin does.
+    dbapi_connection.isolation_level = None
+
+
+def _sqlite_begin(connection):
+    options = connection.get_execution_options()
+    if options.get('isolation_level') != 'AUTOCOMMIT':
+        connection.exec_driver_sql(options.get(SQLITE_BEGIN, 'BEGIN'))
 
 
 def create_engine(url):
@@ -61,16 +88,16 @@ def create_engine(url):
             kwargs['isolation_level'] = 'READ COMMITTED'
     engine = sa.create_engine(parsed, **kwargs)
     if parsed.get_backend_name() == 'sqlite':
-        sa.event.listen(engine, 'connect', _sqlite_on_connect)
-        if parsed.database not in (None, '', ':memory:'):
-            with engine.begin() as conn:
-                conn.exec_driver_sql('PRAGMA journal_mode=WAL')
+        if parsed.database in (None, '', ':memory:'):
+            sa.event.listen(engine, 'connect', _sqlite_on_connect)
+        else:
+            sa.event.listen(engine, 'connect', _sqlite_file_on_connect)
+            sa.event.listen(engine, 'begin', _sqlite_begin)
     return engine
 
 
-def get_engine():
-    """The process's engine for ``[database] connection``."""
-    global _engine, _sessionmaker, _engine_pid
+def _engine_and_sessionmakers():
+    global _engine, _sessionmakers, _engine_pid
     with _lock:
         if _engine is None or _engine_pid != os.getpid():
             if _engine is not None:
@@ -78,30 +105,40 @@ def get_engine():
                 # without closing them under the parent's feet.
                 _engine.dispose(close=False)
             _engine = create_engine(CONF.database.connection)
-            _sessionmaker = orm.sessionmaker(bind=_engine,
-                                             expire_on_commit=False)
+            writer_engine = _engine.execution_options(
+                **{SQLITE_BEGIN: 'BEGIN IMMEDIATE'})
+            _sessionmakers = {
+                'reader': orm.sessionmaker(bind=_engine,
+                                           expire_on_commit=False),
+                'writer': orm.sessionmaker(bind=writer_engine,
+                                           expire_on_commit=False),
+            }
             _engine_pid = os.getpid()
-        return _engine
+        return _engine, _sessionmakers
+
+
+def get_engine():
+    """The process's engine for ``[database] connection``."""
+    return _engine_and_sessionmakers()[0]
 
 
 def dispose_engine():
     """Close the process's engine; the next use builds a new one."""
-    global _engine, _sessionmaker, _engine_pid
+    global _engine, _sessionmakers, _engine_pid
     with _lock:
         if _engine is not None:
             _engine.dispose()
-        _engine = _sessionmaker = _engine_pid = None
+        _engine = _sessionmakers = _engine_pid = None
 
 
-def _session():
-    get_engine()
-    return _sessionmaker()
+def _session(kind):
+    return _engine_and_sessionmakers()[1][kind]()
 
 
 @contextlib.contextmanager
 def writer():
     """A session in a write transaction: commit on success, else roll back."""
-    session = _session()
+    session = _session('writer')
     try:
         with session.begin():
             yield session
@@ -112,7 +149,7 @@ def writer():
 @contextlib.contextmanager
 def reader():
     """A session for reads; nothing it does is committed."""
-    session = _session()
+    session = _session('reader')
     try:
         yield session
     finally:

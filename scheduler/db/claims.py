@@ -55,7 +55,14 @@ def claim_resources(session, compute_node_id, consumer_uuid, resources):
     Resources asked in zero amounts are not checked, so a node that is over
     capacity after its ratio was lowered still takes zero-sized claims. The
     caller owns the transaction; on False nothing was written.
+
+    :raises ValueError: a negative amount (it would lower the usage).
     """
+    negative = [field for field in Resources._fields
+                if getattr(resources, field) < 0]
+    if negative:
+        raise ValueError('negative amounts of %s in claim %s for %s'
+                         % (', '.join(negative), resources, consumer_uuid))
     conditions = [_NODE.c.id == compute_node_id]
     values = {'generation': _NODE.c.generation + 1,
               'updated_at': models.utcnow()}
@@ -81,13 +88,21 @@ def release_resources(session, consumer_uuid, compute_node_id=None):
     """Drop the consumer's allocations (on one node, or all of them).
 
     Returns the list of ``(compute_node_id, Resources)`` released; an
-    unknown consumer releases nothing.
+    unknown consumer releases nothing. Each allocation row is deleted
+    before the usage it held is given back, and only if this transaction
+    is the one that deleted it: two concurrent releases of one consumer
+    give its resources back once, on every backend (SQLite ignores FOR
+    UPDATE).
     """
     query = sa.select(_ALLOC).where(_ALLOC.c.consumer_uuid == consumer_uuid)
     if compute_node_id is not None:
         query = query.where(_ALLOC.c.compute_node_id == compute_node_id)
     released = []
     for row in session.execute(query.with_for_update()).all():
+        deleted = session.execute(sa.delete(_ALLOC)
+                                  .where(_ALLOC.c.id == row.id))
+        if deleted.rowcount != 1:
+            continue  # released meanwhile by another transaction
         amounts = Resources(row.vcpus, row.memory_mb, row.disk_gb)
         values = {'generation': _NODE.c.generation + 1,
                   'updated_at': models.utcnow()}
@@ -97,7 +112,6 @@ def release_resources(session, consumer_uuid, compute_node_id=None):
         session.execute(sa.update(_NODE)
                         .where(_NODE.c.id == row.compute_node_id)
                         .values(**values))
-        session.execute(sa.delete(_ALLOC).where(_ALLOC.c.id == row.id))
         released.append((row.compute_node_id, amounts))
     return released
 

@@ -7,6 +7,7 @@ seconds and is not forced down (:func:`is_up`).
 import datetime
 
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 
 from scheduler import conf
 from scheduler.db import models
@@ -15,22 +16,34 @@ CONF = conf.CONF
 _SERVICE = models.Service.__table__
 
 
-def report_alive(session, host, binary, topic):
-    """Record a heartbeat, creating the service row on first report.
-
-    Returns the service row as it is after the heartbeat.
-    """
-    now = models.utcnow()
+def _heartbeat(session, host, binary, topic, now):
     result = session.execute(
         sa.update(_SERVICE)
         .where(_SERVICE.c.host == host, _SERVICE.c.binary == binary)
         .values(last_seen_up=now, updated_at=now, topic=topic,
                 report_count=_SERVICE.c.report_count + 1))
-    if result.rowcount == 0:
-        session.execute(sa.insert(_SERVICE).values(
-            host=host, binary=binary, topic=topic, disabled=False,
-            forced_down=False, last_seen_up=now, report_count=1,
-            created_at=now, updated_at=now))
+    return result.rowcount == 1
+
+
+def report_alive(session, host, binary, topic):
+    """Record a heartbeat, creating the service row on first report.
+
+    Returns the service row as it is after the heartbeat. The worker
+    processes of one service heartbeat as the same row; when several
+    register it at once, one inserts it and the others update it.
+    """
+    now = models.utcnow()
+    if not _heartbeat(session, host, binary, topic, now):
+        try:
+            # A savepoint, so that losing the race does not abort the
+            # caller's transaction (PostgreSQL would).
+            with session.begin_nested():
+                session.execute(sa.insert(_SERVICE).values(
+                    host=host, binary=binary, topic=topic, disabled=False,
+                    forced_down=False, last_seen_up=now, report_count=1,
+                    created_at=now, updated_at=now))
+        except sa_exc.IntegrityError:
+            _heartbeat(session, host, binary, topic, now)
     return get_service(session, host, binary)
 
 
