@@ -1,0 +1,254 @@
+"""Claims on every backend: capacity checks, release, and real races."""
+
+import threading
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler.db import api as db_api
+from scheduler.db import claims
+from scheduler.db import compute_nodes
+from scheduler.db import models
+
+_NODE = models.ComputeNode.__table__
+_ALLOC = models.Allocation.__table__
+
+# 4 vCPUs, 8 GiB and 100 GB at ratio 1.0 with nothing reserved, unless the
+# test says otherwise.
+INVENTORY = {'vcpus': 4, 'memory_mb': 8192, 'local_gb': 100,
+             'cpu_allocation_ratio': 1.0, 'ram_allocation_ratio': 1.0,
+             'disk_allocation_ratio': 1.0}
+
+
+def make_node(host='host1', **inventory):
+    with db_api.writer() as session:
+        return compute_nodes.report_inventory(
+            session, str(uuid.uuid4()), host, host + '-node',
+            dict(INVENTORY, **inventory))
+
+
+def node_state(node_id):
+    with db_api.reader() as session:
+        return session.execute(
+            sa.select(_NODE.c.vcpus_used, _NODE.c.memory_mb_used,
+                      _NODE.c.local_gb_used, _NODE.c.generation)
+            .where(_NODE.c.id == node_id)).one()._asdict()
+
+
+def claim(node_id, resources, consumer=None):
+    consumer = consumer or str(uuid.uuid4())
+    with db_api.writer() as session:
+        return claims.claim_resources(session, node_id, consumer,
+                                      claims.Resources(*resources))
+
+
+def allocations(consumer):
+    with db_api.reader() as session:
+        return claims.get_allocations(session, consumer)
+
+
+def inconsistencies():
+    with db_api.reader() as session:
+        return [(row.host, problems)
+                for row, problems in claims.find_inconsistent_nodes(session)]
+
+
+def test_claim_that_fits_writes_usage_and_allocation(any_database):
+    node = make_node()
+    before = node_state(node)
+    consumer = str(uuid.uuid4())
+
+    assert claim(node, (2, 4096, 40), consumer) is True
+
+    after = node_state(node)
+    assert (after['vcpus_used'], after['memory_mb_used'],
+            after['local_gb_used']) == (2, 4096, 40)
+    assert after['generation'] == before['generation'] + 1
+    assert allocations(consumer) == [(node, claims.Resources(2, 4096, 40))]
+    assert inconsistencies() == []
+
+
+@pytest.mark.parametrize('resources', [
+    (5, 1, 1), (1, 8193, 1), (1, 1, 101)], ids=['vcpus', 'memory', 'disk'])
+def test_claim_that_does_not_fit_changes_nothing(any_database, resources):
+    node = make_node()
+    before = node_state(node)
+    consumer = str(uuid.uuid4())
+
+    assert claim(node, resources, consumer) is False
+
+    assert node_state(node) == before
+    assert allocations(consumer) == []
+
+
+def test_claim_fills_a_node_exactly(any_database):
+    node = make_node()
+    assert claim(node, (4, 8192, 100)) is True
+    assert claim(node, (1, 0, 0)) is False
+    assert inconsistencies() == []
+
+
+def test_capacity_uses_ratio_and_reserved(any_database, config):
+    config.config(cpu_allocation_ratio=3.0, group='filter_scheduler')
+    # Node ratio 2.0: 4 * 2.0 - 1 reserved = 7 vCPUs.
+    node = make_node(cpu_allocation_ratio=2.0, reserved_vcpus=1)
+    # No node ratio: the option's 3.0 applies, 4 * 3.0 = 12 vCPUs.
+    default_ratio_node = make_node(host='host2', cpu_allocation_ratio=None)
+
+    assert claim(node, (8, 0, 0)) is False
+    assert claim(node, (7, 0, 0)) is True
+    assert claim(default_ratio_node, (13, 0, 0)) is False
+    assert claim(default_ratio_node, (12, 0, 0)) is True
+
+
+def test_zero_amounts_are_not_checked(any_database):
+    node = make_node()
+    assert claim(node, (1, 8192, 10)) is True
+    # The operator now reserves memory: the node is over capacity for it.
+    with db_api.writer() as session:
+        compute_nodes.report_inventory(
+            session, get_uuid(node), 'host1', 'host1-node',
+            dict(INVENTORY, reserved_memory_mb=1024))
+
+    assert claim(node, (1, 0, 10)) is True
+    assert claim(node, (1, 1, 10)) is False
+    assert node_state(node)['vcpus_used'] == 2
+
+
+def test_negative_amounts_are_refused(any_database):
+    node = make_node()
+    before = node_state(node)
+    with pytest.raises(ValueError):
+        claim(node, (-1, 0, 0))
+    assert node_state(node) == before
+
+
+def test_second_claim_of_a_consumer_on_a_node_is_refused(any_database):
+    node = make_node()
+    consumer = str(uuid.uuid4())
+    assert claim(node, (1, 1024, 10), consumer) is True
+    before = node_state(node)
+
+    with pytest.raises(sa.exc.IntegrityError):
+        claim(node, (1, 1024, 10), consumer)
+
+    assert node_state(node) == before
+    assert allocations(consumer) == [(node, claims.Resources(1, 1024, 10))]
+
+
+def get_uuid(node_id):
+    with db_api.reader() as session:
+        return session.scalar(sa.select(_NODE.c.uuid)
+                              .where(_NODE.c.id == node_id))
+
+
+def test_release_restores_usage(any_database):
+    node = make_node()
+    other = make_node(host='host2')
+    consumer = str(uuid.uuid4())
+    assert claim(node, (1, 1024, 10)) is True
+    assert claim(node, (2, 2048, 20), consumer) is True
+    assert claim(other, (3, 3072, 30), consumer) is True
+    generation = node_state(node)['generation']
+
+    with db_api.writer() as session:
+        released = claims.release_resources(session, consumer,
+                                            compute_node_id=node)
+
+    assert released == [(node, claims.Resources(2, 2048, 20))]
+    after = node_state(node)
+    assert (after['vcpus_used'], after['memory_mb_used'],
+            after['local_gb_used']) == (1, 1024, 10)
+    assert after['generation'] == generation + 1
+    assert allocations(consumer) == [(other, claims.Resources(3, 3072, 30))]
+
+    with db_api.writer() as session:
+        assert claims.release_resources(session, consumer) == [
+            (other, claims.Resources(3, 3072, 30))]
+        assert claims.release_resources(session, consumer) == []
+    assert node_state(other)['vcpus_used'] == 0
+    assert inconsistencies() == []
+
+
+def test_find_inconsistent_nodes(any_database):
+    consistent = make_node(host='host1')
+    drifted = make_node(host='host2')
+    overfull = make_node(host='host3')
+    for node in (consistent, drifted, overfull):
+        assert claim(node, (2, 2048, 20)) is True
+    with db_api.writer() as session:
+        # Usage written behind the claims' back...
+        session.execute(sa.update(_NODE).where(_NODE.c.id == drifted)
+                        .values(vcpus_used=3))
+        # ...and a node whose capacity shrank below what it holds.
+        compute_nodes.report_inventory(
+            session, get_uuid(overfull), 'host3', 'host3-node',
+            dict(INVENTORY, local_gb=10))
+
+    assert inconsistencies() == [
+        ('host2', ['vcpus used 3 but allocations sum to 2']),
+        ('host3', ['disk_gb used 20 exceeds capacity 10.0']),
+    ]
+
+
+def _race(workers, action):
+    """Run ``action(index)`` in ``workers`` threads released at once."""
+    barrier = threading.Barrier(workers)
+    results = [None] * workers
+    errors = []
+
+    def run(index):
+        try:
+            barrier.wait(timeout=30)
+            results[index] = action(index)
+        except Exception as error:  # reported by the test below
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(i,))
+               for i in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert errors == []
+    return results
+
+
+@pytest.mark.parametrize('workers, room', [(8, 3), (12, 5)])
+def test_concurrent_claims_never_overfill(any_database, workers, room):
+    node = make_node(vcpus=room, memory_mb=room * 1024, local_gb=room * 10)
+    make_node(host='bystander')
+
+    results = _race(workers, lambda i: claim(node, (1, 1024, 10)))
+
+    assert results.count(True) == room
+    assert results.count(False) == workers - room
+    state = node_state(node)
+    assert (state['vcpus_used'], state['memory_mb_used'],
+            state['local_gb_used']) == (room, room * 1024, room * 10)
+    with db_api.reader() as session:
+        assert session.scalar(
+            sa.select(sa.func.count()).select_from(_ALLOC)
+            .where(_ALLOC.c.compute_node_id == node)) == room
+    assert inconsistencies() == []
+
+
+def test_concurrent_releases_release_once(any_database):
+    node = make_node()
+    consumer = str(uuid.uuid4())
+    assert claim(node, (2, 2048, 20), consumer) is True
+    assert claim(node, (1, 1024, 10)) is True
+
+    def release(index):
+        with db_api.writer() as session:
+            return claims.release_resources(session, consumer)
+
+    results = _race(8, release)
+
+    assert sorted(len(released) for released in results) == [0] * 7 + [1]
+    state = node_state(node)
+    assert (state['vcpus_used'], state['memory_mb_used'],
+            state['local_gb_used']) == (1, 1024, 10)
+    assert inconsistencies() == []

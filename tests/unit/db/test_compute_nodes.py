@@ -1,0 +1,187 @@
+"""Inventory reports, incremental reads and host mapping of compute nodes."""
+
+import threading
+import uuid
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler.db import api as db_api
+from scheduler.db import claims
+from scheduler.db import compute_nodes
+from scheduler.db import models
+
+_NODE = models.ComputeNode.__table__
+
+INVENTORY = {
+    'vcpus': 8, 'memory_mb': 16384, 'local_gb': 200, 'reserved_vcpus': 1,
+    'reserved_memory_mb': 512, 'reserved_disk_gb': 0,
+    'cpu_allocation_ratio': 4.0, 'ram_allocation_ratio': 1.0,
+    'disk_allocation_ratio': None, 'hypervisor_type': 'fake',
+    'hypervisor_version': 1002003, 'host_ip': '2001:db8::1',
+    'supported_instances': [['x86_64', 'kvm', 'hvm']],
+    'stats': {'num_proj_abc': '2'}, 'metrics': [], 'num_instances': 2,
+    'io_workload': 1,
+}
+
+
+def report(node_uuid, host='host1', nodename=None, **changes):
+    with db_api.writer() as session:
+        return compute_nodes.report_inventory(
+            session, node_uuid, host, nodename or host + '-node',
+            dict(INVENTORY, **changes))
+
+
+def get(node_uuid):
+    with db_api.reader() as session:
+        return compute_nodes.get_node_by_uuid(session, node_uuid)
+
+
+def test_report_creates_a_node(any_database):
+    node_uuid = str(uuid.uuid4())
+
+    node_id = report(node_uuid)
+
+    node = get(node_uuid)
+    assert node.id == node_id
+    assert (node.host, node.hypervisor_hostname) == ('host1', 'host1-node')
+    for field, value in INVENTORY.items():
+        assert getattr(node, field) == value, field
+    assert (node.vcpus_used, node.memory_mb_used, node.local_gb_used) == (
+        0, 0, 0)
+    assert node.generation == 1
+    assert node.mapped is False
+    assert node.created_at is not None
+
+
+def test_report_updates_and_bumps_generation(any_database):
+    node_uuid = str(uuid.uuid4())
+    node_id = report(node_uuid)
+
+    assert report(node_uuid, host='host1b', vcpus=16, stats={}) == node_id
+
+    node = get(node_uuid)
+    assert (node.host, node.vcpus, node.stats) == ('host1b', 16, {})
+    assert node.generation == 2
+    assert node.updated_at >= node.created_at
+    with db_api.reader() as session:
+        assert compute_nodes.get_node_by_name(
+            session, 'host1b', 'host1b-node').id == node_id
+
+
+def test_report_never_touches_usage(any_database):
+    node_uuid = str(uuid.uuid4())
+    node_id = report(node_uuid)
+    with db_api.writer() as session:
+        assert claims.claim_resources(session, node_id, str(uuid.uuid4()),
+                                      claims.Resources(2, 1024, 10))
+
+    report(node_uuid, vcpus=10)
+
+    node = get(node_uuid)
+    assert (node.vcpus_used, node.memory_mb_used, node.local_gb_used) == (
+        2, 1024, 10)
+    assert node.vcpus == 10
+
+
+def test_report_refuses_unknown_fields(any_database):
+    node_uuid = str(uuid.uuid4())
+    report(node_uuid)
+    before = get(node_uuid)
+
+    for field in ('vcpus_used', 'memory_mb_used', 'local_gb_used',
+                  'generation', 'mapped', 'id', 'uuid', 'no_such_field'):
+        with pytest.raises(ValueError, match=field):
+            report(node_uuid, **{field: 5})
+        with pytest.raises(ValueError, match=field):
+            report(str(uuid.uuid4()), host='host2', **{field: 5})
+
+    assert get(node_uuid) == before
+    with db_api.reader() as session:
+        assert len(compute_nodes.get_nodes(session)) == 1
+
+
+def test_changed_since(any_database):
+    uuids = [str(uuid.uuid4()) for _ in range(3)]
+    ids = [report(u, host='host%d' % i) for i, u in enumerate(uuids)]
+    with db_api.reader() as session:
+        rows, removed = compute_nodes.changed_since(session, {})
+        known = compute_nodes.get_generations(session)
+    assert [row.id for row in rows] == ids
+    assert removed == []
+    assert known == {node_id: 1 for node_id in ids}
+
+    report(uuids[1], host='host1', vcpus=32)
+    with db_api.writer() as session:
+        session.execute(sa.delete(_NODE).where(_NODE.c.id == ids[2]))
+    with db_api.reader() as session:
+        rows, removed = compute_nodes.changed_since(session, known)
+
+    assert [(row.id, row.vcpus, row.generation) for row in rows] == [
+        (ids[1], 32, 2)]
+    assert removed == [ids[2]]
+
+
+def test_changed_since_reads_many_nodes(any_database):
+    # More than one batch of ids.
+    with db_api.writer() as session:
+        session.execute(sa.insert(_NODE), [
+            {'uuid': str(uuid.uuid4()), 'host': 'host%04d' % i,
+             'hypervisor_hostname': 'node%04d' % i, 'generation': 1}
+            for i in range(1203)])
+    with db_api.reader() as session:
+        rows, removed = compute_nodes.changed_since(session, {})
+        known = compute_nodes.get_generations(session)
+        assert compute_nodes.changed_since(session, known) == ([], [])
+    assert len(rows) == len({row.id for row in rows}) == 1203
+    assert removed == []
+
+
+def test_map_unmapped_nodes(any_database):
+    first = report(str(uuid.uuid4()), host='host2')
+    second = report(str(uuid.uuid4()), host='host1')
+    with db_api.reader() as session:
+        assert compute_nodes.get_nodes(session, mapped_only=True) == []
+
+    with db_api.writer() as session:
+        mapped = compute_nodes.map_unmapped_nodes(session)
+
+    assert [row.id for row in mapped] == [second, first]  # by host name
+    with db_api.reader() as session:
+        nodes = compute_nodes.get_nodes(session, mapped_only=True)
+    assert [(n.id, n.mapped, n.generation) for n in nodes] == [
+        (first, True, 2), (second, True, 2)]
+
+    third = report(str(uuid.uuid4()), host='host3')
+    with db_api.writer() as session:
+        assert [row.id for row in
+                compute_nodes.map_unmapped_nodes(session)] == [third]
+        assert compute_nodes.map_unmapped_nodes(session) == []
+
+
+def test_concurrent_mapping_maps_each_node_once(any_database):
+    ids = {report(str(uuid.uuid4()), host='host%d' % i) for i in range(5)}
+    barrier = threading.Barrier(6)
+    results, errors = [], []
+
+    def discover():
+        try:
+            barrier.wait(timeout=30)
+            with db_api.writer() as session:
+                results.append([row.id for row in
+                                compute_nodes.map_unmapped_nodes(session)])
+        except Exception as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=discover) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert errors == []
+    newly_mapped = [node_id for batch in results for node_id in batch]
+    assert sorted(newly_mapped) == sorted(ids)
+    with db_api.reader() as session:
+        assert {row.generation for row in compute_nodes.get_nodes(
+            session)} == {2}

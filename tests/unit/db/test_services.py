@@ -1,0 +1,156 @@
+"""Service registration, heartbeats, enable/disable and liveness."""
+
+import datetime
+import threading
+
+import sqlalchemy as sa
+
+from scheduler.db import api as db_api
+from scheduler.db import models
+from scheduler.db import services
+
+_SERVICE = models.Service.__table__
+
+
+def alive(host='host1', binary='gantt-compute', topic='compute'):
+    with db_api.writer() as session:
+        return services.report_alive(session, host, binary, topic)
+
+
+def get(host='host1', binary='gantt-compute'):
+    with db_api.reader() as session:
+        return services.get_service(session, host, binary)
+
+
+def test_first_heartbeat_registers_the_service(any_database):
+    before = models.utcnow()
+
+    service = alive()
+
+    assert (service.host, service.binary, service.topic) == (
+        'host1', 'gantt-compute', 'compute')
+    assert service.report_count == 1
+    assert (service.disabled, service.forced_down) == (False, False)
+    assert service.disabled_reason is None
+    assert before <= service.last_seen_up <= models.utcnow()
+    assert get() == service
+
+
+def test_heartbeats_count_and_move_last_seen_up(any_database):
+    first = alive()
+
+    second = alive(topic='compute-v2')
+
+    assert second.id == first.id
+    assert second.report_count == 2
+    assert second.topic == 'compute-v2'
+    assert second.last_seen_up >= first.last_seen_up
+    with db_api.reader() as session:
+        assert len(services.list_services(session)) == 1
+
+
+def test_list_services(any_database):
+    alive('host2')
+    alive('host1')
+    alive('host1', 'gantt-scheduler', 'scheduler')
+    with db_api.reader() as session:
+        everything = services.list_services(session)
+        computes = services.list_services(session, binary='gantt-compute')
+    assert [(s.binary, s.host) for s in everything] == [
+        ('gantt-compute', 'host1'), ('gantt-compute', 'host2'),
+        ('gantt-scheduler', 'host1')]
+    assert [s.host for s in computes] == ['host1', 'host2']
+
+
+def test_set_disabled(any_database):
+    alive()
+    alive('host2')
+
+    with db_api.writer() as session:
+        assert services.set_disabled(session, 'host1', 'gantt-compute',
+                                     True, reason='maintenance')
+    assert (get().disabled, get().disabled_reason) == (True, 'maintenance')
+    assert get('host2').disabled is False
+
+    # A heartbeat does not re-enable it.
+    alive()
+    assert get().disabled is True
+
+    with db_api.writer() as session:
+        assert services.set_disabled(session, 'host1', 'gantt-compute',
+                                     False, reason='ignored')
+    assert (get().disabled, get().disabled_reason) == (False, None)
+
+
+def test_set_disabled_on_unknown_service(any_database):
+    with db_api.writer() as session:
+        assert services.set_disabled(session, 'nowhere', 'gantt-compute',
+                                     True) is False
+        assert session.scalar(
+            sa.select(sa.func.count()).select_from(_SERVICE)) == 0
+
+
+def test_is_up_follows_service_down_time(any_database, config):
+    service = alive()
+    seen = service.last_seen_up
+
+    assert services.is_up(service) is True
+    assert services.is_up(service, now=seen + datetime.timedelta(
+        seconds=60)) is True
+    assert services.is_up(service, now=seen + datetime.timedelta(
+        seconds=61)) is False
+
+    config.config(service_down_time=120)
+    assert services.is_up(service, now=seen + datetime.timedelta(
+        seconds=61)) is True
+    assert services.is_up(service, now=seen + datetime.timedelta(
+        seconds=121)) is False
+
+
+def test_is_up_false_when_forced_down_or_never_seen(any_database):
+    alive()
+    with db_api.writer() as session:
+        session.execute(sa.update(_SERVICE).values(forced_down=True))
+    assert services.is_up(get()) is False
+
+    with db_api.writer() as session:
+        session.execute(sa.update(_SERVICE).values(forced_down=False,
+                                                   last_seen_up=None))
+    assert services.is_up(get()) is False
+    assert services.is_up(None) is False
+
+
+def test_is_up_with_stale_heartbeat_in_the_database(any_database):
+    alive()
+    with db_api.writer() as session:
+        session.execute(sa.update(_SERVICE).values(
+            last_seen_up=models.utcnow() - datetime.timedelta(minutes=5)))
+    assert services.is_up(get()) is False
+    alive()
+    assert services.is_up(get()) is True
+
+
+def test_concurrent_first_heartbeats_register_once(any_database):
+    # Every worker process of a scheduler heartbeats as the same service.
+    workers = 8
+    barrier = threading.Barrier(workers)
+    errors = []
+
+    def heartbeat():
+        try:
+            barrier.wait(timeout=30)
+            alive('host1', 'gantt-scheduler', 'scheduler')
+        except Exception as error:  # reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=heartbeat) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+
+    assert errors == []
+    with db_api.reader() as session:
+        rows = services.list_services(session)
+    assert [(row.host, row.report_count) for row in rows] == [
+        ('host1', workers)]
