@@ -311,18 +311,22 @@ class HostManager:
     def _apply_services(self, changes):
         """Update the cached services; return the hosts that changed."""
         changed = set()
-        fresh = {}
+        seen = set()
+        cached = self._services
+        width = len(host_table.ServiceInfo._fields)
         for row in changes.services:
-            fresh[row.host] = host_table.service_from_row(row)
+            seen.add(row.host)
+            # Rows read again within the slack mostly did not change;
+            # compare before building anything.
+            values = tuple(row[:width])
+            if cached.get(row.host) != values:
+                cached[row.host] = host_table.ServiceInfo._make(values)
+                changed.add(row.host)
         if changes.full_services:
-            for host in set(self._services) - set(fresh):
+            for host in set(cached) - seen:
                 changed.add(host)
-                del self._services[host]
-            self._service_count = len(fresh)
-        for host, service in fresh.items():
-            if self._services.get(host) != service:
-                self._services[host] = service
-                changed.add(host)
+                del cached[host]
+            self._service_count = len(seen)
         return changed
 
     def _set_aggregates(self, aggregates):

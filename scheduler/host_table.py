@@ -290,6 +290,49 @@ def _service_values(state):
             to_microseconds(service.last_seen_up))
 
 
+def _columns_of(states):
+    """``{column name: array}`` of the base and service columns."""
+    columns = {}
+    for name, (attr, dtype) in _BASE_COLUMNS.items():
+        columns[name] = np.fromiter(
+            (getattr(state, attr) for state in states), dtype=dtype,
+            count=len(states))
+    service_values = [_service_values(state) for state in states]
+    for position, name in enumerate(_SERVICE_COLUMNS):
+        dtype = np.int64 if name == 'heartbeat_us' else np.bool_
+        columns[name] = np.fromiter(
+            (values[position] for values in service_values), dtype=dtype,
+            count=len(states))
+    return columns
+
+
+def _capacity(resource):
+    total, _used, reserved, ratio = _RESOURCE_COLUMNS[resource]
+    # Same operations, same order as claims.capacity_expression.
+    return ((total, ratio, reserved),
+            lambda c: c[total] * c[ratio] - c[reserved])
+
+
+# Derived column -> (the columns it is computed from, how).
+_DERIVED = {
+    'candidates': (('mapped', 'has_service'),
+                   lambda c: c['mapped'] & c['has_service']),
+    'capacity_vcpus': _capacity('vcpus'),
+    'capacity_memory_mb': _capacity('memory_mb'),
+    'capacity_disk_gb': _capacity('disk_gb'),
+    'free_ram_mb': (('ram_total', 'reserved_ram', 'ram_used'),
+                    lambda c: c['ram_total'] - c['reserved_ram']
+                    - c['ram_used']),
+    'free_disk_mb': (('disk_total', 'reserved_disk', 'disk_used'),
+                     lambda c: (c['disk_total'] - c['reserved_disk']
+                                - c['disk_used']) * 1024),
+    'vcpus_free': (('vcpus_total', 'cpu_ratio', 'reserved_vcpus',
+                    'vcpus_used'),
+                   lambda c: (c['vcpus_total'] * c['cpu_ratio']
+                              - c['reserved_vcpus']) - c['vcpus_used']),
+}
+
+
 class HostTable:
     """An immutable snapshot: HostStates plus aligned NumPy columns.
 
@@ -302,7 +345,8 @@ class HostTable:
     Never write into a column: build a new table with :meth:`replace`.
     """
 
-    def __init__(self, states, columns, aggregates, indexes=None):
+    def __init__(self, states, columns, aggregates, indexes=None,
+                 previous=None, changed=()):
         self.states = states
         self.aggregates = tuple(aggregates)
         self.columns = columns
@@ -313,21 +357,26 @@ class HostTable:
         (self.row_by_id, self.rows_by_host, self.rows_by_host_lower,
          self.rows_by_nodename, self.az_sets) = indexes
         self._indexes = indexes
-        self.candidates = self.mapped & self.has_service
-        self.capacity = {}
-        self.used = {}
-        for resource, names in _RESOURCE_COLUMNS.items():
-            total, used, reserved, ratio = (columns[n] for n in names)
-            # Same operations, same order as claims.capacity_expression.
-            self.capacity[resource] = total * ratio - reserved
-            self.used[resource] = used
-        self.free_ram_mb = self.ram_total - self.reserved_ram - self.ram_used
-        self.free_disk_mb = (self.disk_total - self.reserved_disk
-                             - self.disk_used) * 1024
-        self.vcpus_free = self.capacity['vcpus'] - self.vcpus_used
-        # Derived from immutable data, so computing twice is harmless.
-        self._az_masks = {}
-        self._multipliers = {}
+        changed = set(changed)
+        self.derived = {}
+        for name, (inputs, compute) in _DERIVED.items():
+            if previous is not None and changed.isdisjoint(inputs):
+                self.derived[name] = previous.derived[name]
+            else:
+                self.derived[name] = compute(columns)
+            setattr(self, name, self.derived[name])
+        self.capacity = {resource: self.derived['capacity_' + resource]
+                         for resource in RESOURCES}
+        self.used = {resource: columns[names[1]]
+                     for resource, names in _RESOURCE_COLUMNS.items()}
+        if previous is not None:
+            # Zones, aggregates and host names did not change: the caches
+            # derived from them still hold.
+            self._az_masks = previous._az_masks
+            self._multipliers = previous._multipliers
+        else:
+            self._az_masks = {}
+            self._multipliers = {}
 
     def __len__(self):
         return len(self.states)
@@ -336,17 +385,7 @@ class HostTable:
     def build(cls, states, aggregates=()):
         """A table over ``states`` (HostStates) in the given order."""
         states = list(states)
-        columns = {}
-        for name, (attr, dtype) in _BASE_COLUMNS.items():
-            columns[name] = np.fromiter(
-                (getattr(state, attr) for state in states), dtype=dtype,
-                count=len(states))
-        service_values = [_service_values(state) for state in states]
-        for position, name in enumerate(_SERVICE_COLUMNS):
-            dtype = np.int64 if name == 'heartbeat_us' else np.bool_
-            columns[name] = np.fromiter(
-                (values[position] for values in service_values),
-                dtype=dtype, count=len(states))
+        columns = _columns_of(states)
         indexes = cls._build_indexes(states)
         az_sets = indexes[4]
         az_position = {zones: i for i, zones in enumerate(az_sets)}
@@ -381,29 +420,32 @@ class HostTable:
     def replace(self, new_states):
         """A new table with ``{row: HostState}`` replaced.
 
-        Falls back to a full build when a replaced node changed its
-        identity (id, host, node name or zones).
+        Only the columns that change are copied. Falls back to a full
+        build when a replaced node changed its identity (id, host, node
+        name or zones).
         """
         if not new_states:
             return self
+        states = list(self.states)
         for row, state in new_states.items():
-            old = self.states[row]
+            old = states[row]
+            states[row] = state
             if any(getattr(old, name) != getattr(state, name)
                    for name in _IDENTITY):
-                states = list(self.states)
                 for position, replacement in new_states.items():
                     states[position] = replacement
                 return HostTable.build(states, self.aggregates)
-        states = list(self.states)
-        columns = {name: column.copy()
-                   for name, column in self.columns.items()}
-        for row, state in new_states.items():
-            states[row] = state
-            for name, (attr, _dtype) in _BASE_COLUMNS.items():
-                columns[name][row] = getattr(state, attr)
-            for name, value in zip(_SERVICE_COLUMNS, _service_values(state)):
-                columns[name][row] = value
-        return HostTable(states, columns, self.aggregates, self._indexes)
+        rows = np.fromiter(new_states, dtype=np.intp, count=len(new_states))
+        columns = dict(self.columns)
+        changed = []
+        for name, values in _columns_of(list(new_states.values())).items():
+            if not np.array_equal(columns[name][rows], values):
+                column = columns[name].copy()
+                column[rows] = values
+                columns[name] = column
+                changed.append(name)
+        return HostTable(states, columns, self.aggregates, self._indexes,
+                         previous=self, changed=changed)
 
     def consumed(self, row, resources):
         """A new table where the node of ``row`` took ``resources``."""

@@ -155,24 +155,26 @@ def _touch(session, aggregate_id):
                     .values(updated_at=models.utcnow()))
 
 
-def _zones_of_host(session, host, exclude_id):
-    """The zones ``host`` is in through aggregates other than one."""
-    member = sa.select(_HOST.c.aggregate_id).where(_HOST.c.host == host)
-    rows = session.execute(
-        sa.select(_META.c.value)
-        .where(_META.c.key == AZ_KEY, _META.c.aggregate_id.in_(member),
-               _META.c.aggregate_id != exclude_id)).all()
-    return {row.value for row in rows}
-
-
-def _check_zone(session, aggregate, host, zone):
+def _check_zone(session, aggregate, hosts, zone):
+    """Refuse to put ``hosts`` in ``zone`` if another aggregate already
+    puts one of them in another zone."""
     if zone is None:
         return
-    others = _zones_of_host(session, host, aggregate.id) - {zone}
-    if others:
-        raise AvailabilityZoneConflict(host=host, zone=zone,
-                                       ident=aggregate.name,
-                                       others=', '.join(sorted(others)))
+    hosts = sorted(hosts)
+    for start in range(0, len(hosts), 500):
+        chunk = hosts[start:start + 500]
+        rows = session.execute(
+            sa.select(_HOST.c.host, _META.c.value)
+            .join(_META, _META.c.aggregate_id == _HOST.c.aggregate_id)
+            .where(_META.c.key == AZ_KEY, _META.c.value != zone,
+                   _HOST.c.host.in_(chunk),
+                   _HOST.c.aggregate_id != aggregate.id)).all()
+        if rows:
+            host = rows[0].host
+            others = sorted({row.value for row in rows if row.host == host})
+            raise AvailabilityZoneConflict(host=host, zone=zone,
+                                           ident=aggregate.name,
+                                           others=', '.join(others))
 
 
 def create(session, name, metadata=None, uuid=None):
@@ -203,12 +205,20 @@ def delete(session, ident):
 
 def add_host(session, ident, host):
     """Add a host; refused if it would put the host in two zones."""
+    return add_hosts(session, ident, [host])
+
+
+def add_hosts(session, ident, hosts):
+    """Add several hosts at once (see :func:`add_host`)."""
     aggregate = get(session, ident)
-    if host in aggregate.hosts:
-        raise AggregateHostExists(host=host, ident=aggregate.name)
-    _check_zone(session, aggregate, host, aggregate.availability_zone)
-    session.execute(sa.insert(_HOST).values(aggregate_id=aggregate.id,
-                                            host=host))
+    hosts = list(dict.fromkeys(hosts))
+    for host in hosts:
+        if host in aggregate.hosts:
+            raise AggregateHostExists(host=host, ident=aggregate.name)
+    _check_zone(session, aggregate, hosts, aggregate.availability_zone)
+    if hosts:
+        session.execute(sa.insert(_HOST), [
+            {'aggregate_id': aggregate.id, 'host': host} for host in hosts])
     _touch(session, aggregate.id)
     return get(session, aggregate.id)
 
@@ -232,8 +242,7 @@ def update_metadata(session, ident, metadata):
     """
     aggregate = get(session, ident)
     if metadata.get(AZ_KEY) is not None:
-        for host in sorted(aggregate.hosts):
-            _check_zone(session, aggregate, host, metadata[AZ_KEY])
+        _check_zone(session, aggregate, aggregate.hosts, metadata[AZ_KEY])
     for key, value in metadata.items():
         session.execute(sa.delete(_META).where(
             _META.c.aggregate_id == aggregate.id, _META.c.key == key))
