@@ -17,6 +17,7 @@ RabbitMQ and PostgreSQL or MariaDB::
 import random
 import sys
 import tempfile
+import threading
 import time
 
 from oslo_config import cfg
@@ -28,6 +29,8 @@ from conductor import manager as conductor_manager
 from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
 from scheduler import config
+from scheduler.cmd import manage
+from scheduler.cmd import manage_server
 from scheduler import context as gantt_context
 from scheduler.db import api as db_api
 from scheduler.db import compute_nodes as db_compute_nodes
@@ -110,6 +113,15 @@ def _start_cluster(host_count):
     return started
 
 
+def _stop_all(started):
+    """Stop every service at once: each takes a moment to drain."""
+    threads = [threading.Thread(target=server.stop) for server in started]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
 def _boot(server_count, rng):
     """Cast build requests of 1-3 servers each; return all instance UUIDs."""
     api = conductor_rpcapi.ComputeTaskAPI()
@@ -129,32 +141,36 @@ def _boot(server_count, rng):
 
 
 def _report(uuids, elapsed):
+    """Print where each server landed and every host's usage; return
+    ``{vm_state: count}``."""
     with db_api.reader() as session:
-        rows = db_instances.list_instances(session, uuids=uuids)
-        nodes = db_compute_nodes.get_nodes(session)
-    print('%-36s  %-9s  %-8s  %-14s  %s' % ('server', 'flavor', 'state',
-                                            'host', 'fault'))
-    for row in rows:
-        print('%-36s  %-9s  %-8s  %-14s  %s' % (
-            row.uuid, (row.flavor or {}).get('name', '-'), row.vm_state,
-            row.host or '-', row.fault or ''))
+        rows = {row.uuid: row
+                for row in db_instances.list_instances(session, uuids=uuids)}
+    print(manage_server.landing_table(uuids, rows))
     print()
-    print('%-14s  %9s  %15s  %13s' % ('host', 'vCPUs', 'RAM MB', 'disk GB'))
-    for node in nodes:
-        print('%-14s  %4d/%-4d  %7d/%-7d  %6d/%-6d' % (
-            node.host, node.vcpus_used, node.vcpus, node.memory_mb_used,
-            node.memory_mb, node.local_gb_used, node.local_gb))
+    manage.host_list()
     states = {}
-    for row in rows:
+    for row in rows.values():
         states[row.vm_state] = states.get(row.vm_state, 0) + 1
     print()
     print('%d servers on %d hosts in %.1fs: %s' % (
-        len(rows), len(nodes), elapsed,
+        len(rows), CONF.hosts, elapsed,
         ', '.join('%d %s' % (n, s) for s, n in sorted(states.items()))))
     return states
 
 
+def _quiet_logging_defaults():
+    """The demo's output is its report: logs go to stderr, and Gantt's own
+    INFO lines only with --debug."""
+    config.register_opts()
+    levels = CONF.default_log_levels + ['scheduler=WARN', 'conductor=WARN',
+                                        'compute=WARN']
+    CONF.set_default('default_log_levels', levels)
+    CONF.set_default('use_stderr', True)
+
+
 def main(argv=None):
+    _quiet_logging_defaults()
     config.parse_args(argv or sys.argv, cli_opts=cli_opts,
                       description='Run Gantt end to end in one process.')
     objects.register_all()
@@ -183,8 +199,7 @@ def main(argv=None):
         sys.stderr.write('gantt-demo: error: %s\n' % error)
         return 1
     finally:
-        for server in reversed(started):
-            server.stop()
+        _stop_all(started)
         rpc.cleanup()
         db_api.dispose_engine()
         workdir.cleanup()

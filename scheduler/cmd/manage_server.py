@@ -111,7 +111,7 @@ def create(vcpus, ram, disk, count, az, hints, name, project, wait,
                                    until_built=wait)
     if pending:
         if wait:
-            print(_landing_table(instance_uuids, rows))
+            print(landing_table(instance_uuids, rows))
         sys.stderr.write(
             'gantt-manage: error: timed out after %gs; %s: %s\n'
             % (timeout, 'still building' if wait else
@@ -120,7 +120,7 @@ def create(vcpus, ram, disk, count, az, hints, name, project, wait,
         return EXIT_TIMEOUT
     if not wait:
         return 0
-    print(_landing_table(instance_uuids, rows))
+    print(landing_table(instance_uuids, rows))
     return 0 if all(row.vm_state == db_instances.ACTIVE
                     for row in rows.values()) else 1
 
@@ -161,7 +161,7 @@ def _name_rows(instance_uuids, names, rows):
     return bool(unnamed)
 
 
-def _landing_table(instance_uuids, rows):
+def landing_table(instance_uuids, rows):
     table = []
     for uuid in instance_uuids:
         row = rows.get(uuid)
