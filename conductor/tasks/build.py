@@ -23,6 +23,19 @@ from scheduler import exception
 LOG = logging.getLogger(__name__)
 
 
+def error_text(error):
+    """The message of ``error`` without a remote traceback.
+
+    oslo.messaging appends the scheduler's traceback to the text of an
+    exception it re-raises here; the message itself is what an operator
+    reads on the instance (``fault``) and in the log.
+    """
+    message = getattr(error, 'message', None)
+    if isinstance(message, str) and message:
+        return message
+    return str(error).split('\nTraceback (most recent call last):', 1)[0]
+
+
 class BuildTask:
     def __init__(self, scheduler_api, compute_api):
         self.scheduler_api = scheduler_api
@@ -41,8 +54,9 @@ class BuildTask:
                 ctxt, request_spec, instance_uuids, return_objects=True,
                 return_alternates=True)
         except exception.NoValidHost as error:
-            LOG.warning('No valid host for %s: %s', instance_uuids, error)
-            self._fail_all(instance_uuids, str(error))
+            LOG.warning('No valid host for %s: %s', instance_uuids,
+                        error_text(error))
+            self._fail_all(instance_uuids, error_text(error))
             return
         except messaging.MessagingTimeout:
             LOG.error('The scheduler did not answer for %s', instance_uuids)
@@ -52,7 +66,8 @@ class BuildTask:
         except Exception as error:
             LOG.exception('Scheduling %s failed', instance_uuids)
             self._release_and_fail(instance_uuids,
-                                   'Scheduling failed: %s' % error)
+                                   'Scheduling failed: %s'
+                                   % error_text(error))
             return
         for uuid, alternates in zip(instance_uuids, selections):
             self._send_to(ctxt, uuid, request_spec, alternates[0],
