@@ -1,0 +1,32 @@
+"""Boot servers end to end on SQLite, PostgreSQL and MariaDB.
+
+A real conductor, three real computes of unlike sizes and a scheduler with
+two workers, driven by ``gantt-manage``; see ``boot_scenario`` for the
+hosts and the steps. Native threads (the default concurrency mode).
+"""
+
+import pytest
+
+from tests.fixtures import databases
+from tests.functional import boot_scenario
+
+pytestmark = pytest.mark.functional
+
+
+@pytest.fixture(scope='module', params=databases.BACKENDS)
+def booted(request, tmp_path_factory):
+    cluster = boot_scenario.start(
+        tmp_path_factory.mktemp('boot-%s' % request.param), request.param)
+    yield cluster
+    cluster.__exit__(None, None, None)
+
+
+def test_boot_fills_hosts_exactly(booted):
+    boot_scenario.run(booted)
+
+
+def test_daemons_run_on_threads(booted):
+    boot_scenario.assert_backend_logged(booted, 'threading')
+    for name, log in booted.logs().items():
+        assert 'GANTT_USE_EVENTLET' not in log
+        assert 'oslo_service.backend._eventlet' not in log, name

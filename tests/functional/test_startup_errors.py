@@ -1,0 +1,104 @@
+"""Daemons that cannot start say why in one line and exit non-zero, fast.
+
+Each case runs the real console script against a cluster's broker and
+database with one option broken, and reads what it printed. Passwords of
+the URLs involved must not appear anywhere in the output.
+"""
+
+import pytest
+
+from scheduler import config as gantt_config
+from tests.fixtures import databases
+from tests.functional import cluster as cluster_mod
+
+pytestmark = pytest.mark.functional
+
+# "Quickly": well under the time a supervisor would wait, and much less
+# than oslo.messaging's or SQLAlchemy's own retry loops would take.
+QUICKLY = 20
+
+SECRET = 's3cret'
+UNREACHABLE_DB = 'postgresql+psycopg2://gantt:%s@127.0.0.1:1/gantt' % SECRET
+UNREACHABLE_BROKER = 'rabbit://guest:%s@127.0.0.1:1/' % SECRET
+
+DAEMONS = ('gantt-scheduler', 'gantt-conductor')
+
+
+@pytest.fixture(scope='module')
+def cluster(tmp_path_factory):
+    """A broker vhost and a migrated database; no daemon runs."""
+    with cluster_mod.Cluster(tmp_path_factory.mktemp('startup'),
+                             'sqlite') as running:
+        yield running
+
+
+def run(cluster, binary, name, extra_conf):
+    """Run ``binary`` with ``extra_conf`` after the cluster's config."""
+    return cluster.run_to_exit(binary, name, extra_conf,
+                               timeout=2 * QUICKLY)
+
+
+def error_line(binary, exited):
+    """The one ``<binary>: error: ...`` line; checks the exit too."""
+    output = exited.stdout + exited.stderr
+    assert exited.returncode not in (0, None), output
+    assert exited.seconds < QUICKLY, 'took %.1fs' % exited.seconds
+    assert 'Traceback' not in output, output
+    lines = [line for line in exited.stderr.splitlines()
+             if line.startswith('%s: error: ' % binary)]
+    assert len(lines) == 1, exited.stderr
+    return lines[0]
+
+
+def test_unknown_driver(cluster):
+    exited = run(cluster, 'gantt-scheduler', 'bad-driver',
+                 '[scheduler]\ndriver = nope\n')
+    line = error_line('gantt-scheduler', exited)
+    assert "'nope'" in line, line
+    for driver in ('filter_scheduler', 'caching_scheduler',
+                   'chance_scheduler'):
+        assert driver in line, line
+
+
+def test_unknown_filter(cluster):
+    exited = run(cluster, 'gantt-scheduler', 'bad-filter',
+                 '[filter_scheduler]\n'
+                 'enabled_filters = ComputeFilter,NopeFilter,RamFilter\n')
+    line = error_line('gantt-scheduler', exited)
+    assert "'NopeFilter'" in line, line
+    for name in ('AvailabilityZoneFilter', 'ComputeFilter', 'CoreFilter',
+                 'DiskFilter', 'RamFilter'):
+        assert name in line, line
+
+
+@pytest.mark.parametrize('binary', DAEMONS)
+def test_unreachable_database(cluster, binary):
+    exited = run(cluster, binary, 'no-db-' + binary,
+                 '[database]\nconnection = %s\n' % UNREACHABLE_DB)
+    line = error_line(binary, exited)
+    assert 'postgresql+psycopg2://gantt:***@127.0.0.1:1/gantt' in line, line
+    assert SECRET not in exited.stdout + exited.stderr
+
+
+@pytest.mark.parametrize('binary', DAEMONS)
+def test_unreachable_broker(cluster, binary):
+    exited = run(cluster, binary, 'no-broker-' + binary,
+                 '[DEFAULT]\ntransport_url = %s\n' % UNREACHABLE_BROKER)
+    line = error_line(binary, exited)
+    assert 'rabbit://guest:***@127.0.0.1:1/' in line, line
+    assert SECRET not in exited.stdout + exited.stderr
+
+
+@pytest.mark.parametrize('binary', DAEMONS)
+@pytest.mark.parametrize('backend', databases.BACKENDS)
+def test_database_not_migrated(cluster, backend, binary):
+    url = databases.create_database(backend)
+    try:
+        exited = run(cluster, binary, 'empty-db-%s-%s' % (backend, binary),
+                     '[database]\nconnection = %s\n' % url)
+    finally:
+        databases.drop_database(url)
+    line = error_line(binary, exited)
+    assert "run 'gantt-manage db sync'" in line, line
+    # The database is named, so the operator knows which one to migrate.
+    assert gantt_config.redact_url(url) in line, line
