@@ -39,17 +39,13 @@ def config():
     fixture.cleanUp()
 
 
-@contextlib.contextmanager
-def _fail_if_server_down():
-    try:
-        yield
-    except databases.ServerDown as error:
-        pytest.fail(str(error), pytrace=False)
-
-
 def _open(stack, database_context):
-    with _fail_if_server_down():
+    """Enter ``database_context``; a server that is down fails the test."""
+    try:
         return stack.enter_context(database_context)
+    except databases.ServerDown as error:
+        message = str(error)
+    pytest.fail(message, pytrace=False)
 
 
 @pytest.fixture
