@@ -4,7 +4,8 @@ Alembic runs this module for every command. Gantt never needs an
 ``alembic.ini``: :mod:`scheduler.db.migration` builds the alembic ``Config``
 in code and the database comes from ``[database] connection`` through
 :func:`scheduler.db.api.get_engine`. A caller that already holds a
-connection may hand it over as ``config.attributes['connection']``.
+connection may hand it over as ``config.attributes['connection']``; it is
+then used as it is (the SQLite precaution below is the caller's to take).
 
 On SQLite, foreign key enforcement is switched off while migrations run:
 ``op.batch_alter_table`` rebuilds a table by copying it and dropping the
