@@ -45,13 +45,14 @@ def node_uuid(host, nodename):
 class ComputeManager(service.Manager):
     target = messaging.Target(version=compute_rpcapi.RPC_API_VERSION)
 
-    def __init__(self, host=None, capacity=None):
-        """``capacity`` (``{'vcpus', 'memory_mb', 'local_gb'}``) overrides
-        ``[fake_virt]`` for this agent, so one process can run unlike hosts
-        (the demo does)."""
+    def __init__(self, host=None, capacity=None, build_failure_rate=None):
+        """``capacity`` (``{'vcpus', 'memory_mb', 'local_gb'}``) and
+        ``build_failure_rate`` override ``[fake_virt]`` for this agent, so
+        one process can run unlike hosts (the demo and the tests do)."""
         self.host = host or CONF.host
         self.nodes = node_names(self.host, CONF.fake_virt.node_count)
         self.capacity = dict(capacity or {})
+        self.build_failure_rate = build_failure_rate
         self._instances = {}   # instance uuid -> node
         self._lock = threading.Lock()
         self.conductor_api = None
@@ -109,7 +110,10 @@ class ComputeManager(service.Manager):
             return
         if CONF.fake_virt.spawn_time:
             time.sleep(CONF.fake_virt.spawn_time)
-        if random.random() < CONF.fake_virt.build_failure_rate:
+        failure_rate = (CONF.fake_virt.build_failure_rate
+                        if self.build_failure_rate is None
+                        else self.build_failure_rate)
+        if random.random() < failure_rate:
             self._build_failed(ctxt, instance_uuid, node, request_spec,
                                host_list, 'fake spawn failure on %s' % node)
             return

@@ -19,6 +19,7 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
 from scheduler import exception
+from scheduler.objects import request_spec as request_spec_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -75,14 +76,18 @@ class BuildTask:
 
     def reschedule(self, ctxt, instance_uuid, request_spec, host_list,
                    failure):
-        """A compute failed to build: release its claim, try an alternate."""
+        """A compute failed to build: release its claim, try an alternate.
+
+        The hosts tried so far travel in ``request_spec.retry``, so the
+        final error names every one of them.
+        """
         failed_host = failure.get('host')
         failed_node = failure.get('node')
         reason = failure.get('reason') or 'unknown error'
         LOG.warning('Build of %s failed on %s/%s: %s', instance_uuid,
                     failed_host, failed_node, reason)
-        tried = self._release_failed_claim(instance_uuid, failed_host,
-                                           failed_node)
+        self._release_failed_claim(instance_uuid, failed_host, failed_node)
+        retry = self._record_attempt(request_spec, failed_host, failed_node)
         remaining = list(host_list or [])
         while remaining:
             candidate = remaining.pop(0)
@@ -90,12 +95,22 @@ class BuildTask:
                 self._send_to(ctxt, instance_uuid, request_spec, candidate,
                               remaining)
                 return
-            tried.append(candidate.service_host)
         message = str(exception.MaxRetriesExceeded(
             reason='Exhausted all hosts available for retrying build '
                    'failures for instance %s. Hosts tried: %s. Last '
-                   'error: %s' % (instance_uuid, ', '.join(tried), reason)))
+                   'error: %s' % (instance_uuid,
+                                  ', '.join(host for host, _node
+                                            in retry.hosts), reason)))
         self._fail_all([instance_uuid], message)
+
+    @staticmethod
+    def _record_attempt(request_spec, host, node):
+        retry = request_spec.obj_get('retry') or \
+            request_spec_obj.SchedulerRetries()
+        retry.hosts = list(retry.hosts) + [[host or '', node or '']]
+        retry.num_attempts = len(retry.hosts)
+        request_spec.retry = retry
+        return retry
 
     # -- helpers ------------------------------------------------------------
 
@@ -133,7 +148,6 @@ class BuildTask:
             node = db_compute_nodes.get_node_by_name(session, host, nodename)
             if node is not None:
                 claims.release_resources(session, instance_uuid, node.id)
-        return [host] if host else []
 
     @staticmethod
     def _claim_alternate(instance_uuid, selection):

@@ -17,7 +17,6 @@ RabbitMQ and PostgreSQL or MariaDB::
 import random
 import sys
 import tempfile
-import threading
 import time
 
 from oslo_config import cfg
@@ -113,15 +112,6 @@ def _start_cluster(host_count):
     return started
 
 
-def _stop_all(started):
-    """Stop every service at once: each takes a moment to drain."""
-    threads = [threading.Thread(target=server.stop) for server in started]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-
-
 def _boot(server_count, rng):
     """Cast build requests of 1-3 servers each; return all instance UUIDs."""
     api = conductor_rpcapi.ComputeTaskAPI()
@@ -199,7 +189,9 @@ def main(argv=None):
         sys.stderr.write('gantt-demo: error: %s\n' % error)
         return 1
     finally:
-        _stop_all(started)
+        # The conductor goes last: computes and the scheduler call it.
+        service.stop_all(started[1:])
+        service.stop_all(started[:1])
         rpc.cleanup()
         db_api.dispose_engine()
         workdir.cleanup()
