@@ -1,0 +1,45 @@
+import pytest
+
+from scheduler.filters import compute_filter
+from tests.unit.scheduler import fakes
+
+
+@pytest.fixture
+def filt():
+    return compute_filter.ComputeFilter()
+
+
+def test_up_and_enabled_passes(filt):
+    assert fakes.passes(filt, [fakes.host_state('a')], fakes.spec()) == [True]
+
+
+def test_disabled_fails(filt):
+    svc = fakes.service('a', disabled=True, reason='broken disk')
+    state = fakes.host_state('a', svc=svc)
+    assert state.disabled_reason == 'broken disk'
+    assert fakes.passes(filt, [state], fakes.spec()) == [False]
+
+
+def test_forced_down_fails(filt):
+    state = fakes.host_state('a', svc=fakes.service('a', forced_down=True))
+    assert fakes.passes(filt, [state], fakes.spec()) == [False]
+
+
+def test_no_heartbeat_or_no_service_fails(filt):
+    never = fakes.host_state('a', svc=fakes.service('a', seen_ago=None))
+    orphan = fakes.host_state('b', svc=None)
+    assert fakes.passes(filt, [never, orphan], fakes.spec()) == [False, False]
+
+
+def test_service_down_time_decides(filt, config):
+    config.config(service_down_time=60)
+    recent = fakes.host_state('a', svc=fakes.service('a', seen_ago=50))
+    stale = fakes.host_state('b', svc=fakes.service('b', seen_ago=70))
+    assert fakes.passes(filt, [recent, stale], fakes.spec()) == [True, False]
+    config.config(service_down_time=80)
+    assert fakes.passes(filt, [recent, stale], fakes.spec()) == [True, True]
+
+
+def test_flags_as_nova():
+    assert compute_filter.ComputeFilter.run_filter_once_per_request
+    assert not compute_filter.ComputeFilter.RUN_ON_REBUILD

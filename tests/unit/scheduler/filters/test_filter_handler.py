@@ -1,0 +1,131 @@
+import logging
+
+import numpy as np
+
+from scheduler import filters
+from scheduler.filters import compute_filter
+from scheduler.filters import ram_filter
+from tests.unit.scheduler import fakes
+
+
+class Recorder(filters.BaseHostFilter):
+    """Passes hosts whose name is in ``allowed``; records its calls."""
+
+    def __init__(self, allowed, once=False, rebuild=False):
+        self.allowed = set(allowed)
+        self.calls = []
+        self.run_filter_once_per_request = once
+        self.RUN_ON_REBUILD = rebuild
+
+    def host_passes(self, host_state, spec):
+        self.calls.append(host_state.host)
+        return host_state.host in self.allowed
+
+
+class NotABaseFilter:
+    """A third-party filter that knows nothing of Gantt's base class."""
+
+    def host_passes(self, host_state, spec):
+        return host_state.host != 'b'
+
+
+def _table(names=('a', 'b', 'c')):
+    return fakes.table([fakes.host_state(name) for name in names])
+
+
+def _names(hosts, mask):
+    return [hosts.states[row].host for row in np.flatnonzero(mask)]
+
+
+def test_filters_run_in_order_and_counts_are_kept():
+    hosts = _table()
+    first, second = Recorder('abc'), Recorder('ac')
+    result = filters.HostFilterHandler().run_filters(
+        [first, second], hosts, hosts.candidates, fakes.spec())
+    assert _names(hosts, result.mask) == ['a', 'c']
+    assert first.calls == ['a', 'b', 'c']
+    assert second.calls == ['a', 'b', 'c']
+    assert result.steps == [('Recorder', 3, 3), ('Recorder', 3, 2)]
+    assert result.passed == 2
+
+
+def test_stops_at_zero_hosts_and_explains_without_hosts():
+    states = [fakes.host_state('h%d' % i, memory_mb=1024)
+              for i in range(50)]
+    states[0] = fakes.host_state('h0', svc=fakes.service('h0',
+                                                         disabled=True))
+    states[1] = fakes.host_state('h1', svc=None)
+    hosts = fakes.table(states)
+    later = Recorder([])
+    result = filters.HostFilterHandler().run_filters(
+        [Recorder(['h%d' % i for i in range(50)]),
+         compute_filter.ComputeFilter(), ram_filter.RamFilter(), later],
+        hosts, np.ones(50, dtype=bool), fakes.spec(memory_mb=4096))
+    assert later.calls == []
+    assert result.passed == 0
+    assert result.explain() == (
+        '0/50 hosts available: Recorder 50 -> 50, ComputeFilter 50 -> 48, '
+        'RamFilter 48 -> 0 (removed the last 48)')
+    assert 'h1' not in result.explain()
+
+
+def test_debug_log_per_filter(caplog):
+    caplog.set_level(logging.DEBUG, logger='scheduler.filters')
+    hosts = _table()
+    filters.HostFilterHandler().run_filters(
+        [Recorder('ab')], hosts, hosts.candidates, fakes.spec())
+    assert 'Filter Recorder returned 2 host(s)' in caplog.text
+
+
+def test_once_per_request_filters_skip_later_instances():
+    hosts = _table()
+    once, always = Recorder('a', once=True), Recorder('abc')
+    result = filters.HostFilterHandler().run_filters(
+        [once, always], hosts, hosts.candidates, fakes.spec(), index=1)
+    assert once.calls == []
+    assert len(always.calls) == 3
+    assert _names(hosts, result.mask) == ['a', 'b', 'c']
+
+
+def test_rebuild_runs_only_rebuild_filters():
+    hosts = _table()
+    plain, rebuild = Recorder(''), Recorder('b', rebuild=True)
+    result = filters.HostFilterHandler().run_filters(
+        [plain, rebuild], hosts, hosts.candidates,
+        fakes.spec(is_rebuild=True))
+    assert plain.calls == []
+    assert _names(hosts, result.mask) == ['b']
+    assert result.steps == [('Recorder', 3, 1)]
+
+
+def test_third_party_filter_with_only_host_passes():
+    hosts = _table()
+    result = filters.HostFilterHandler().run_filters(
+        [NotABaseFilter()], hosts, hosts.candidates, fakes.spec())
+    assert _names(hosts, result.mask) == ['a', 'c']
+    assert result.steps == [('NotABaseFilter', 3, 2)]
+
+
+def test_a_filter_cannot_bring_hosts_back():
+    class Everyone(filters.BaseHostFilter):
+        def filter_all(self, host_table, mask, spec):
+            return np.ones(len(host_table), dtype=bool)
+
+    hosts = _table()
+    mask = np.array([True, False, True])
+    result = filters.HostFilterHandler().run_filters(
+        [Everyone()], hosts, mask, fakes.spec())
+    assert _names(hosts, result.mask) == ['a', 'c']
+
+
+def test_explain_with_restrictions_and_total():
+    result = filters.FilterResult(
+        10, [filters.Step('ignore_hosts', 10, 4),
+             filters.Step('RamFilter', 4, 0)], np.zeros(10, dtype=bool))
+    assert result.explain() == ('0/10 hosts available: ignore_hosts 10 -> 4, '
+                                'RamFilter 4 -> 0 (removed the last 4)')
+
+
+def test_base_filter_defaults_follow_nova():
+    assert filters.BaseHostFilter.run_filter_once_per_request is False
+    assert filters.BaseHostFilter.RUN_ON_REBUILD is False

@@ -1,0 +1,117 @@
+import datetime
+
+import numpy as np
+
+from scheduler.db import claims
+from scheduler.db import services as db_services
+from scheduler import host_table
+from tests.unit.scheduler import fakes
+
+
+def test_columns_align_with_states():
+    states = [fakes.host_state('a', memory_mb=1000, memory_mb_used=100),
+              fakes.host_state('b', memory_mb=2000, mapped=False),
+              fakes.host_state('c', svc=None)]
+    hosts = fakes.table(states)
+    assert len(hosts) == 3
+    assert list(hosts.ids) == [s.id for s in states]
+    assert list(hosts.free_ram_mb) == [s.free_ram_mb for s in states]
+    assert list(hosts.candidates) == [True, False, False]
+    assert list(hosts.capacity['memory_mb']) == [s.capacity('memory_mb')
+                                                 for s in states]
+    assert hosts.row_by_id[states[1].id] == 1
+
+
+def test_host_state_names_follow_nova():
+    state = fakes.host_state(vcpus=8, vcpus_used=2, cpu_ratio=2.0,
+                             reserved_vcpus=1, memory_mb=4096,
+                             memory_mb_used=1024, reserved_memory_mb=512,
+                             local_gb=100, local_gb_used=10,
+                             reserved_disk_gb=5)
+    assert state.vcpus_total == 8
+    assert state.vcpus_free == 8 * 2.0 - 1 - 2
+    assert state.free_ram_mb == 4096 - 512 - 1024
+    assert state.free_disk_mb == (100 - 5 - 10) * 1024
+    assert state.disk_mb_used == 10 * 1024
+    assert state.hypervisor_hostname == state.nodename
+    assert state.limits == {'vcpu': 15.0, 'memory_mb': 4096 * 1.5 - 512,
+                            'disk_gb': 95.0}
+
+
+def test_replace_leaves_the_old_snapshot_alone():
+    states = [fakes.host_state('a'), fakes.host_state('b')]
+    before = fakes.table(states)
+    after = before.consumed(1, claims.Resources(2, 1024, 10))
+    assert before.states[1] is states[1]
+    assert list(before.vcpus_used) == [0, 0]
+    assert list(after.vcpus_used) == [0, 2]
+    assert list(after.ram_used) == [0, 1024]
+    assert list(after.disk_used) == [0, 10]
+    assert after.states[1].num_instances == 1
+    assert after.states[1].io_workload == 1
+    assert after.free_ram_mb[1] == before.free_ram_mb[1] - 1024
+    # Unchanged columns are shared, not copied.
+    assert after.ram_total is before.ram_total
+    assert after.capacity['vcpus'] is before.capacity['vcpus']
+
+
+def test_replace_with_a_new_host_name_rebuilds_the_indexes():
+    hosts = fakes.table([fakes.host_state('a', node_id=7)])
+    renamed = fakes.host_state('z', node_id=7)
+    after = hosts.replace({0: renamed})
+    assert 'z' in after.rows_by_host and 'a' not in after.rows_by_host
+    assert 'a' in hosts.rows_by_host
+
+
+def test_hosts_mask_ignores_case_and_nodes_mask_does_not():
+    hosts = fakes.table([fakes.host_state('Alpha', nodename='n1'),
+                         fakes.host_state('alpha', nodename='n2'),
+                         fakes.host_state('beta', nodename='N3')])
+    assert list(hosts.hosts_mask(['ALPHA'])) == [True, True, False]
+    assert list(hosts.hosts_mask(['alpha'], ignore_case=False)) == [
+        False, True, False]
+    assert list(hosts.nodes_mask(['n3', 'n1'])) == [True, False, False]
+    assert list(hosts.hosts_mask(['nowhere'])) == [False, False, False]
+
+
+def test_in_zone():
+    hosts = fakes.table([fakes.host_state('a', zones=['az1']),
+                         fakes.host_state('b', zones=['az1', 'az2']),
+                         fakes.host_state('c')])
+    assert list(hosts.in_zone('az1')) == [True, True, False]
+    assert list(hosts.in_zone('az2')) == [False, True, False]
+    assert list(hosts.in_zone('nova')) == [False, False, True]
+    assert list(hosts.in_zone('elsewhere')) == [False, False, False]
+
+
+def test_service_up_column_matches_is_up_at_the_boundary(config):
+    config.config(service_down_time=60)
+    now = datetime.datetime(2030, 1, 1, 12, 0, 0, 500000)
+    ages = [59.999999, 60, 60.000001, 0, None]
+    states = [fakes.host_state('h%d' % i, svc=fakes.service(
+        'h%d' % i, seen_ago=age, when=now)) for i, age in enumerate(ages)]
+    states.append(fakes.host_state('forced', svc=fakes.service(
+        'forced', forced_down=True, when=now)))
+    hosts = fakes.table(states)
+    expected = [db_services.is_up(s.service, now=now) for s in states]
+    assert expected == [True, True, False, True, False, False]
+    assert list(hosts.service_up(now=now)) == expected
+    assert [s.service_up(now=now) for s in states] == expected
+
+
+def test_aggregate_multipliers():
+    aggs = [fakes.aggregate('x', ['a', 'b'], ram_weight_multiplier='2'),
+            fakes.aggregate('y', ['b'], ram_weight_multiplier='-1'),
+            fakes.aggregate('z', ['c'], ram_weight_multiplier='nan')]
+    hosts = fakes.table([fakes.host_state(h) for h in 'abcd'], aggs)
+    column = hosts.aggregate_multipliers('ram_weight_multiplier')
+    assert column[:2].tolist() == [2.0, -1.0]
+    assert np.isnan(column[2]) and np.isnan(column[3])
+    assert hosts.aggregate_multipliers('cpu_weight_multiplier') is None
+
+
+def test_parse_multiplier():
+    assert host_table.parse_multiplier('1.5') == 1.5
+    assert host_table.parse_multiplier(' -2 ') == -2.0
+    for bad in ('', 'x', 'inf', 'nan', None):
+        assert host_table.parse_multiplier(bad) is None

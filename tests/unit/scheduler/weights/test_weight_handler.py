@@ -1,0 +1,105 @@
+import pytest
+
+from scheduler import weights
+from scheduler.weights import cpu
+from scheduler.weights import disk
+from scheduler.weights import ram
+from tests.unit.scheduler import fakes
+
+
+class IoWeigher(weights.BaseHostWeigher):
+    """A third-party weigher: raw weight only, no minval, multiplier 1."""
+
+    def _weigh_object(self, host_state, spec):
+        return -host_state.io_workload
+
+
+class HalfWeigher(IoWeigher):
+    """Overrides weight_multiplier per host, as Nova weighers may."""
+
+    def weight_multiplier(self, host_state):
+        return 0.5 if host_state.host == 'a' else 2.0
+
+
+def _io_hosts(*loads):
+    return [fakes.host_state(name, io_workload=load)
+            for name, load in zip('abcdef', loads)]
+
+
+def test_normalise_to_zero_one():
+    assert fakes.weigh([IoWeigher()], _io_hosts(0, 5, 10)) == pytest.approx(
+        [1.0, 0.5, 0.0])
+
+
+def test_all_equal_weights_give_zero():
+    assert fakes.weigh([IoWeigher()], _io_hosts(3, 3, 3)) == [0.0, 0.0, 0.0]
+    assert list(weights.normalize([7, 7])) == [0.0, 0.0]
+
+
+def test_one_host_weighs_zero():
+    assert fakes.weigh([IoWeigher()], _io_hosts(3)) == [0.0]
+
+
+def test_minval_and_maxval_clamp_and_bound():
+    assert list(weights.normalize([-5, 5, 10], minval=0)) == pytest.approx(
+        [0.0, 0.5, 1.0])
+    assert list(weights.normalize([0, 5, 20], maxval=10)) == pytest.approx(
+        [0.0, 0.5, 1.0])
+
+
+def test_sum_of_multiplier_times_normalised(config):
+    config.config(ram_weight_multiplier=2.0, cpu_weight_multiplier=-1.0,
+                  group='filter_scheduler')
+    states = [fakes.host_state('a', memory_mb=1000, vcpus=1, cpu_ratio=1.0),
+              fakes.host_state('b', memory_mb=2000, vcpus=2, cpu_ratio=1.0)]
+    totals = fakes.weigh([ram.RAMWeigher(), cpu.CPUWeigher()], states)
+    assert totals == pytest.approx([2 * 0.5 - 0.5, 2 * 1.0 - 1.0])
+
+
+def test_per_host_multiplier_of_a_third_party_weigher():
+    totals = fakes.weigh([HalfWeigher()], _io_hosts(0, 0, 10))
+    assert totals == pytest.approx([0.5, 2.0, 0.0])
+
+
+def test_aggregate_overrides_minimum_wins(config):
+    aggs = [fakes.aggregate('one', ['a', 'b'], disk_weight_multiplier='3'),
+            fakes.aggregate('two', ['a'], disk_weight_multiplier='-2.5'),
+            fakes.aggregate('other', ['b'], ram_weight_multiplier='9')]
+    states = [fakes.host_state('a', local_gb=200,
+                               aggregates=[aggs[0], aggs[1]]),
+              fakes.host_state('b', local_gb=200,
+                               aggregates=[aggs[0], aggs[2]]),
+              fakes.host_state('c', local_gb=200)]
+    weigher = disk.DiskWeigher()
+    assert [weigher.weight_multiplier(s) for s in states] == [-2.5, 3.0, 1.0]
+    hosts = fakes.table(states, aggs)
+    assert list(weigher.weight_multipliers(hosts, [0, 1, 2])) == [
+        -2.5, 3.0, 1.0]
+    # All free disk equal (minval 0): every normalised weight is 1.
+    assert fakes.weigh([weigher], states, aggregates=aggs) == pytest.approx(
+        [-2.5, 3.0, 1.0])
+
+
+def test_unparseable_aggregate_multiplier_is_logged_and_ignored(caplog):
+    aggs = [fakes.aggregate('bad', ['a'], ram_weight_multiplier='lots'),
+            fakes.aggregate('good', ['a', 'b'], ram_weight_multiplier='4')]
+    states = [fakes.host_state('a', aggregates=aggs),
+              fakes.host_state('b', aggregates=aggs[1:])]
+    weigher = ram.RAMWeigher()
+    # As Nova: a value that is not a number falls back to the option.
+    assert weigher.weight_multiplier(states[0]) == 1.0
+    assert weigher.weight_multiplier(states[1]) == 4.0
+    assert "Could not decode 'ram_weight_multiplier'" in caplog.text
+    caplog.clear()
+    hosts = fakes.table(states, aggs)
+    assert list(weigher.weight_multipliers(hosts, [0, 1])) == [1.0, 4.0]
+    assert 'lots' in caplog.text
+
+
+def test_option_is_read_at_each_request(config):
+    states = [fakes.host_state('a', memory_mb=1000),
+              fakes.host_state('b', memory_mb=2000)]
+    weigher = ram.RAMWeigher()
+    assert fakes.weigh([weigher], states) == pytest.approx([0.5, 1.0])
+    config.config(ram_weight_multiplier=-1.0, group='filter_scheduler')
+    assert fakes.weigh([weigher], states) == pytest.approx([-0.5, -1.0])
