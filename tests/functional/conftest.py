@@ -25,9 +25,12 @@ LOG_TAIL_CHARS = 4000
 
 @pytest.fixture
 def rpc_transport(config):
-    def init(cluster, **defaults):
-        gantt_config.register_messaging_opts()
-        for name, value in defaults.items():
+    def init(cluster, **options):
+        gantt_config.register_opts()
+        # register_opts() sets this default only the first time it runs,
+        # and the config fixture's reset after an earlier test unset it.
+        config.config(control_exchange='gantt')
+        for name, value in options.items():
             config.config(**{name: value})
         rpc.cleanup()
         return rpc.init(config.conf, url=cluster.transport_url)
