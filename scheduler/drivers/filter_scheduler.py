@@ -316,10 +316,11 @@ class _Request:
             self.timer.add('claim', started)
 
     def _reload_row(self, row):
+        """Take the row the lost claim made the host manager re-read."""
         node_id = self.table.states[row].id
-        fresh = self.driver.host_manager.refresh_nodes([node_id]).get(
-            node_id)
-        if fresh is not None:
+        shared = self.driver.host_manager.snapshot()
+        if node_id in shared.row_by_id:
+            fresh = shared.states[shared.row_by_id[node_id]]
             self.table = self.table.replace({row: fresh})
 
     def _alternates(self, mask, chosen, order, skip_filters):

@@ -160,7 +160,7 @@ class HostFilterHandler:
         steps = list(steps)
         rebuild = _is_rebuild(spec)
         LOG.debug('Starting with %d host(s)', count)
-        for filter_obj in filters:
+        for filter_obj in (filters if count else ()):
             if not _runs_for(filter_obj, index, rebuild):
                 continue
             name = type(filter_obj).__name__

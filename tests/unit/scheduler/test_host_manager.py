@@ -9,7 +9,6 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler import host_manager
-from tests.unit.scheduler import fakes
 
 _NODE = models.ComputeNode.__table__
 

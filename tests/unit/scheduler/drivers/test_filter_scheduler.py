@@ -323,3 +323,9 @@ def test_invalid_spec_is_refused_before_anything(cloud, driver):
     with pytest.raises(exception.InvalidRequest):
         driver.select_destinations(None, spec, [])
     assert driver.stats['requests'] == 0
+
+
+def test_empty_cloud(cloud, driver):
+    with pytest.raises(exception.NoValidHost) as error:
+        driver.select_destinations(None, fakes.spec(), fakes.uuids(1))
+    assert str(error.value).endswith('0/0 hosts available')
