@@ -105,9 +105,12 @@ class ComputeNode(TimestampMixin, Base):
     reserved_vcpus: orm.Mapped[int] = orm.mapped_column(default=0)
     reserved_memory_mb: orm.Mapped[int] = orm.mapped_column(default=0)
     reserved_disk_gb: orm.Mapped[int] = orm.mapped_column(default=0)
-    cpu_allocation_ratio: orm.Mapped[Optional[float]] = orm.mapped_column()
-    ram_allocation_ratio: orm.Mapped[Optional[float]] = orm.mapped_column()
-    disk_allocation_ratio: orm.Mapped[Optional[float]] = orm.mapped_column()
+    cpu_allocation_ratio: orm.Mapped[Optional[float]] = orm.mapped_column(
+        sa.Double)
+    ram_allocation_ratio: orm.Mapped[Optional[float]] = orm.mapped_column(
+        sa.Double)
+    disk_allocation_ratio: orm.Mapped[Optional[float]] = orm.mapped_column(
+        sa.Double)
     hypervisor_type: orm.Mapped[Optional[str]] = orm.mapped_column(
         sa.String(255))
     hypervisor_version: orm.Mapped[int] = orm.mapped_column(default=0)
