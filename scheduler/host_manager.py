@@ -389,10 +389,17 @@ class HostManager:
 
 
 def _refresh_loop(manager_ref, stop):
-    """Refresh until stopped or until the manager is garbage collected."""
+    """Refresh until stopped, until the manager is garbage collected, or
+    until ``[database] connection`` names another database (the cache
+    describes one database; a new one needs a new HostManager)."""
+    url = CONF.database.connection
     while not stop.wait(CONF.scheduler.host_state_refresh_interval):
         manager = manager_ref()
         if manager is None:
+            return
+        if CONF.database.connection != url:
+            LOG.warning('[database] connection changed; the host cache '
+                        'stops refreshing')
             return
         try:
             manager.refresh()

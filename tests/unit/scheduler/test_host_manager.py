@@ -174,6 +174,18 @@ def test_background_thread_refreshes_and_stops(cloud, config,
     assert manager._thread.is_alive()
 
 
+def test_thread_ends_when_the_database_changes(cloud, config,
+                                               make_host_manager):
+    config.config(host_state_refresh_interval=0.05, group='scheduler')
+    cloud.add_node('a')
+    manager = make_host_manager()
+    manager.start()
+    thread = manager._thread
+    config.config(connection='sqlite://', group='database')
+    thread.join(timeout=10)
+    assert not thread.is_alive()
+
+
 def test_no_thread_without_auto_refresh(cloud, make_host_manager):
     cloud.add_node('a')
     manager = make_host_manager(auto_refresh=False)
