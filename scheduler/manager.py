@@ -56,6 +56,10 @@ class SchedulerManager(service.Manager):
         self.driver = loadables.load_driver(CONF.scheduler.driver)()
 
     def init_host(self):
+        # Under the threading backend SIGHUP restarts the workers after the
+        # master re-read the config files, from a driver the master built
+        # earlier: read the mutable options afresh here.
+        self.reset()
         start = getattr(self.driver, 'start', None)
         if start is not None:
             start()

@@ -11,12 +11,13 @@ database_group = cfg.OptGroup(
 database_opts = [
     cfg.StrOpt('connection',
                secret=True,
-               default='sqlite:///gantt.sqlite',
                help="""
 SQLAlchemy URL of the database.
 
-The scheduler and the conductor open it; compute agents never do. The same
-schema and queries run on SQLite, PostgreSQL and MariaDB/MySQL.
+The scheduler, the conductor and gantt-manage open it; compute agents never
+do. The same schema and queries run on SQLite, PostgreSQL and
+MariaDB/MySQL. There is no default: a service that needs the database and
+finds this unset stops with an error saying so.
 
 Possible values:
 

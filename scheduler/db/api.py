@@ -100,6 +100,11 @@ def _engine_and_sessionmakers():
     global _engine, _sessionmakers, _engine_pid
     with _lock:
         if _engine is None or _engine_pid != os.getpid():
+            if not CONF.database.connection:
+                raise exception.DatabaseUnavailable(
+                    url='(unset)',
+                    reason='[database] connection is not set in the '
+                           'configuration files')
             if _engine is not None:
                 # Inherited through fork: drop the parent's connections
                 # without closing them under the parent's feet.
@@ -187,6 +192,8 @@ def check_connection():
     try:
         with get_engine().connect() as conn:
             conn.execute(sa.text('SELECT 1'))
+    except exception.DatabaseUnavailable:
+        raise
     except Exception as error:
         reason = str(getattr(error, 'orig', None) or error).strip()
         reason = reason.splitlines()[0] if reason else type(error).__name__

@@ -1,0 +1,131 @@
+"""SchedulerManager: payload checks, legacy answers, discovery, reloads.
+
+The manager runs with the real filter scheduler over the test's SQLite
+database; only the RPC layer is skipped (its own tests are functional).
+"""
+
+import oslo_messaging as messaging
+import pytest
+import sqlalchemy as sa
+
+from scheduler import context as gantt_context
+from scheduler.db import api as db_api
+from scheduler.db import compute_nodes as db_compute_nodes
+from scheduler.db import models
+from scheduler import exception
+from scheduler import manager
+from tests.unit.scheduler import fakes
+
+UUID_1 = '0b6b7c5e-8a0e-4b3a-9d5f-2d0c6f1e7a11'
+UUID_2 = '0b6b7c5e-8a0e-4b3a-9d5f-2d0c6f1e7a12'
+
+
+@pytest.fixture
+def scheduler_manager(cloud):
+    cloud.add_node('h1', vcpus=8, memory_mb=8192, local_gb=100)
+    cloud.add_node('h2', vcpus=4, memory_mb=4096, local_gb=100)
+    mgr = manager.SchedulerManager()
+    mgr.init_host()
+    yield mgr
+    mgr.cleanup_host()
+
+
+def _consumers():
+    with db_api.reader() as session:
+        return [row.consumer_uuid for row in session.execute(
+            sa.select(models.Allocation.consumer_uuid))]
+
+
+def _expected_error(method, **kwargs):
+    """The exception an endpoint method raised as an expected one (what
+    oslo.messaging sends back as itself, without a traceback log)."""
+    with pytest.raises(messaging.ExpectedException) as info:
+        method(_ctxt(), **kwargs)
+    return info.value.exc_info[1]
+
+
+def _ctxt():
+    return gantt_context.get_admin_context()
+
+
+@pytest.mark.parametrize('kwargs, words', [
+    ({'spec_obj': 'not a spec'}, 'must be a RequestSpec'),
+    ({'spec_obj': fakes.spec(), 'instance_uuids': ['nope']},
+     'list of UUID strings'),
+    ({'spec_obj': fakes.spec(), 'instance_uuids': 'abc'},
+     'list of UUID strings'),
+    ({'spec_obj': fakes.spec(num_instances=2),
+      'instance_uuids': [UUID_1]}, '1 instance_uuids given'),
+    ({'spec_obj': fakes.spec(vcpus=-1), 'instance_uuids': [UUID_1]},
+     'negative'),
+    ({'request_spec': {'num_instances': 1}}, 'no instance_type'),
+    ({'request_spec': 'x', 'filter_properties': {}}, 'must be a dict'),
+])
+def test_malformed_payloads_are_refused_and_claim_nothing(
+        scheduler_manager, cloud, kwargs, words):
+    error = _expected_error(scheduler_manager.select_destinations, **kwargs)
+    assert isinstance(error, exception.InvalidRequest)
+    assert words in str(error)
+    assert _consumers() == []
+
+
+def test_legacy_call_answers_dicts_and_claims(scheduler_manager, cloud):
+    spec = fakes.spec(vcpus=1, memory_mb=512, num_instances=2)
+    dests = scheduler_manager.select_destinations(
+        _ctxt(), request_spec=spec.to_legacy_request_spec_dict(
+            [UUID_1, UUID_2]),
+        filter_properties=spec.to_legacy_filter_properties_dict())
+    assert [set(d) for d in dests] == [{'host', 'nodename', 'limits'}] * 2
+    assert {d['host'] for d in dests} <= {'h1', 'h2'}
+    assert sorted(_consumers()) == \
+        [UUID_1, UUID_2]
+
+
+def test_object_call_answers_selections(scheduler_manager, cloud):
+    selections = scheduler_manager.select_destinations(
+        _ctxt(), spec_obj=fakes.spec(vcpus=1, memory_mb=512),
+        instance_uuids=[UUID_1], return_objects=True,
+        return_alternates=True)
+    assert len(selections) == 1
+    assert selections[0][0].claimed
+    assert [s.service_host for s in selections[0]] == ['h1', 'h2']
+
+
+def test_no_valid_host_names_the_filter(scheduler_manager, cloud):
+    error = _expected_error(
+        scheduler_manager.select_destinations,
+        spec_obj=fakes.spec(memory_mb=64 * 1024), instance_uuids=[UUID_1],
+        return_objects=True)
+    assert isinstance(error, exception.NoValidHost)
+    assert 'RamFilter' in str(error)
+    assert _consumers() == []
+
+
+def test_periodic_spacing_is_read_when_tasks_are_built(database, config):
+    config.config(discover_hosts_in_cells_interval=-1, group='scheduler')
+    mgr = manager.SchedulerManager()
+    config.config(discover_hosts_in_cells_interval=7, group='scheduler')
+    tasks = {task.name: task for task in mgr.periodic_tasks()}
+    assert tasks['_discover_hosts_in_cells'].spacing == 7
+    assert tasks['_discover_hosts_in_cells'].run_immediately
+
+
+def test_discovery_maps_new_nodes_once(cloud):
+    cloud.add_node('unmapped', mapped=False)
+    mapped = manager.discover_hosts()
+    assert [node.host for node in mapped] == ['unmapped']
+    assert manager.discover_hosts() == []
+    with db_api.reader() as session:
+        assert all(n.mapped for n in db_compute_nodes.get_nodes(session))
+
+
+def test_init_host_rereads_enabled_filters(cloud, config):
+    mgr = manager.SchedulerManager()
+    config.config(enabled_filters=['AllHostsFilter'],
+                  group='filter_scheduler')
+    mgr.init_host()
+    try:
+        assert [type(f).__name__ for f in mgr.driver.enabled_filters] == \
+            ['AllHostsFilter']
+    finally:
+        mgr.cleanup_host()
