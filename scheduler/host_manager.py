@@ -14,6 +14,12 @@ host_state_refresh_interval`` seconds, reading only what changed:
 * aggregates, hosts and metadata, re-read whole only when their
   fingerprint changed.
 
+Aggregate changes also arrive at once through the scheduler's fanout casts
+(:meth:`HostManager.update_aggregates`, :meth:`HostManager.delete_aggregate`):
+the hosts of the aggregates concerned get their new zones and aggregates
+without waiting for the next refresh, and a refresh that read the
+aggregates before the cast arrived does not undo it.
+
 A request takes a snapshot (:meth:`HostManager.snapshot`) and reads it
 without locks; the manager swaps in a new table when something changes.
 After a successful claim the scheduler calls :meth:`HostManager.consume`,
@@ -32,6 +38,7 @@ is called by the owner::
     manager.stop()
 """
 
+import copy
 import datetime
 import os
 import threading
@@ -105,6 +112,8 @@ class _Changes:
         self.full_services = False
         self.aggregates = None
         self.aggregates_fingerprint = None
+        # Aggregate fanouts applied when the refresh began (see _apply).
+        self.aggregate_seq = 0
 
 
 class HostManager:
@@ -114,7 +123,7 @@ class HostManager:
         self.auto_refresh = auto_refresh
         self.stats = {'refreshes': 0, 'full_builds': 0, 'nodes_read': 0,
                       'services_read': 0, 'refresh_failures': 0,
-                      'last_refresh_seconds': 0.0}
+                      'aggregate_updates': 0, 'last_refresh_seconds': 0.0}
         self._table = None
         self._node_rows = {}
         self._generations = {}
@@ -125,6 +134,7 @@ class HostManager:
         self._aggregates = ()
         self._aggregates_by_host = {}
         self._aggregates_fingerprint = None
+        self._aggregate_seq = 0
         self._consume_seq = 0
         self._consumed_at = {}
         self._after_fork()
@@ -212,10 +222,11 @@ class HostManager:
         """Bring the table up to date with SQL; return the new table."""
         with self._refresh_lock:
             started = time.perf_counter()
+            changes = _Changes()
             with self._lock:
                 seen_seq = self._consume_seq
                 known = dict(self._generations)
-            changes = _Changes()
+                changes.aggregate_seq = self._aggregate_seq
             with db_api.reader() as session:
                 changes.nodes, changes.removed = (
                     compute_nodes.changed_since(session, known))
@@ -267,6 +278,11 @@ class HostManager:
         """Merge what a refresh read; called with the lock held."""
         changed_hosts = self._apply_services(changes)
         rebuild = self._table is None
+        if changes.aggregate_seq != self._aggregate_seq:
+            # A fanout changed the aggregates while this refresh read
+            # them: what it read may be older. The fanout left the
+            # fingerprint unset, so the next refresh reads them again.
+            changes.aggregates = None
         if changes.aggregates is not None:
             self._set_aggregates(changes.aggregates)
             self._aggregates_fingerprint = changes.aggregates_fingerprint
@@ -337,6 +353,69 @@ class HostManager:
                 by_host.setdefault(host, []).append(aggregate)
         self._aggregates_by_host = {host: tuple(aggs)
                                     for host, aggs in by_host.items()}
+
+    # -- aggregate fanouts ----------------------------------------------------
+
+    def update_aggregates(self, aggregates):
+        """Apply the new state of ``aggregates`` (db Aggregate tuples,
+        created or changed) to the cache now."""
+        with self._lock:
+            by_id = {agg.id: agg for agg in self._aggregates}
+            hosts = set()
+            for aggregate in aggregates:
+                old = by_id.get(aggregate.id)
+                if old is not None:
+                    hosts |= old.hosts
+                hosts |= aggregate.hosts
+                by_id[aggregate.id] = aggregate
+            self._replace_aggregates(
+                [by_id[agg_id] for agg_id in sorted(by_id)], hosts)
+        LOG.debug('Applied the new state of aggregate(s) %s',
+                  ', '.join(agg.name for agg in aggregates))
+
+    def delete_aggregate(self, aggregate):
+        """Forget ``aggregate`` (a db Aggregate tuple) now."""
+        with self._lock:
+            hosts = set(aggregate.hosts)
+            for old in self._aggregates:
+                if old.id == aggregate.id:
+                    hosts |= old.hosts
+            self._replace_aggregates(
+                [agg for agg in self._aggregates if agg.id != aggregate.id],
+                hosts)
+        LOG.debug('Forgot deleted aggregate %s', aggregate.name)
+
+    def _replace_aggregates(self, aggregates, hosts):
+        """Called with the lock held: new aggregates, and new zones and
+        aggregates for the HostStates of ``hosts``."""
+        self._set_aggregates(aggregates)
+        self._aggregate_seq += 1
+        # The fingerprint no longer describes what the cache holds: the
+        # next refresh reads the aggregates from SQL again.
+        self._aggregates_fingerprint = None
+        self.stats['aggregate_updates'] += 1
+        table = self._table
+        if table is None:
+            return
+        states = list(table.states)
+        for host in hosts:
+            for row in table.rows_by_host.get(host, ()):
+                states[row] = self._regrouped(states[row])
+        self._table = host_table.HostTable.build(states, self._aggregates)
+        self.stats['full_builds'] += 1
+
+    def _regrouped(self, state):
+        """A copy of ``state`` with its host's current aggregates and
+        zones; what it consumed is kept."""
+        aggregates = self._aggregates_by_host.get(state.host, ())
+        zones = frozenset(agg.metadata[db_aggregates.AZ_KEY]
+                          for agg in aggregates
+                          if db_aggregates.AZ_KEY in agg.metadata)
+        state = copy.copy(state)
+        state.aggregates = tuple(aggregates)
+        state.availability_zones = zones or frozenset(
+            [CONF.default_availability_zone])
+        return state
 
     def _make_state(self, row):
         ratios = {name: getattr(CONF.filter_scheduler, name)

@@ -9,6 +9,11 @@ is positive, and runs the driver's periodic tasks every
 Malformed payloads are refused with InvalidRequest before the driver sees
 them, so nothing is claimed for them; NoValidHost and InvalidRequest are
 expected exceptions and reach the caller as themselves.
+
+The fanout casts of API 1.2 (``update_aggregates``, ``delete_aggregate``)
+go to the driver's HostManager, which applies them to its cached host
+table at once. Casts have nobody to answer: a malformed one is logged and
+dropped.
 """
 
 import oslo_messaging as messaging
@@ -20,6 +25,7 @@ from scheduler.db import api as db_api
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler import exception
 from scheduler import loadables
+from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import request_spec as request_spec_obj
 from scheduler import rpcapi
 from scheduler import service
@@ -116,6 +122,24 @@ class SchedulerManager(service.Manager):
         if return_objects:
             return selections
         return [alternates[0].to_legacy_dict() for alternates in selections]
+
+    def update_aggregates(self, ctxt, aggregates):
+        """Fanout: aggregates were created or changed (their new state)."""
+        if not isinstance(aggregates, (list, tuple)) or not all(
+                isinstance(a, aggregate_obj.Aggregate) for a in aggregates):
+            LOG.error('Dropped update_aggregates: aggregates must be a list '
+                      'of Aggregate objects')
+            return
+        self.driver.host_manager.update_aggregates(
+            [agg.to_db() for agg in aggregates])
+
+    def delete_aggregate(self, ctxt, aggregate):
+        """Fanout: an aggregate was deleted."""
+        if not isinstance(aggregate, aggregate_obj.Aggregate):
+            LOG.error('Dropped delete_aggregate: aggregate must be an '
+                      'Aggregate object')
+            return
+        self.driver.host_manager.delete_aggregate(aggregate.to_db())
 
     @staticmethod
     def _validated_spec(spec_obj):

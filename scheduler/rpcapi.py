@@ -12,6 +12,10 @@ API version history:
   return_alternates)`` takes a RequestSpec object and, with
   ``return_objects``, answers one list of Selection objects per instance:
   the claimed host first, then up to ``max_attempts - 1`` alternates.
+* 1.2 - Fanout casts ``update_aggregates(aggregates)`` (a list of
+  Aggregate objects, each in its whole new state) and
+  ``delete_aggregate(aggregate)``: every scheduler applies an aggregate
+  change at once instead of at its next host cache refresh.
 
 When ``[upgrade_levels] scheduler`` caps the client below a version, the
 client steps down to the newest form under the cap (``can_send_version``)
@@ -21,18 +25,26 @@ and converts the answer, so callers always get lists of Selections::
     selections = api.select_destinations(ctxt, spec, [uuid],
                                          return_alternates=True)
     first_choice = selections[0][0]
+
+The fanout casts reach every scheduler process; a client capped below
+their version sends nothing, and the schedulers see the change at their
+next host cache refresh (``[scheduler] host_state_refresh_interval``)::
+
+    api.update_aggregates(ctxt, [aggregate.Aggregate.from_db(agg)])
 """
 
 import oslo_messaging as messaging
+from oslo_log import log as logging
 
 from scheduler import conf
 from scheduler.objects import selection as selection_obj
 from scheduler import rpc
 
 CONF = conf.CONF
+LOG = logging.getLogger(__name__)
 
 RPC_TOPIC = 'scheduler'
-RPC_API_VERSION = '1.1'
+RPC_API_VERSION = '1.2'
 
 
 class SchedulerAPI:
@@ -72,3 +84,26 @@ class SchedulerAPI:
             compute_node_uuid=None, service_host=dest['host'],
             nodename=dest['nodename'], limits=dest.get('limits') or {},
             allocation_request=None, claimed=True)] for dest in dests]
+
+    def _fanout(self, ctxt, version, method, **kwargs):
+        """Cast ``method`` to every scheduler; False if the version cap
+        forbids it (the schedulers then learn of it from SQL)."""
+        if not self.client.can_send_version(version):
+            LOG.debug('Not casting %s: [upgrade_levels] scheduler is below '
+                      '%s; schedulers see the change at their next refresh',
+                      method, version)
+            return False
+        cctxt = self.client.prepare(fanout=True, version=version)
+        cctxt.cast(ctxt, method, **kwargs)
+        return True
+
+    def update_aggregates(self, ctxt, aggregates):
+        """Tell every scheduler the new state of ``aggregates`` (Aggregate
+        objects). Returns whether anything was sent."""
+        return self._fanout(ctxt, '1.2', 'update_aggregates',
+                            aggregates=list(aggregates))
+
+    def delete_aggregate(self, ctxt, aggregate):
+        """Tell every scheduler that ``aggregate`` is gone."""
+        return self._fanout(ctxt, '1.2', 'delete_aggregate',
+                            aggregate=aggregate)

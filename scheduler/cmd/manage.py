@@ -2,7 +2,8 @@
 
 It reads the same configuration as every Gantt service (``--config-file``,
 ``--config-dir``, default ``/etc/gantt/gantt.conf``) and works on the
-database directly; only ``server create`` talks to the conductor, over RPC.
+database directly; ``server create`` talks to the conductor over RPC, and
+the ``aggregate`` commands tell the schedulers what changed (fanout casts).
 Options of gantt-manage itself come before the command::
 
     gantt-manage --config-file /etc/gantt/gantt.conf db sync
@@ -16,6 +17,8 @@ Options of gantt-manage itself come before the command::
     gantt-manage server create --vcpus 1 --ram 512 --disk 1 --wait
     gantt-manage server list --host compute1 --state active
     gantt-manage server show <uuid>
+    gantt-manage aggregate create rack1 --availability-zone az1
+    gantt-manage aggregate add-host rack1 compute1
 
 Exit codes: 0 success; 1 failure (an error, an unknown service or server,
 an inconsistent database, a server that ended in ERROR); 2 bad usage, or a
@@ -28,8 +31,6 @@ that tests call it in-process::
     assert manage.main(['gantt-manage', 'db', 'check']) == 0
 """
 
-import argparse
-import collections
 import sys
 import urllib.parse
 
@@ -39,6 +40,8 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from compute import manager as compute_manager
+from scheduler.cmd import manage_aggregate
+from scheduler.cmd import manage_args
 from scheduler.cmd import manage_server
 from scheduler.cmd import manage_table
 from scheduler import conf
@@ -203,49 +206,17 @@ def discover_hosts():
     return EXIT_OK
 
 
-# -- argument types ---------------------------------------------------------
-
-def _at_least(minimum):
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError('%r is not an integer' % text)
-        if value < minimum:
-            raise argparse.ArgumentTypeError(
-                'must be at least %d, got %d' % (minimum, value))
-        return value
-    return parse
-
-
-def _positive_seconds(text):
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError('%r is not a number' % text)
-    if not value > 0:
-        raise argparse.ArgumentTypeError('must be more than 0, got %s' % text)
-    return value
-
-
-def _hint(text):
-    key, sep, value = text.partition('=')
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(
-            'expected KEY=VALUE, got %r' % text)
-    return key.strip(), value
-
-
 # -- the command table ------------------------------------------------------
 
-# One argument of a command: ``name`` is the keyword its function receives.
-Arg = collections.namedtuple('Arg', 'name flags kwargs')
-Command = collections.namedtuple('Command', 'func help args')
-Category = collections.namedtuple('Category', 'help actions')
-
-
-def _arg(name, *flags, **kwargs):
-    return Arg(name, flags or (name,), kwargs)
+# See manage_args: ``name`` of an argument is the keyword its function
+# receives.
+Arg = manage_args.Arg
+Command = manage_args.Command
+Category = manage_args.Category
+_arg = manage_args.arg
+_at_least = manage_args.at_least
+_positive_seconds = manage_args.positive_seconds
+_hint = manage_args.key_value
 
 
 _BINARY = _arg('binary', '--binary', default=compute_manager.BINARY,
@@ -303,6 +274,7 @@ COMMANDS = {
         'show': Command(manage_server.show, 'Show every field of a server.',
                         [_arg('uuid', metavar='UUID')]),
     }),
+    'aggregate': manage_aggregate.CATEGORY,
 }
 
 

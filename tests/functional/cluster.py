@@ -262,9 +262,21 @@ class Cluster:
         return self.start('gantt-compute', host,
                           conf_text + textwrap.dedent(extra_conf))
 
-    def stop_all(self):
-        for process in reversed(self.processes):
-            process.stop()
+    def stop_all(self, timeout=30):
+        """SIGTERM every process at once, then wait for each (an idle
+        oslo.messaging listener takes up to 5s to stop); SIGKILL what is
+        left after ``timeout`` seconds."""
+        for process in self.processes:
+            if process.alive():
+                process.signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for process in self.processes:
+            try:
+                process.popen.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+            process.kill_group()
+            process.popen.wait(10)
 
     def logs(self):
         """``{process name: log text}`` of every process started."""
