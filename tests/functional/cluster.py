@@ -72,21 +72,6 @@ class Process:
     def signal(self, signum):
         self.popen.send_signal(signum)
 
-    def wait_for_log(self, text, timeout=30, after=0):
-        """Wait until ``text`` appears in the log past offset ``after``;
-        return the offset just past it."""
-        deadline = time.monotonic() + timeout
-        while True:
-            log = self.log()
-            found = log.find(text, after)
-            if found >= 0:
-                return found + len(text)
-            if time.monotonic() >= deadline:
-                raise AssertionError('%s: %r not in its log after %ss:\n%s'
-                                     % (self.name, text, timeout,
-                                        log[after:][-3000:]))
-            time.sleep(0.2)
-
     def stop(self, timeout=30):
         """SIGTERM and wait; SIGKILL the process group if it lingers.
 

@@ -24,7 +24,16 @@ def test_boot_fills_hosts_exactly(booted):
     boot_scenario.run(booted)
 
 
-def test_daemons_run_on_eventlet(booted):
+def test_backend_choice_is_logged(booted):
     boot_scenario.assert_backend_logged(booted, 'eventlet')
-    for name, log in booted.logs().items():
-        assert 'oslo_service.backend._threading' not in log, name
+
+
+def test_daemons_run_on_eventlet(booted):
+    """Last test of the module: the eventlet process launcher (the
+    scheduler's two workers) logs only when it stops, so it stops the
+    daemons."""
+    booted.stop_all()
+    scheduler_log = booted.logs()['scheduler']
+    assert 'oslo_service.backend._eventlet' in scheduler_log
+    boot_scenario.assert_no_log_from(booted,
+                                     'oslo_service.backend._threading')
