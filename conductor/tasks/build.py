@@ -3,7 +3,12 @@
 Raises nothing to its RPC caller (builds are casts): every outcome ends on
 the instance, ACTIVE through the compute's report, or ERROR with a fault
 saying why (NoValidHost's explanation, MaxRetriesExceeded with the hosts
-tried, a scheduler that did not answer).
+tried, a scheduler that did not answer, an unknown server group).
+
+With the ``group`` hint the instances join that server group before they
+are scheduled, and the spec carries the group to the scheduler as Nova's
+conductor sends it: policy, rules, every member (the new ones included)
+and the hosts of the members that have one.
 
 Example::
 
@@ -17,6 +22,7 @@ from oslo_log import log as logging
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
+from scheduler.db import instance_groups as db_groups
 from scheduler.db import instances as db_instances
 from scheduler import exception
 from scheduler.objects import request_spec as request_spec_obj
@@ -37,6 +43,32 @@ def error_text(error):
     return str(error).split('\nTraceback (most recent call last):', 1)[0]
 
 
+def join_group(instance_uuids, request_spec):
+    """Make the instances members of the ``group`` hint's server group
+    and set ``request_spec.instance_group``; the group, or None without
+    the hint.
+
+    :raises: InstanceGroupNotFound, InvalidRequest (several groups)
+    """
+    hint = request_spec.get_scheduler_hint('group')
+    if not hint:
+        return None
+    if isinstance(hint, list):
+        raise exception.InvalidRequest(
+            reason='the group hint names one server group, not %d'
+            % len(hint))
+    with db_api.writer() as session:
+        group = db_groups.get(session, hint)
+        db_groups.add_members(session, group.id, instance_uuids)
+        group = db_groups.get(session, group.uuid)
+        hosts = db_groups.member_hosts(session, group.members)
+    request_spec.instance_group = request_spec_obj.InstanceGroup(
+        uuid=group.uuid, name=group.name, policy=group.policy,
+        rules={key: str(value) for key, value in group.rules.items()},
+        members=list(group.members), hosts=sorted(set(hosts.values())))
+    return group
+
+
 class BuildTask:
     def __init__(self, scheduler_api, compute_api):
         self.scheduler_api = scheduler_api
@@ -49,6 +81,13 @@ class BuildTask:
             self._record(instance_uuids, request_spec)
         except exception.InvalidRequest as error:
             LOG.error('Refused build of %s: %s', instance_uuids, error)
+            return
+        try:
+            join_group(instance_uuids, request_spec)
+        except (db_groups.InstanceGroupNotFound,
+                exception.InvalidRequest) as error:
+            LOG.warning('Build of %s refused: %s', instance_uuids, error)
+            self._fail_all(instance_uuids, error_text(error))
             return
         try:
             selections = self.scheduler_api.select_destinations(

@@ -19,6 +19,7 @@ Options of gantt-manage itself come before the command::
     gantt-manage server show <uuid>
     gantt-manage aggregate create rack1 --availability-zone az1
     gantt-manage aggregate add-host rack1 compute1
+    gantt-manage server-group create web anti-affinity
 
 Exit codes: 0 success; 1 failure (an error, an unknown service or server,
 an inconsistent database, a server that ended in ERROR); 2 bad usage, or a
@@ -43,6 +44,7 @@ from compute import manager as compute_manager
 from scheduler.cmd import manage_aggregate
 from scheduler.cmd import manage_args
 from scheduler.cmd import manage_server
+from scheduler.cmd import manage_server_group
 from scheduler.cmd import manage_table
 from scheduler import conf
 from scheduler import config
@@ -275,6 +277,7 @@ COMMANDS = {
                         [_arg('uuid', metavar='UUID')]),
     }),
     'aggregate': manage_aggregate.CATEGORY,
+    'server-group': manage_server_group.CATEGORY,
 }
 
 

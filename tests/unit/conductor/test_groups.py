@@ -1,0 +1,69 @@
+"""The conductor puts servers into their server group before scheduling."""
+
+import pytest
+
+from conductor.tasks import build
+from scheduler.db import api as db_api
+from scheduler.db import instance_groups
+from scheduler.db import instances as db_instances
+from tests.unit import inprocess
+from tests.unit.scheduler import fakes
+
+HOST = {'vcpus': 4, 'memory_mb': 8192, 'local_gb': 100}
+
+
+@pytest.fixture
+def cluster_config(database, config):
+    inprocess.use_fake_transport(config)
+    config.config(reserved_host_memory_mb=0, report_interval=1)
+    config.config(host_state_refresh_interval=0.05, group='scheduler')
+    return config
+
+
+def _group(policy='anti-affinity', **kwargs):
+    with db_api.writer() as session:
+        return instance_groups.create(session, 'web', policy, **kwargs)
+
+
+def test_join_group_records_members_and_fills_the_spec(database):
+    group = _group(rules={'max_server_per_host': 3})
+    old, new = fakes.uuids(1), fakes.uuids(2)
+    with db_api.writer() as session:
+        db_instances.create(session, old[0], {'vcpus': 1}, {})
+        db_instances.update(session, old[0], host='h7')
+        instance_groups.add_members(session, group.id, old)
+    spec = fakes.spec(scheduler_hints={'group': [group.uuid]},
+                      num_instances=2)
+    assert build.join_group(new, spec).uuid == group.uuid
+    joined = spec.instance_group
+    assert (joined.uuid, joined.name, joined.policy) == (
+        group.uuid, 'web', 'anti-affinity')
+    assert joined.rules == {'max_server_per_host': '3'}
+    assert joined.members == old + new
+    assert joined.hosts == ['h7']
+    with db_api.reader() as session:
+        assert instance_groups.get(session, group.uuid).members == tuple(
+            old + new)
+
+
+def test_no_hint_no_group(database):
+    spec = fakes.spec()
+    assert build.join_group(fakes.uuids(1), spec) is None
+    assert spec.instance_group is None
+
+
+def test_boot_into_a_group_then_into_an_unknown_one(cluster_config):
+    group = _group()
+    with inprocess.Cluster({'h1': HOST, 'h2': HOST}) as cluster:
+        uuids = cluster.boot(vcpus=1, memory_mb=512, root_gb=1, count=2,
+                             scheduler_hints={'group': [group.uuid]})
+        rows = cluster.wait_built(uuids)
+        assert {row.vm_state for row in rows.values()} == {'active'}
+        missing = '00000000-0000-4000-8000-000000000000'
+        lost = cluster.boot(vcpus=1, memory_mb=512, root_gb=1,
+                            scheduler_hints={'group': [missing]})
+        [row] = cluster.wait_built(lost).values()
+    with db_api.reader() as session:
+        assert instance_groups.get(session, 'web').members == tuple(uuids)
+    assert row.vm_state == 'error'
+    assert row.fault == 'Server group %s could not be found.' % missing
