@@ -13,6 +13,7 @@ import sys
 
 from oslo_concurrency import processutils
 from oslo_log import log as logging
+from oslo_service import backend as service_backend
 
 from scheduler import conf
 from scheduler import config
@@ -49,6 +50,9 @@ def run_daemon(binary, topic, make_manager, workers=None,
     """
     config.parse_args(argv or sys.argv, description='The %s daemon' % binary)
     objects.register_all()
+    # oslo.service announced its backend before logging was set up.
+    LOG.info('%s runs on the %s backend', binary,
+             service_backend.get_backend_type().value)
     LOG.info('%s starting; transport %s, database %s', binary,
              config.redact_url(CONF.transport_url),
              config.redact_url(CONF.database.connection)
