@@ -55,7 +55,7 @@ def start(workdir, backend, eventlet=False):
             cluster.start_compute(host, **size)
         cluster.start_scheduler(workers=2)
         cluster.wait_for_computes(list(HOSTS))
-        cluster.manage('discover_hosts')
+        cluster.discover_hosts()
     except BaseException:
         cluster.__exit__(None, None, None)
         raise
@@ -143,7 +143,7 @@ def run(cluster):
     assert 'Spawned' not in late.log()
 
     # ...until it is mapped.
-    result = cluster.manage('discover_hosts')
+    result = cluster.discover_hosts()
     assert LATE_HOST in result.stdout, result.stdout
     assert checks.host_list(cluster)[LATE_HOST]['Mapped'] == 'yes'
     (mapped,) = create(cluster, *FLAVOR)

@@ -10,7 +10,7 @@ the installed console scripts, started as subprocesses::
         c.start_compute('cmp1', vcpus=8, memory_mb=16384, local_gb=200)
         c.start_scheduler(workers=2)
         c.wait_for_computes(['cmp1'])
-        c.manage('discover_hosts')
+        c.discover_hosts()
         result = c.manage('server', 'create', '--vcpus', '1', ...)
 """
 
@@ -28,6 +28,10 @@ import sqlalchemy as sa
 from tests.fixtures import databases
 
 RABBIT = 'rabbit://guest:guest@127.0.0.1:5672/'
+
+# Schedulers see newly mapped nodes at their next host cache refresh (every
+# 0.2s in the base config); discover_hosts() leaves them several.
+CACHE_SETTLE_SECONDS = 1.0
 BIN_DIR = os.path.dirname(sys.executable)
 
 # Clusters between __enter__ and __exit__ (conftest shows their logs when a
@@ -277,6 +281,13 @@ class Cluster:
             raise AssertionError('gantt-manage %s exited %d:\n%s\n%s' % (
                 ' '.join(args), result.returncode, result.stdout,
                 result.stderr))
+        return result
+
+    def discover_hosts(self):
+        """``gantt-manage discover_hosts``, then time for the schedulers'
+        host caches to see the nodes it mapped."""
+        result = self.manage('discover_hosts')
+        time.sleep(CACHE_SETTLE_SECONDS)
         return result
 
     # -- waiting and reading the database -------------------------------------

@@ -35,7 +35,7 @@ def cluster(tmp_path_factory):
                                   local_gb=500)
         running.scheduler = running.start_scheduler(workers=2)
         running.wait_for_computes(HOSTS)
-        running.manage('discover_hosts')
+        running.discover_hosts()
         yield running
 
 

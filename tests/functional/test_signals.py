@@ -43,7 +43,7 @@ def cluster(tmp_path_factory):
             running.start_compute(host, vcpus=512, memory_mb=1 << 20,
                                   local_gb=1 << 20)
         running.wait_for_computes(HOSTS)
-        running.manage('discover_hosts')
+        running.discover_hosts()
         yield running
 
 
