@@ -5,6 +5,8 @@ database with one option broken, and reads what it printed. Passwords of
 the URLs involved must not appear anywhere in the output.
 """
 
+import re
+
 import pytest
 
 from scheduler import config as gantt_config
@@ -38,16 +40,43 @@ def run(cluster, binary, name, extra_conf):
                                timeout=2 * QUICKLY)
 
 
+WARNING_START = re.compile(r'^\S+:\d+: \w*Warning: ')
+
+
+def without_python_warnings(text):
+    """``text`` without the blocks Python's warnings module printed (its
+    ``file:line: Category: message`` line(s) and the indented source line);
+    test_no_eventlet_warning_on_threads checks those separately."""
+    kept, in_warning = [], False
+    for line in text.splitlines():
+        if WARNING_START.match(line):
+            in_warning = True
+        elif in_warning and line.startswith('  '):
+            in_warning = False
+        elif not in_warning:
+            kept.append(line)
+    return [line for line in kept if line.strip()]
+
+
 def error_line(binary, exited):
-    """The one ``<binary>: error: ...`` line; checks the exit too."""
+    """The one line on stderr, ``<binary>: error: ...``; checks the exit."""
     output = exited.stdout + exited.stderr
     assert exited.returncode not in (0, None), output
     assert exited.seconds < QUICKLY, 'took %.1fs' % exited.seconds
     assert 'Traceback' not in output, output
-    lines = [line for line in exited.stderr.splitlines()
-             if line.startswith('%s: error: ' % binary)]
+    lines = without_python_warnings(exited.stderr)
     assert len(lines) == 1, exited.stderr
+    assert lines[0].startswith('%s: error: ' % binary), lines[0]
     return lines[0]
+
+
+def test_no_eventlet_warning_on_threads(cluster):
+    """Daemons on native threads say nothing about eventlet (libraries
+    import it when it is installed, and it warns that it is deprecated)."""
+    exited = run(cluster, 'gantt-scheduler', 'warning-driver',
+                 '[scheduler]\ndriver = nope\n')
+    assert error_line('gantt-scheduler', exited)
+    assert 'Eventlet is deprecated' not in exited.stdout + exited.stderr
 
 
 def test_unknown_driver(cluster):
