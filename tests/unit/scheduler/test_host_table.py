@@ -115,3 +115,91 @@ def test_parse_multiplier():
     assert host_table.parse_multiplier(' -2 ') == -2.0
     for bad in ('', 'x', 'inf', 'nan', None):
         assert host_table.parse_multiplier(bad) is None
+
+
+# -- values computed from the HostStates on demand -------------------------
+
+def _counting(compute):
+    calls = []
+
+    def counted(state):
+        calls.append(state.host)
+        return compute(state)
+    return counted, calls
+
+
+def test_state_column_is_computed_once_and_carried_row_by_row():
+    states = [fakes.host_state(name, stats={'failed_builds': n})
+              for n, name in enumerate('abc')]
+    hosts = fakes.table(states)
+    compute, calls = _counting(lambda state: state.failed_builds)
+    assert list(hosts.state_column('fb', compute)) == [0.0, 1.0, 2.0]
+    assert list(hosts.state_column('fb', compute)) == [0.0, 1.0, 2.0]
+    assert calls == ['a', 'b', 'c']
+    changed = fakes.host_state('b', node_id=states[1].id,
+                               stats={'failed_builds': 9})
+    after = hosts.replace({1: changed})
+    assert list(after.state_column('fb', compute)) == [0.0, 9.0, 2.0]
+    assert calls == ['a', 'b', 'c', 'b']
+    # The older table keeps its own values.
+    assert list(hosts.state_column('fb', compute)) == [0.0, 1.0, 2.0]
+
+
+def test_grouped_keys_and_codes_follow_replacements():
+    states = [fakes.host_state(name, hypervisor_type=kind)
+              for name, kind in zip('abcd', ['kvm', 'xen', 'kvm', 'kvm'])]
+    hosts = fakes.table(states)
+    codes, keys = hosts.grouped('hv', lambda s: s.hypervisor_type)
+    assert [keys[code] for code in codes] == ['kvm', 'xen', 'kvm', 'kvm']
+    assert sorted(keys) == ['kvm', 'xen']
+    after = hosts.replace({3: fakes.host_state('d', node_id=states[3].id,
+                                               hypervisor_type='qemu')})
+    after = after.consumed(0, claims.Resources(1, 1, 1))
+    codes, keys = after.grouped('hv', lambda s: s.hypervisor_type)
+    assert [keys[code] for code in codes] == ['kvm', 'xen', 'kvm', 'qemu']
+    old_codes, old_keys = hosts.grouped('hv', lambda s: s.hypervisor_type)
+    assert [old_keys[code] for code in old_codes] == [
+        'kvm', 'xen', 'kvm', 'kvm']
+
+
+def test_long_chains_of_replacements_stay_right():
+    states = [fakes.host_state('a'), fakes.host_state('b')]
+    hosts = fakes.table(states)
+    hosts.state_column('instances', lambda s: s.num_instances)
+    for _ in range(3 * host_table.CARRY_DEPTH):
+        hosts = hosts.consumed(1, claims.Resources(0, 0, 0))
+    assert list(hosts.state_column(
+        'instances', lambda s: s.num_instances)) == [
+            0, 3 * host_table.CARRY_DEPTH]
+
+
+def test_aggregate_groups_share_one_decision_per_set_of_aggregates():
+    rack = fakes.aggregate('rack', ['a', 'b'], ssd='true')
+    gpu = fakes.aggregate('gpu', ['b'], gpu='a100')
+    states = [fakes.host_state('a', aggregates=[rack]),
+              fakes.host_state('b', aggregates=[rack, gpu]),
+              fakes.host_state('c'),
+              fakes.host_state('a', nodename='a2', aggregates=[rack])]
+    codes, groups = fakes.table(states, [rack, gpu]).aggregate_groups()
+    assert len(groups) == 3
+    assert groups[codes[0]] == (rack,)
+    assert groups[codes[1]] == (rack, gpu)
+    assert groups[codes[2]] == ()
+    assert codes[3] == codes[0]
+
+
+def test_attribute_columns_match_the_attributes():
+    states = [fakes.host_state('a', memory_mb=2048, memory_mb_used=100,
+                               io_workload=3, num_instances=4),
+              fakes.host_state('b', vcpus=3, cpu_ratio=1.5)]
+    hosts = fakes.table(states)
+    for name in host_table.ATTRIBUTE_COLUMNS:
+        assert list(hosts.attribute_column(name)) == [
+            getattr(state, name) for state in states], name
+    assert hosts.attribute_column('hypervisor_type') is None
+
+
+def test_failed_builds_comes_from_the_stats():
+    assert fakes.host_state(stats={'failed_builds': '3'}).failed_builds == 3
+    assert fakes.host_state(stats={}).failed_builds == 0
+    assert fakes.host_state(stats={'failed_builds': 'x'}).failed_builds == 0
