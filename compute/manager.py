@@ -6,6 +6,13 @@ heartbeat also goes through the conductor. ``build_and_run_instance``
 "spawns" at once (or after ``[fake_virt] spawn_time``) and reports ACTIVE;
 a failed build (``[fake_virt] build_failure_rate``) goes back to the
 conductor with the alternates, which reschedules it.
+
+The schedulers hear of the instances on this host (scheduler RPC API 1.3,
+fanout casts) when ``[filter_scheduler] track_instance_changes`` is on:
+``update_instance_info`` after a spawn, ``delete_instance_info`` when a
+build fails here (the scheduler recorded the instance when it claimed),
+and every ``[filter_scheduler] scheduler_instance_sync_interval`` seconds
+``sync_instance_info`` with every instance this agent runs.
 """
 
 import random
@@ -20,12 +27,18 @@ from compute import rpcapi as compute_rpcapi
 from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
 from scheduler import context as gantt_context
+from scheduler.objects import instance_info as instance_info_obj
+from scheduler import rpcapi as scheduler_rpcapi
 from scheduler import service
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 BINARY = 'gantt-compute'
+
+# Seconds between instance syncs when the option says 0 ("the default
+# interval of periodic tasks", as in Nova).
+DEFAULT_SYNC_INTERVAL = 60
 
 # Namespace of the node UUIDs, so that a restarted agent reports the same
 # nodes without keeping any state on disk.
@@ -57,10 +70,12 @@ class ComputeManager(service.Manager):
         self._lock = threading.Lock()
         self.conductor_api = None
         self.compute_task_api = None
+        self.scheduler_api = None
 
     def init_host(self):
         self.conductor_api = conductor_rpcapi.ConductorAPI()
         self.compute_task_api = conductor_rpcapi.ComputeTaskAPI()
+        self.scheduler_api = scheduler_rpcapi.SchedulerAPI()
 
     def heartbeat(self):
         self.conductor_api.service_update(gantt_context.get_admin_context(),
@@ -70,10 +85,23 @@ class ComputeManager(service.Manager):
     def periodic_tasks(self):
         # Runs at once and then periodically, so that a conductor that
         # comes up after this agent still gets the inventory.
+        sync_interval = (CONF.filter_scheduler.scheduler_instance_sync_interval
+                         or DEFAULT_SYNC_INTERVAL)
         return [service.PeriodicTask('update_available_resource',
                                      CONF.report_interval,
                                      self.update_available_resource,
-                                     run_immediately=True)]
+                                     run_immediately=True),
+                service.PeriodicTask('sync_scheduler_instance_info',
+                                     sync_interval,
+                                     self.sync_scheduler_instance_info)]
+
+    def sync_scheduler_instance_info(self, context):
+        """Tell the schedulers every instance this agent runs."""
+        if not CONF.filter_scheduler.track_instance_changes:
+            return
+        with self._lock:
+            uuids = sorted(self._instances)
+        self.scheduler_api.sync_instance_info(context, self.host, uuids)
 
     def _inventory(self, nodename):
         fake = CONF.fake_virt
@@ -123,10 +151,19 @@ class ComputeManager(service.Manager):
             ctxt, instance_uuid,
             {'vm_state': 'active', 'task_state': None, 'launched_at': True})
         LOG.info('Spawned instance %s on %s', instance_uuid, node)
+        if CONF.filter_scheduler.track_instance_changes:
+            self.scheduler_api.update_instance_info(
+                ctxt, self.host,
+                [instance_info_obj.InstanceInfo.from_spec(instance_uuid,
+                                                          request_spec)])
 
     def _build_failed(self, ctxt, instance_uuid, node, request_spec,
                       host_list, reason):
         LOG.warning('Build of %s failed: %s', instance_uuid, reason)
+        if CONF.filter_scheduler.track_instance_changes:
+            # The scheduler that chose this host counts the instance here.
+            self.scheduler_api.delete_instance_info(ctxt, self.host,
+                                                    instance_uuid)
         self.compute_task_api.build_instances(
             ctxt, [instance_uuid], request_spec, host_lists=[host_list],
             failure={'host': self.host, 'node': node, 'reason': reason})

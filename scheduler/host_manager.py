@@ -20,6 +20,9 @@ the hosts of the aggregates concerned get their new zones and aggregates
 without waiting for the next refresh, and a refresh that read the
 aggregates before the cast arrived does not undo it.
 
+Each HostState also carries the instances on its host; the compute
+agents' casts keep them up to date (see :mod:`scheduler.instance_tracking`).
+
 A request takes a snapshot (:meth:`HostManager.snapshot`) and reads it
 without locks; the manager swaps in a new table when something changes.
 After a successful claim the scheduler calls :meth:`HostManager.consume`,
@@ -54,6 +57,7 @@ from scheduler.db import api as db_api
 from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler import host_table
+from scheduler import instance_tracking
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -114,16 +118,19 @@ class _Changes:
         self.aggregates_fingerprint = None
         # Aggregate fanouts applied when the refresh began (see _apply).
         self.aggregate_seq = 0
+        # {host: {uuid: InstanceInfo}} read on the first load.
+        self.instances = None
 
 
-class HostManager:
+class HostManager(instance_tracking.InstanceTracking):
     """Owns the cached HostTable of one scheduler process."""
 
     def __init__(self, auto_refresh=True):
         self.auto_refresh = auto_refresh
         self.stats = {'refreshes': 0, 'full_builds': 0, 'nodes_read': 0,
                       'services_read': 0, 'refresh_failures': 0,
-                      'aggregate_updates': 0, 'last_refresh_seconds': 0.0}
+                      'aggregate_updates': 0, 'instance_updates': 0,
+                      'instance_resyncs': 0, 'last_refresh_seconds': 0.0}
         self._table = None
         self._node_rows = {}
         self._generations = {}
@@ -135,6 +142,7 @@ class HostManager:
         self._aggregates_by_host = {}
         self._aggregates_fingerprint = None
         self._aggregate_seq = 0
+        self._init_instance_tracking()
         self._consume_seq = 0
         self._consumed_at = {}
         self._after_fork()
@@ -161,14 +169,20 @@ class HostManager:
             self._ensure_thread()
         return table
 
-    def consume(self, node_id, resources):
-        """Record a successful claim in the cached row of ``node_id``."""
+    def consume(self, node_id, resources, instance_uuid=None,
+                instance_info=None):
+        """Record a successful claim in the cached row of ``node_id``;
+        with ``instance_uuid``, the instance is on the node's host from
+        now on (``instance_info``: its InstanceInfo)."""
         with self._lock:
             table = self._table
             if table is None or node_id not in table.row_by_id:
                 return
             row = table.row_by_id[node_id]
             self._table = table.consumed(row, resources)
+            if instance_uuid is not None:
+                self._record_instance(table.states[row].host, instance_uuid,
+                                      instance_info)
             self._mark_consumed(node_id)
 
     def _mark_consumed(self, node_id):
@@ -231,6 +245,9 @@ class HostManager:
                 changes.nodes, changes.removed = (
                     compute_nodes.changed_since(session, known))
                 self._read_service_changes(session, changes)
+                if not self._instances_loaded:
+                    changes.instances = instance_tracking.read_instances(
+                        session)
                 fingerprint = db_aggregates.fingerprint(session)
                 if fingerprint != self._aggregates_fingerprint:
                     changes.aggregates = db_aggregates.get_all(session)
@@ -278,6 +295,9 @@ class HostManager:
         """Merge what a refresh read; called with the lock held."""
         changed_hosts = self._apply_services(changes)
         rebuild = self._table is None
+        if changes.instances is not None:
+            self._load_instances(changes.instances)
+            rebuild = True
         if changes.aggregate_seq != self._aggregate_seq:
             # A fanout changed the aggregates while this refresh read
             # them: what it read may be older. The fanout left the
@@ -420,10 +440,12 @@ class HostManager:
     def _make_state(self, row):
         ratios = {name: getattr(CONF.filter_scheduler, name)
                   for name in _RATIO_OPTIONS}
-        return host_table.HostState.from_node(
+        state = host_table.HostState.from_node(
             row, self._services.get(row.host),
             self._aggregates_by_host.get(row.host, ()), ratios,
             CONF.default_availability_zone)
+        state.instances = self._instances_of(row.host)
+        return state
 
     def _rebuild(self, keep_ids=()):
         old = self._table

@@ -11,9 +11,10 @@ them, so nothing is claimed for them; NoValidHost and InvalidRequest are
 expected exceptions and reach the caller as themselves.
 
 The fanout casts of API 1.2 (``update_aggregates``, ``delete_aggregate``)
-go to the driver's HostManager, which applies them to its cached host
-table at once. Casts have nobody to answer: a malformed one is logged and
-dropped.
+and 1.3 (``update_instance_info``, ``delete_instance_info``,
+``sync_instance_info``) go to the driver's HostManager, which applies them
+to its cached host table at once. Casts have nobody to answer: a malformed
+one is logged and dropped.
 """
 
 import oslo_messaging as messaging
@@ -26,6 +27,7 @@ from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler import exception
 from scheduler import loadables
 from scheduler.objects import aggregate as aggregate_obj
+from scheduler.objects import instance_info as instance_info_obj
 from scheduler.objects import request_spec as request_spec_obj
 from scheduler import rpcapi
 from scheduler import service
@@ -141,6 +143,41 @@ class SchedulerManager(service.Manager):
             return
         self.driver.host_manager.delete_aggregate(aggregate.to_db())
 
+    def update_instance_info(self, ctxt, host_name, instance_info):
+        """Fanout from a compute: instances new (or changed) on it."""
+        if isinstance(instance_info, instance_info_obj.InstanceInfo):
+            instance_info = [instance_info]
+        if not _is_host(host_name) or not isinstance(
+                instance_info, (list, tuple)) or not all(
+                isinstance(i, instance_info_obj.InstanceInfo)
+                for i in instance_info):
+            LOG.error('Dropped update_instance_info: host_name must be a '
+                      'string and instance_info InstanceInfo objects')
+            return
+        self.driver.host_manager.update_instance_info(
+            host_name, {info.uuid: info.to_host_info()
+                        for info in instance_info})
+
+    def delete_instance_info(self, ctxt, host_name, instance_uuid):
+        """Fanout from a compute: an instance left it."""
+        if not _is_host(host_name) or not _is_uuid(instance_uuid):
+            LOG.error('Dropped delete_instance_info: host_name must be a '
+                      'string and instance_uuid a UUID')
+            return
+        self.driver.host_manager.delete_instance_info(host_name,
+                                                      instance_uuid)
+
+    def sync_instance_info(self, ctxt, host_name, instance_uuids):
+        """Fanout from a compute: every instance it runs."""
+        if not _is_host(host_name) or not isinstance(
+                instance_uuids, (list, tuple)) or not all(
+                _is_uuid(uuid) for uuid in instance_uuids):
+            LOG.error('Dropped sync_instance_info: host_name must be a '
+                      'string and instance_uuids a list of UUIDs')
+            return
+        self.driver.host_manager.sync_instance_info(host_name,
+                                                    instance_uuids)
+
     @staticmethod
     def _validated_spec(spec_obj):
         if not isinstance(spec_obj, request_spec_obj.RequestSpec):
@@ -164,3 +201,11 @@ class SchedulerManager(service.Manager):
                 reason='%d instance_uuids given for num_instances=%d'
                 % (len(instance_uuids), spec_obj.num_instances))
         return list(instance_uuids)
+
+
+def _is_host(value):
+    return isinstance(value, str) and bool(value)
+
+
+def _is_uuid(value):
+    return isinstance(value, str) and uuidutils.is_uuid_like(value)

@@ -16,6 +16,11 @@ API version history:
   Aggregate objects, each in its whole new state) and
   ``delete_aggregate(aggregate)``: every scheduler applies an aggregate
   change at once instead of at its next host cache refresh.
+* 1.3 - Fanout casts from compute agents about the instances on their
+  host: ``update_instance_info(host_name, instance_info)`` (InstanceInfo
+  objects), ``delete_instance_info(host_name, instance_uuid)`` and
+  ``sync_instance_info(host_name, instance_uuids)``, after which a
+  scheduler whose view of the host differs reads it from SQL.
 
 When ``[upgrade_levels] scheduler`` caps the client below a version, the
 client steps down to the newest form under the cap (``can_send_version``)
@@ -44,7 +49,7 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 RPC_TOPIC = 'scheduler'
-RPC_API_VERSION = '1.2'
+RPC_API_VERSION = '1.3'
 
 
 class SchedulerAPI:
@@ -107,3 +112,21 @@ class SchedulerAPI:
         """Tell every scheduler that ``aggregate`` is gone."""
         return self._fanout(ctxt, '1.2', 'delete_aggregate',
                             aggregate=aggregate)
+
+    def update_instance_info(self, ctxt, host_name, instance_info):
+        """Tell every scheduler about instances new on ``host_name`` (a
+        list of InstanceInfo objects)."""
+        return self._fanout(ctxt, '1.3', 'update_instance_info',
+                            host_name=host_name,
+                            instance_info=list(instance_info))
+
+    def delete_instance_info(self, ctxt, host_name, instance_uuid):
+        """Tell every scheduler that an instance left ``host_name``."""
+        return self._fanout(ctxt, '1.3', 'delete_instance_info',
+                            host_name=host_name, instance_uuid=instance_uuid)
+
+    def sync_instance_info(self, ctxt, host_name, instance_uuids):
+        """Tell every scheduler which instances ``host_name`` runs."""
+        return self._fanout(ctxt, '1.3', 'sync_instance_info',
+                            host_name=host_name,
+                            instance_uuids=list(instance_uuids))

@@ -12,10 +12,11 @@ from scheduler.conf import database
 from scheduler.conf import default
 from scheduler.conf import filter_scheduler
 from scheduler.conf import scheduler
+from scheduler.conf import server_groups
 from scheduler.conf import upgrade_levels
 
 _MODULES = (default, database, scheduler, filter_scheduler, upgrade_levels,
-            conductor, compute)
+            conductor, compute, server_groups)
 
 
 def list_opts():

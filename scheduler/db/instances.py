@@ -81,3 +81,21 @@ def list_instances(session, uuids=None, host=None, vm_state=None):
     if vm_state is not None:
         query = query.where(_INSTANCE.c.vm_state == vm_state)
     return session.execute(query).all()
+
+
+def on_hosts(session, hosts=None):
+    """``uuid, host, flavor, request_spec`` of the instances placed on a
+    host (on any host, or on one of ``hosts``), in creation order: what
+    the scheduler knows of the instances on each host."""
+    query = (sa.select(_INSTANCE.c.uuid, _INSTANCE.c.host, _INSTANCE.c.flavor,
+                       _INSTANCE.c.request_spec)
+             .where(_INSTANCE.c.host.is_not(None))
+             .order_by(_INSTANCE.c.id))
+    if hosts is None:
+        return session.execute(query).all()
+    hosts = sorted(set(hosts))
+    rows = []
+    for start in range(0, len(hosts), 500):
+        rows.extend(session.execute(
+            query.where(_INSTANCE.c.host.in_(hosts[start:start + 500]))))
+    return rows

@@ -115,8 +115,11 @@ class Scheduler(metaclass=abc.ABCMeta):
 
     # -- claims ---------------------------------------------------------------
 
-    def claim(self, host_state, consumer_uuid, resources):
-        """Claim in SQL; on success update the host cache at once.
+    def claim(self, host_state, consumer_uuid, resources,
+              instance_info=None):
+        """Claim in SQL; on success update the host cache at once: the
+        resources are taken and the instance (``instance_info``, a
+        :class:`scheduler.host_instances.InstanceInfo`) is on the host.
 
         On a lost race (the node filled up behind the cache's back) the
         node's cached row is re-read, ``stats['claim_retries']`` grows, and
@@ -131,7 +134,8 @@ class Scheduler(metaclass=abc.ABCMeta):
             won = False
         if won:
             self.count('claims')
-            self.host_manager.consume(host_state.id, resources)
+            self.host_manager.consume(host_state.id, resources,
+                                      consumer_uuid, instance_info)
             return True
         self.count('claim_retries')
         LOG.info('Claim of %(res)s for instance %(uuid)s on %(host)s failed: '
@@ -149,4 +153,5 @@ class Scheduler(metaclass=abc.ABCMeta):
                  'placed entirely', len(claimed))
         release_in_sql(claimed)
         self.count('claims_released', len(claimed))
+        self.host_manager.forget_instances(claimed)
         self.host_manager.refresh_nodes({node for _uuid, node in claimed})

@@ -39,6 +39,7 @@ from scheduler import conf
 from scheduler.drivers import base
 from scheduler import exception
 from scheduler import filters
+from scheduler import host_instances
 from scheduler import loadables
 from scheduler import weights
 
@@ -201,7 +202,7 @@ class FilterScheduler(base.Scheduler):
         return True
 
     def _host_table(self, context):
-        return self.host_manager.snapshot()
+        return self.host_manager.request_snapshot()
 
     def select_destinations(self, context, spec, instance_uuids=None,
                             return_alternates=False):
@@ -229,6 +230,9 @@ class _Request:
         self.count = len(self.uuids) or spec.num_instances
         self.claiming = bool(self.uuids) and not spec.obj_get('is_rebuild')
         self.resources = spec.resources()
+        image = spec.obj_get('image')
+        self.instance_info = host_instances.info_from_flavor_and_image(
+            spec.flavor, image.obj_get('properties') if image else None)
         self.num_alts = (CONF.scheduler.max_attempts - 1
                          if return_alternates else 0)
         self.filters, self.weighers = driver._plugins
@@ -306,7 +310,8 @@ class _Request:
         try:
             for row in itertools.chain(order, _later(ranking.rest)):
                 state = self.table.states[row]
-                if self.driver.claim(state, uuid, self.resources):
+                if self.driver.claim(state, uuid, self.resources,
+                                     self.instance_info):
                     self.claimed.append((uuid, state.id))
                     return row
                 self.failed.add(row)

@@ -12,5 +12,6 @@ serializer uses; call it once at process start::
 def register_all():
     # Importing the modules runs the registry decorators.
     __import__('scheduler.objects.aggregate')
+    __import__('scheduler.objects.instance_info')
     __import__('scheduler.objects.request_spec')
     __import__('scheduler.objects.selection')

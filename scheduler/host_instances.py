@@ -1,0 +1,149 @@
+"""The instances on each host, as the filters and weighers see them.
+
+Every HostState carries ``instances``: ``{instance uuid: InstanceInfo}``
+of the instances on its compute host (all nodes of one host share the
+same dict, as in Nova). The affinity filters and weighers read it per host
+(``uuid in host_state.instances``) or, on the batch path, as counts per
+row (:meth:`scheduler.host_table.HostTable.instance_counts`), which an
+:class:`InstanceIndex` (instance uuid -> host) answers without looking at
+every host.
+
+The dicts are never changed in place: a change builds a new dict and new
+HostStates (:func:`with_instances`), so a request that holds a table
+snapshot keeps a consistent view::
+
+    table = host_instances.with_instance(table, row, uuid, info)
+    counts = table.instance_counts(spec.instance_group.members)
+"""
+
+import collections
+import copy
+
+InstanceInfo = collections.namedtuple('InstanceInfo',
+                                      'flavor_id image_properties')
+InstanceInfo.__doc__ = """What the scheduler keeps of one instance.
+
+``flavor_id`` is the flavor's ``flavorid``, or its name when it has none;
+``image_properties`` the properties of the image it booted from.
+"""
+
+NO_INSTANCES = {}
+
+# Changes an index keeps apart from its base dict before it folds them in.
+_DELTA_LIMIT = 4096
+
+
+def info_from_flavor_and_image(flavor, image_properties):
+    """An InstanceInfo from a flavor (object or dict) and image props."""
+    if isinstance(flavor, dict):
+        flavor_id = flavor.get('flavorid') or flavor.get('name')
+    elif flavor is not None:
+        flavor_id = flavor.obj_get('flavorid') or flavor.obj_get('name')
+    else:
+        flavor_id = None
+    return InstanceInfo(flavor_id, dict(image_properties or {}))
+
+
+def _primitive_data(primitive, *path):
+    """Walk a versioned object primitive (``gantt_object.data`` dicts)."""
+    for name in path:
+        if not isinstance(primitive, dict):
+            return None
+        primitive = (primitive.get('gantt_object.data') or {}).get(name)
+    return primitive
+
+
+def info_from_row(row):
+    """An InstanceInfo from an ``instances`` row (flavor, request_spec)."""
+    properties = _primitive_data(row.request_spec, 'image', 'properties')
+    return info_from_flavor_and_image(
+        row.flavor, properties if isinstance(properties, dict) else {})
+
+
+def group_rows(rows):
+    """``{host: {uuid: InstanceInfo}}`` from ``instances`` rows."""
+    by_host = {}
+    for row in rows:
+        by_host.setdefault(row.host, {})[row.uuid] = info_from_row(row)
+    return by_host
+
+
+def with_instances(state, instances):
+    """A copy of a HostState with other ``instances``."""
+    state = copy.copy(state)
+    state.instances = instances
+    return state
+
+
+def host_rows(table, host):
+    return [int(row) for row in table.rows_by_host.get(host, ())]
+
+
+def set_host_instances(table, host, instances):
+    """A table where every node of ``host`` has ``instances``."""
+    return table.replace({row: with_instances(table.states[row], instances)
+                          for row in host_rows(table, host)})
+
+
+def with_instance(table, row, uuid, info):
+    """A table where the host of ``row`` also runs instance ``uuid``."""
+    current = table.states[row].instances
+    instances = dict(current)
+    instances[uuid] = info
+    return set_host_instances(table, table.states[row].host, instances)
+
+
+class InstanceIndex:
+    """Instance uuid -> host over the HostStates of one table.
+
+    Persistent: :meth:`updated` returns a new index that shares this
+    one's dicts, so deriving a table from another costs only the change.
+    """
+
+    def __init__(self, base, delta=None):
+        self._base = base           # never changed once built
+        self._delta = delta or {}   # uuid -> host, or None: removed
+
+    @classmethod
+    def build(cls, states):
+        base = {}
+        seen = set()
+        for state in states:
+            if state.host in seen:
+                continue
+            seen.add(state.host)
+            for uuid in state.instances:
+                base[uuid] = state.host
+        return cls(base)
+
+    def get(self, uuid):
+        if uuid in self._delta:
+            return self._delta[uuid]
+        return self._base.get(uuid)
+
+    def updated(self, old_states, new_states):
+        """The index after ``{row: HostState}`` replaced ``old_states``."""
+        removed, added = {}, {}
+        for row, state in new_states.items():
+            old = old_states[row]
+            if old.instances is state.instances and old.host == state.host:
+                continue
+            for uuid in old.instances:
+                if uuid not in state.instances or old.host != state.host:
+                    removed[uuid] = None
+            for uuid in state.instances:
+                added[uuid] = state.host
+        if not removed and not added:
+            return self
+        delta = dict(self._delta)
+        delta.update(removed)
+        delta.update(added)
+        if len(delta) <= _DELTA_LIMIT:
+            return InstanceIndex(self._base, delta)
+        base = dict(self._base)
+        for uuid, host in delta.items():
+            if host is None:
+                base.pop(uuid, None)
+            else:
+                base[uuid] = host
+        return InstanceIndex(base)
