@@ -28,11 +28,15 @@ import sqlalchemy as sa
 from tests.fixtures import databases
 
 RABBIT = 'rabbit://guest:guest@127.0.0.1:5672/'
+BIN_DIR = os.path.dirname(sys.executable)
+# The checkout these tests belong to: the daemons run its code, whichever
+# checkout the virtualenv's editable install points at.
+SOURCE_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 
 # Schedulers see newly mapped nodes at their next host cache refresh (every
 # 0.2s in the base config); discover_hosts() leaves them several.
 CACHE_SETTLE_SECONDS = 1.0
-BIN_DIR = os.path.dirname(sys.executable)
 
 # Clusters between __enter__ and __exit__ (conftest shows their logs when a
 # test fails).
@@ -172,6 +176,9 @@ class Cluster:
 
     def env(self):
         env = dict(os.environ)
+        env['PYTHONPATH'] = os.pathsep.join(
+            [SOURCE_ROOT] + [path for path in env.get('PYTHONPATH', '').split(
+                os.pathsep) if path])
         env.pop('GANTT_USE_EVENTLET', None)
         if self.eventlet:
             env['GANTT_USE_EVENTLET'] = '1'
