@@ -27,6 +27,7 @@ import collections
 import copy
 import datetime
 import math
+import threading
 
 from oslo_log import log as logging
 import numpy as np
@@ -221,6 +222,16 @@ class HostState:
         return self.io_workload
 
     @property
+    def failed_builds(self):
+        """Builds that failed here lately: the ``failed_builds`` stat the
+        compute reports, 0 when it reports none (or no integer)."""
+        stats = self.stats if isinstance(self.stats, dict) else {}
+        try:
+            return int(stats.get('failed_builds', 0))
+        except (TypeError, ValueError):
+            return 0
+
+    @property
     def availability_zone(self):
         """The host's zone; several zones (a misconfiguration) joined."""
         return ','.join(sorted(self.availability_zones))
@@ -255,6 +266,27 @@ class HostState:
         return state
 
 
+# The HostState attributes a request may name, under Nova's names: the
+# ComputeCapabilitiesFilter's extra specs and the JsonFilter's
+# ``$variables`` read these and nothing else (no methods, nothing private).
+PUBLIC_ATTRIBUTES = frozenset(HostState.NODE_FIELDS) | frozenset([
+    'hypervisor_hostname', 'free_ram_mb', 'free_disk_mb', 'disk_mb_used',
+    'vcpus_free', 'num_io_ops', 'failed_builds', 'availability_zone',
+    'service_disabled', 'disabled_reason'])
+
+# Numeric HostState attribute -> the column that holds it, row for row.
+ATTRIBUTE_COLUMNS = {
+    'vcpus_total': 'vcpus_total', 'vcpus_used': 'vcpus_used',
+    'reserved_vcpus': 'reserved_vcpus', 'cpu_allocation_ratio': 'cpu_ratio',
+    'total_usable_ram_mb': 'ram_total', 'memory_mb_used': 'ram_used',
+    'reserved_memory_mb': 'reserved_ram', 'ram_allocation_ratio': 'ram_ratio',
+    'total_usable_disk_gb': 'disk_total', 'local_gb_used': 'disk_used',
+    'reserved_disk_gb': 'reserved_disk', 'disk_allocation_ratio': 'disk_ratio',
+    'num_instances': 'num_instances', 'io_workload': 'io_workload',
+    'num_io_ops': 'io_workload', 'free_ram_mb': 'free_ram_mb',
+    'free_disk_mb': 'free_disk_mb', 'vcpus_free': 'vcpus_free',
+}
+
 # Column name -> (HostState attribute, dtype). Rows of every column align
 # with HostTable.states.
 _BASE_COLUMNS = {
@@ -282,6 +314,8 @@ _RESOURCE_COLUMNS = {
     'memory_mb': ('ram_total', 'ram_used', 'reserved_ram', 'ram_ratio'),
     'disk_gb': ('disk_total', 'disk_used', 'reserved_disk', 'disk_ratio'),
 }
+# Public name of the same, for the filters that redo the capacity sum.
+RESOURCE_COLUMNS = _RESOURCE_COLUMNS
 # The names a node is known by; a change of any rebuilds the indexes.
 _IDENTITY = ('id', 'host', 'nodename', 'availability_zones')
 
@@ -385,6 +419,10 @@ class HostTable:
         else:
             self._az_masks = {}
             self._multipliers = {}
+        # Values computed from each HostState on demand (state_column,
+        # grouped); replace() carries them over, recomputing changed rows.
+        self._per_state = collections.OrderedDict()
+        self._per_state_lock = threading.Lock()
 
     def __len__(self):
         return len(self.states)
@@ -454,6 +492,7 @@ class HostTable:
                 changed.append(name)
         table = HostTable(states, columns, self.aggregates, self._indexes,
                           previous=self, changed=changed)
+        table._carry_per_state(self, new_states)
         if self._instance_index is not None:
             table._instance_index = self._instance_index.updated(
                 self.states, new_states)
@@ -554,6 +593,204 @@ class HostTable:
             column[invalid] = np.nan
         self._multipliers[key] = column
         return column
+
+    def attribute_column(self, name):
+        """The column of a numeric HostState attribute (``free_ram_mb``,
+        ``num_instances``...; see ATTRIBUTE_COLUMNS), or None for any
+        other name."""
+        column = ATTRIBUTE_COLUMNS.get(name)
+        return None if column is None else getattr(self, column)
+
+    # -- values computed from the HostStates, on demand ----------------------
+
+    def state_column(self, name, compute, dtype=np.float64):
+        """Column of ``compute(state)`` over every row.
+
+        Computed on first use and kept under ``name``; a table that
+        :meth:`replace` derives from this one recomputes only the rows
+        that changed, and only when asked. One ``name`` must always go
+        with the same ``compute``::
+
+            failed = table.state_column('failed_builds', failed_builds_of)
+        """
+        entry = self._per_state_entry(name)
+        if entry is None:
+            entry = _StateColumn.build(self.states, compute, dtype)
+            self._remember(name, entry)
+        return entry.values
+
+    def grouped(self, name, key):
+        """``(codes, keys)``: the rows grouped by the hashable ``key(state)``.
+
+        ``keys[codes[row]]`` is the key of ``row``: a filter decides once
+        per key and reads every row's answer with ``answers[codes]``.
+        ``keys`` may also hold keys that no row has any more. Kept and
+        carried over like :meth:`state_column`.
+        """
+        entry = self._per_state_entry(name)
+        if entry is None:
+            entry = _Grouping.build(self.states, key)
+            self._remember(name, entry)
+        return entry.codes, entry.keys[:entry.size]
+
+    def aggregate_groups(self):
+        """``(codes, groups)``: the rows grouped by the aggregates their
+        HostState belongs to; ``groups[codes[row]]`` is that tuple of
+        aggregates (:class:`scheduler.db.aggregates.Aggregate`)."""
+        codes, keys = self.grouped('aggregates', AggregateSet)
+        return codes, [key.aggregates for key in keys]
+
+    def _per_state_entry(self, name):
+        entry = self._per_state.get(name)
+        if isinstance(entry, _Carried):
+            entry = entry.resolve()
+            with self._per_state_lock:
+                if entry is None:
+                    self._per_state.pop(name, None)
+                else:
+                    self._per_state[name] = entry
+        return entry
+
+    def _remember(self, name, entry):
+        with self._per_state_lock:
+            self._per_state[name] = entry
+            while len(self._per_state) > PER_STATE_LIMIT:
+                self._per_state.popitem(last=False)
+
+    def _carry_per_state(self, previous, new_states):
+        with previous._per_state_lock:
+            entries = list(previous._per_state.items())
+        for name, entry in entries:
+            carried = _Carried(entry, new_states, len(self.states))
+            if carried.depth > CARRY_DEPTH:
+                carried = carried.resolve()
+            if carried is not None:
+                self._per_state[name] = carried
+
+
+# Per-state values a table keeps (state_column, grouped), oldest dropped.
+PER_STATE_LIMIT = 64
+# Replacements a carried value may lag behind before it is brought up to
+# date at once rather than when next asked for.
+CARRY_DEPTH = 16
+_CARRY_LOCK = threading.Lock()
+
+
+class AggregateSet:
+    """The aggregates of one host, hashable by identity (see
+    :meth:`HostTable.aggregate_groups`). Holding the aggregates keeps
+    their ``id()`` from being reused."""
+
+    __slots__ = ('aggregates', '_ids')
+
+    def __init__(self, state):
+        self.aggregates = tuple(state.aggregates)
+        self._ids = tuple(id(aggregate) for aggregate in self.aggregates)
+
+    def __hash__(self):
+        return hash(self._ids)
+
+    def __eq__(self, other):
+        return isinstance(other, AggregateSet) and self._ids == other._ids
+
+
+class _StateColumn:
+    """``compute(state)`` of every row, as an array."""
+
+    def __init__(self, compute, dtype, values):
+        self.compute = compute
+        self.dtype = dtype
+        self.values = values
+
+    @classmethod
+    def build(cls, states, compute, dtype):
+        return cls(compute, dtype, np.fromiter(
+            (compute(state) for state in states), dtype=dtype,
+            count=len(states)))
+
+    def updated(self, new_states, size):
+        values = self.values.copy()
+        for row, state in new_states.items():
+            values[row] = self.compute(state)
+        return _StateColumn(self.compute, self.dtype, values)
+
+
+class _Grouping:
+    """Rows grouped by a key of their state.
+
+    Tables derived from one another share ``keys`` and ``index``, which
+    only grow (under ``lock``), so that the codes of an older table keep
+    their meaning; ``size`` is how many keys this table's codes may use.
+    """
+
+    def __init__(self, key, codes, keys, index, lock):
+        self.key = key
+        self.codes = codes
+        self.keys = keys
+        self.index = index
+        self.lock = lock
+        self.size = len(keys)
+
+    @classmethod
+    def build(cls, states, key):
+        keys, index = [], {}
+        grouping = cls(key, None, keys, index, threading.Lock())
+        grouping.codes = np.fromiter(
+            (grouping._code(key(state)) for state in states),
+            dtype=np.intp, count=len(states))
+        grouping.size = len(keys)
+        return grouping
+
+    def _code(self, value):
+        code = self.index.get(value)
+        if code is None:
+            code = self.index[value] = len(self.keys)
+            self.keys.append(value)
+        return code
+
+    def updated(self, new_states, size):
+        if len(self.keys) > 2 * size + 64:
+            return None  # mostly stale keys: build afresh when asked
+        codes = self.codes.copy()
+        with self.lock:
+            for row, state in new_states.items():
+                codes[row] = self._code(self.key(state))
+            return _Grouping(self.key, codes, self.keys, self.index,
+                             self.lock)
+
+
+class _Carried:
+    """An entry of an older table, and the rows replaced since; brought
+    up to date (once) when asked for."""
+
+    _UNRESOLVED = object()
+
+    def __init__(self, entry, new_states, size):
+        self.entry = entry
+        self.new_states = new_states
+        self.size = size
+        self.depth = entry.depth + 1 if isinstance(entry, _Carried) else 1
+        self.result = self._UNRESOLVED
+
+    def resolve(self):
+        with _CARRY_LOCK:
+            return self._resolve()
+
+    def _resolve(self):
+        chain = []
+        entry = self
+        while (isinstance(entry, _Carried)
+               and entry.result is self._UNRESOLVED):
+            chain.append(entry)
+            entry = entry.entry
+        if isinstance(entry, _Carried):
+            entry = entry.result
+        for carried in reversed(chain):
+            if entry is not None:
+                entry = entry.updated(carried.new_states, carried.size)
+            carried.result = entry
+            carried.entry = carried.new_states = None
+        return entry
 
 
 def parse_multiplier(value):
