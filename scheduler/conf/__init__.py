@@ -19,6 +19,7 @@ from scheduler.conf import conductor
 from scheduler.conf import database
 from scheduler.conf import default
 from scheduler.conf import filter_scheduler
+from scheduler.conf import metrics
 from scheduler.conf import scheduler
 from scheduler.conf import server_groups
 from scheduler.conf import upgrade_levels
@@ -26,5 +27,5 @@ from scheduler.conf import upgrade_levels
 CONF = cfg.CONF
 
 for _module in (default, database, scheduler, filter_scheduler,
-                upgrade_levels, conductor, compute, server_groups):
+                upgrade_levels, conductor, compute, metrics, server_groups):
     _module.register_opts(CONF)

@@ -15,6 +15,14 @@ DEFAULT_ENABLED_FILTERS = [
     'DiskFilter',
 ]
 
+# CPU architecture names the scheduler knows (Nova's list).
+ARCHITECTURES = (
+    'alpha', 'armv6', 'armv7l', 'armv7b', 'aarch64', 'cris', 'i686', 'ia64',
+    'lm32', 'm68k', 'microblaze', 'microblazeel', 'mips', 'mipsel', 'mips64',
+    'mips64el', 'openrisc', 'parisc', 'parisc64', 'ppc', 'ppcle', 'ppc64',
+    'ppc64le', 'ppcemb', 's390', 's390x', 'sh4', 'sh4eb', 'sparc', 'sparc64',
+    'unicore32', 'x86_64', 'xtensa', 'xtensaeb')
+
 filter_scheduler_opts = [
     cfg.IntOpt('host_subset_size',
                default=1,
@@ -123,6 +131,263 @@ Possible values:
 * A positive number spreads instances over hosts with the most free disk.
 * A negative number stacks them.
 * 0 ignores free disk.
+"""),
+    cfg.FloatOpt('io_ops_weight_multiplier',
+                 default=-1.0,
+                 mutable=True,
+                 help="""
+Multiplier of the I/O operations weigher.
+
+The IoOpsWeigher weighs a host by its number of instances in an I/O heavy
+task state (building, resizing, snapshotting...).
+
+Possible values:
+
+* A negative number (the default) prefers hosts with fewer I/O operations
+  under way, spreading the load.
+* A positive number prefers busy hosts.
+* 0 ignores I/O operations.
+
+Related options:
+
+* Aggregate metadata ``io_ops_weight_multiplier`` overrides it for the
+  hosts of the aggregate.
+"""),
+    cfg.FloatOpt('build_failure_weight_multiplier',
+                 default=1000000.0,
+                 mutable=True,
+                 help="""
+Multiplier of the build failure weigher.
+
+The BuildFailureWeigher pushes back hosts whose recent builds failed, by the
+``failed_builds`` stat their compute reports; the count resets after a
+successful build. The default is large so that the failure count outweighs
+every other weigher: a host that keeps failing builds is tried last.
+
+Possible values:
+
+* A positive number: how strongly recent failures push a host back.
+* 0 ignores failed builds.
+
+Related options:
+
+* Aggregate metadata ``build_failure_weight_multiplier`` overrides it for
+  the hosts of the aggregate.
+"""),
+    cfg.FloatOpt('num_instances_weight_multiplier',
+                 default=0.0,
+                 mutable=True,
+                 help="""
+Multiplier of the number of instances weigher.
+
+Possible values:
+
+* A positive number prefers hosts with more instances (stacking).
+* A negative number prefers hosts with fewer instances (spreading).
+* 0 (the default) ignores the number of instances.
+
+Related options:
+
+* Aggregate metadata ``num_instances_weight_multiplier`` overrides it.
+"""),
+    cfg.FloatOpt('hypervisor_version_weight_multiplier',
+                 default=1.0,
+                 mutable=True,
+                 help="""
+Multiplier of the hypervisor version weigher.
+
+The HypervisorVersionWeigher weighs hosts by the ``hypervisor_version``
+their compute reports. Each virt driver encodes versions its own way, so
+the weights only compare hosts of one hypervisor type; group other types
+in aggregates and override the multiplier there.
+
+Possible values:
+
+* A positive number (the default) prefers newer hypervisors.
+* A negative number prefers older ones.
+* 0 ignores the hypervisor version.
+
+Related options:
+
+* Aggregate metadata ``hypervisor_version_weight_multiplier`` overrides it.
+"""),
+    cfg.FloatOpt('image_props_weight_multiplier',
+                 default=0.0,
+                 mutable=True,
+                 help="""
+Multiplier of the image properties weigher.
+
+The ImagePropertiesWeigher weighs a host by how many of its instances were
+booted from images whose properties match those of the requested image.
+
+Possible values:
+
+* A positive number packs instances with the same image properties.
+* A negative number spreads them.
+* 0 (the default) disables the weigher.
+
+Related options:
+
+* ``image_props_weight_setting``
+* Aggregate metadata ``image_props_weight_multiplier`` overrides it.
+"""),
+    cfg.ListOpt('image_props_weight_setting',
+                default=[],
+                mutable=True,
+                help="""
+Image properties the image properties weigher counts, with their weights.
+
+Each item is ``name=weight``; a match on ``name`` adds ``weight`` instead of
+1. When the list is empty, every property of the requested image counts 1;
+when it is not, the properties it does not name count 0. Items that do not
+parse are logged and ignored.
+
+Possible values:
+
+* A list such as ``os_distro=10,hw_machine_type=1``.
+
+Related options:
+
+* ``image_props_weight_multiplier``
+"""),
+    cfg.FloatOpt('pci_weight_multiplier',
+                 default=1.0,
+                 min=0.0,
+                 mutable=True,
+                 help="""
+Multiplier of the PCI device weigher.
+
+The PCIWeigher keeps hosts with PCI devices free for the requests that need
+them. Gantt does not model PCI devices yet: every host weighs the same, so
+this weigher does not change any ranking.
+
+Possible values:
+
+* A positive number, or 0.
+
+Related options:
+
+* Aggregate metadata ``pci_weight_multiplier`` overrides it.
+"""),
+    cfg.IntOpt('max_io_ops_per_host',
+               default=8,
+               min=0,
+               mutable=True,
+               help="""
+Most I/O intensive instances a host may have when the IoOpsFilter runs.
+
+An instance counts while it is building, resizing, migrating, rebuilding,
+snapshotting, backing up, shelving or unshelving. A host with this many or
+more fails the IoOpsFilter.
+
+Possible values:
+
+* 0 or a positive integer.
+
+Related options:
+
+* Aggregate metadata ``max_io_ops_per_host`` overrides it for the
+  AggregateIoOpsFilter.
+"""),
+    cfg.IntOpt('max_instances_per_host',
+               default=50,
+               min=1,
+               mutable=True,
+               help="""
+Most instances a host may have when the NumInstancesFilter runs.
+
+A host that already runs this many instances or more fails the filter.
+
+Possible values:
+
+* A positive integer.
+
+Related options:
+
+* Aggregate metadata ``max_instances_per_host`` overrides it for the
+  AggregateNumInstancesFilter.
+"""),
+    cfg.ListOpt('isolated_images',
+                default=[],
+                mutable=True,
+                help="""
+UUIDs of the images that must boot on the isolated hosts.
+
+Used by the IsolatedHostsFilter.
+
+Related options:
+
+* ``isolated_hosts``
+* ``restrict_isolated_hosts_to_isolated_images``
+"""),
+    cfg.ListOpt('isolated_hosts',
+                default=[],
+                mutable=True,
+                help="""
+Host names set apart for the isolated images.
+
+Used by the IsolatedHostsFilter. Names are compared exactly, case included.
+
+Related options:
+
+* ``isolated_images``
+* ``restrict_isolated_hosts_to_isolated_images``
+"""),
+    cfg.BoolOpt('restrict_isolated_hosts_to_isolated_images',
+                default=True,
+                mutable=True,
+                help="""
+Keep the isolated hosts for the isolated images only.
+
+With True, an isolated host takes only isolated images; with False it also
+takes others. Either way, isolated images go only to isolated hosts.
+
+Related options:
+
+* ``isolated_images``
+* ``isolated_hosts``
+"""),
+    cfg.StrOpt('aggregate_image_properties_isolation_namespace',
+               mutable=True,
+               help="""
+Namespace of the aggregate metadata keys AggregateImagePropertiesIsolation
+compares with image properties.
+
+Unset, every metadata key of a host's aggregates is compared with the image
+property of the same name. Set, only keys that start with the namespace and
+the separator are.
+
+Possible values:
+
+* A string such as ``isolation``, or nothing.
+
+Related options:
+
+* ``aggregate_image_properties_isolation_separator``
+"""),
+    cfg.StrOpt('aggregate_image_properties_isolation_separator',
+               default='.',
+               mutable=True,
+               help="""
+Separator between the namespace and the key name of the aggregate metadata
+keys AggregateImagePropertiesIsolation compares.
+
+Related options:
+
+* ``aggregate_image_properties_isolation_namespace``
+"""),
+    cfg.StrOpt('image_properties_default_architecture',
+               choices=ARCHITECTURES,
+               mutable=True,
+               help="""
+Architecture assumed for images that do not set ``hw_architecture``.
+
+Used by the ImagePropertiesFilter: unset, an image without an architecture
+boots on hosts of any architecture.
+
+Possible values:
+
+* A CPU architecture name such as ``x86_64`` or ``aarch64``, or nothing.
 """),
     cfg.FloatOpt('cpu_allocation_ratio',
                  default=16.0,
