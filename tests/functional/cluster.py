@@ -199,7 +199,8 @@ class Cluster:
         args, conf_path = self._args(binary, name, extra_conf)
         log_path = os.path.join(self.workdir, name + '.log')
         with open(log_path, 'w') as log:
-            popen = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT,
+            popen = subprocess.Popen(args, stdout=log,
+                                     stderr=subprocess.STDOUT,
                                      env=self.env(), start_new_session=True)
         process = Process(name, popen, log_path, conf_path)
         self.processes.append(process)

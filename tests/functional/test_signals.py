@@ -107,19 +107,33 @@ class Clients:
         for thread in self.threads:
             thread.start()
 
-    def join(self, timeout=120):
-        self.stopping.set()
+    def join(self, timeout=120, stop=True):
+        """Wait for the threads; ``stop`` tells them to stop first (else
+        they make all their ``calls_each`` calls)."""
+        if stop:
+            self.stopping.set()
         deadline = time.monotonic() + timeout
         for thread in self.threads:
             thread.join(max(0, deadline - time.monotonic()))
+
+    def assert_all_succeeded(self, expected=None):
+        with self.lock:
+            failures = list(self.failures)
+            done = len(self.succeeded) + len(failures)
+        assert not failures, '%d of %d calls failed, e.g. %s' % (
+            len(failures), done, failures[:3])
         assert not any(t.is_alive() for t in self.threads), 'clients hung'
+        if expected is not None:
+            assert done == expected
 
 
 @contextlib.contextmanager
-def stopped_at_end(*processes):
+def cleaned_up(clients, *processes):
+    """Stop the client threads and the processes however the test ends."""
     try:
         yield
     finally:
+        clients.stopping.set()
         for process in processes:
             process.stop()
 
@@ -134,8 +148,8 @@ def wait_for(predicate, timeout, what):
 def test_sigterm_finishes_in_flight_requests(cluster, api):
     leaving = cluster.start_scheduler('sched-leaving')
     staying = cluster.start_scheduler('sched-staying')
-    with stopped_at_end(leaving, staying):
-        clients = Clients(api, threads=6, calls_each=40)
+    clients = Clients(api, threads=6, calls_each=40)
+    with cleaned_up(clients, leaving, staying):
         clients.start()
         # Let both schedulers serve for a while, then stop one mid-way.
         wait_for(lambda: clients.done() >= 60, 60, '60 calls')
@@ -144,11 +158,9 @@ def test_sigterm_finishes_in_flight_requests(cluster, api):
         leaving.signal(signal.SIGTERM)
         returncode = leaving.popen.wait(GRACEFUL_TIMEOUT + 10)
         exit_seconds = time.monotonic() - signalled
-        clients.join()
+        clients.join(timeout=180, stop=False)
 
-        assert not clients.failures, '%d of %d calls failed, e.g. %s' % (
-            len(clients.failures), clients.done(), clients.failures[:3])
-        assert len(clients.succeeded) == 6 * 40
+        clients.assert_all_succeeded(expected=6 * 40)
         assert returncode == 0, leaving.log()[stop_offset:][-3000:]
         assert exit_seconds < GRACEFUL_TIMEOUT
         assert staying.alive()
@@ -164,13 +176,13 @@ def test_sigterm_finishes_in_flight_requests(cluster, api):
 def test_sighup_applies_new_filters_without_failing_requests(cluster, api):
     ctxt = gantt_context.get_admin_context()
     process = cluster.start_scheduler('sched-hup', workers=2)
-    with stopped_at_end(process):
+    clients = Clients(api, threads=4)
+    with cleaned_up(clients, process):
         with pytest.raises(exception.NoValidHost) as info:
             api.select_destinations(ctxt, tiny_spec('nowhere'),
                                     [uuidutils.generate_uuid()])
         assert 'AvailabilityZoneFilter 3 -> 0' in str(info.value)
 
-        clients = Clients(api, threads=4)
         clients.start()
         wait_for(lambda: clients.done() >= 20, 60, '20 calls')
         with open(process.conf_path, 'a') as conf_file:
@@ -201,8 +213,7 @@ def test_sighup_applies_new_filters_without_failing_requests(cluster, api):
                  '20 calls after the reload')
         clients.join()
 
-        assert not clients.failures, '%d of %d calls failed, e.g. %s' % (
-            len(clients.failures), clients.done(), clients.failures[:3])
+        clients.assert_all_succeeded()
         assert process.alive()
         placed = clients.succeeded + nowhere
         assert allocated(cluster, placed) == sorted(placed)
