@@ -14,7 +14,10 @@ For each instance of a request, over the cached host table:
    ``shuffle_best_same_weighed_hosts``);
 5. the pick is claimed in SQL; a lost race moves on to the next ranked
    host. The claim is recorded in the cache, and the next instance of the
-   request sees it.
+   request sees it: the resources taken and, for a request with a server
+   group, the instance on its host and the host among the group's hosts
+   (Nova's ``instance_group.hosts``/``members``), so that the affinity
+   filters and weighers place the next instance accordingly.
 
 If an instance cannot be placed, the claims already made for the request
 are released and NoValidHost says which step removed the last hosts::
@@ -33,6 +36,7 @@ import random
 import time
 
 from oslo_log import log as logging
+from oslo_utils import uuidutils
 import numpy as np
 
 from scheduler import conf
@@ -47,6 +51,8 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 CHECK_TYPE_HINT = '_nova_check_type'
+# The first step NoValidHost names for the 2nd..nth instance of a request.
+EARLIER_INSTANCES = 'earlier instances of the request'
 # Rankings sort everything below this many hosts; above, only the best.
 _FULL_SORT_LIMIT = 256
 
@@ -242,6 +248,15 @@ class _Request:
         self.claimed = []
         # Rows whose claim was lost to a concurrent request.
         self.failed = set()
+        # A server group grows as the request's instances are placed: the
+        # request works on a copy of the spec. Instances without a UUID
+        # (nothing claimed) are tracked under made-up ones.
+        self.group = spec.obj_get('instance_group')
+        if self.group is not None:
+            self.spec = spec.obj_clone()
+            self.group = self.spec.instance_group
+            self.placed_uuids = self.uuids or [
+                uuidutils.generate_uuid() for _ in range(self.count)]
 
     def run(self):
         started = time.perf_counter()
@@ -254,7 +269,9 @@ class _Request:
                 mask, order, row = self._place_one(index, mask, steps,
                                                    skip_filters)
                 chosen.append(row)
-                steps = []
+                # The next instance starts from the hosts this one left.
+                steps = [filters.Step(EARLIER_INSTANCES, self.total,
+                                      int(np.count_nonzero(mask)))]
         except Exception:
             self.driver.release(self.claimed)
             raise
@@ -285,6 +302,9 @@ class _Request:
     def _place_one(self, index, mask, steps, skip_filters):
         """Choose (and claim) a host for instance ``index``."""
         started = time.perf_counter()
+        if self.group is not None and self.uuids:
+            # The instance being placed (a move may stay on its host).
+            self.spec.instance_uuid = self.uuids[index]
         result, ranking = self._filter_and_rank(index, mask, steps,
                                                 skip_filters)
         options = CONF.filter_scheduler
@@ -298,7 +318,22 @@ class _Request:
             raise exception.NoValidHost(reason=self._reason(
                 index, result, claims_failed=True))
         self.table = self.table.consumed(row, self.resources)
+        if self.group is not None:
+            self._join_group(index, row)
         return result.mask, order, row
+
+    def _join_group(self, index, row):
+        """Instance ``index`` is on ``row``'s host, for the instances of
+        the request that come after it."""
+        uuid = self.placed_uuids[index]
+        host = self.table.states[row].host
+        if uuid not in self.table.states[row].instances:
+            self.table = host_instances.with_instance(self.table, row, uuid,
+                                                      self.instance_info)
+        if host not in self.group.hosts:
+            self.group.hosts = list(self.group.hosts) + [host]
+        if uuid not in self.group.members:
+            self.group.members = list(self.group.members) + [uuid]
 
     def _claim_first(self, index, order, ranking):
         """Claim on the first host of ``order`` (then of the rest of the

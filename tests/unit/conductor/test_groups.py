@@ -67,3 +67,29 @@ def test_boot_into_a_group_then_into_an_unknown_one(cluster_config):
         assert instance_groups.get(session, 'web').members == tuple(uuids)
     assert row.vm_state == 'error'
     assert row.fault == 'Server group %s could not be found.' % missing
+
+
+def test_anti_affinity_members_land_apart_across_requests(cluster_config):
+    cluster_config.config(
+        enabled_filters=['ComputeFilter', 'RamFilter',
+                         'ServerGroupAntiAffinityFilter',
+                         'ServerGroupAffinityFilter'],
+        group='filter_scheduler')
+    group = _group()
+    hint = {'group': [group.uuid]}
+    with inprocess.Cluster({'h1': HOST, 'h2': HOST, 'h3': HOST}) as cluster:
+        first = cluster.boot(vcpus=1, memory_mb=512, root_gb=1, count=2,
+                             scheduler_hints=hint)
+        rows = cluster.wait_built(first)
+        second = cluster.boot(vcpus=1, memory_mb=512, root_gb=1,
+                              scheduler_hints=hint)
+        rows.update(cluster.wait_built(second))
+        third = cluster.boot(vcpus=1, memory_mb=512, root_gb=1,
+                             scheduler_hints=hint)
+        [refused] = cluster.wait_built(third).values()
+    assert sorted(rows[uuid].host for uuid in first + second) == [
+        'h1', 'h2', 'h3']
+    assert refused.vm_state == 'error'
+    assert 'ServerGroupAntiAffinityFilter 3 -> 0 (removed the last 3)' in (
+        refused.fault)
+    assert not any(host in refused.fault for host in ('h1', 'h2', 'h3'))
