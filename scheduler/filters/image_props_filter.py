@@ -1,0 +1,176 @@
+"""ImagePropertiesFilter: only hosts that can run the requested image.
+
+The image may ask for an architecture (``hw_architecture``), a hypervisor
+type (``img_hv_type``) and a virtual machine mode (``hw_vm_mode``); the
+older names ``architecture``, ``hypervisor_type`` and ``vm_mode`` are read
+when the new ones are absent. Names are canonicalised as Nova does
+(``amd64`` is ``x86_64``, ``i386`` is ``i686``, ``xapi`` is ``xen``, ``hv``
+is ``hvm``...). An image without an architecture asks for
+``[filter_scheduler] image_properties_default_architecture``, if set.
+
+A host passes when the image asks for none of the three, or when one of
+its ``supported_instances`` entries (``[arch, hypervisor type, vm mode]``
+triples the compute reports) contains every one the image asks for, and
+its ``hypervisor_version`` meets ``img_hv_requested_version`` (such as
+``>=6.0, <7.0``; a host reporting no version, or an image asking for none,
+passes that part). Versions are integers of three decimal digits per
+part: 6002001 is 6.2.1. A host that reports no supported instances fails
+an image that asks for anything. Example::
+
+    openstack image set --property hw_architecture=aarch64 \\
+        --property img_hv_requested_version='>=6.0' debian-arm
+"""
+
+import re
+
+from oslo_log import log as logging
+import numpy as np
+
+from scheduler import conf
+from scheduler import filters
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+# (property, legacy name) of what the image may ask for.
+ARCH = ('hw_architecture', 'architecture')
+HV_TYPE = ('img_hv_type', 'hypervisor_type')
+VM_MODE = ('hw_vm_mode', 'vm_mode')
+HV_VERSION = ('img_hv_requested_version', 'hypervisor_version_requires')
+
+_ARCH_ALIASES = {'i386': 'i686', 'i486': 'i686', 'i586': 'i686',
+                 'x86_32': 'i686', 'x86_32p': 'i686', 'amd64': 'x86_64'}
+_HV_TYPE_ALIASES = {'xapi': 'xen'}
+_VM_MODE_ALIASES = {'pv': 'xen', 'hv': 'hvm', 'baremetal': 'hvm'}
+
+_CONDITION = re.compile(r'^\s*(<=|>=|<|>|!=|==)\s*([0-9]+(?:\.[0-9]+)*)\s*$')
+_COMPARE = {
+    '<': lambda a, b: a < b, '<=': lambda a, b: a <= b,
+    '>': lambda a, b: a > b, '>=': lambda a, b: a >= b,
+    '==': lambda a, b: a == b, '!=': lambda a, b: a != b,
+}
+
+
+def _canonical(name, aliases):
+    if name is None:
+        return None
+    name = name.lower()
+    return aliases.get(name, name)
+
+
+def _property(properties, names):
+    for name in names:
+        value = properties.get(name)
+        if value is not None:
+            return value
+    return None
+
+
+def wanted(spec):
+    """``((arch, hv_type, vm_mode), version requirement)`` the spec's image
+    asks for, canonicalised; None in place of what it does not ask."""
+    image = spec.obj_get('image')
+    properties = (image.obj_get('properties') or {}) if image else {}
+    arch = _property(properties, ARCH)
+    if arch is None:
+        arch = CONF.filter_scheduler.image_properties_default_architecture
+    triple = (_canonical(arch, _ARCH_ALIASES),
+              _canonical(_property(properties, HV_TYPE), _HV_TYPE_ALIASES),
+              _canonical(_property(properties, VM_MODE), _VM_MODE_ALIASES))
+    return triple, _property(properties, HV_VERSION)
+
+
+def version_parts(version):
+    """``6002001`` -> ``(6, 2, 1)``: three decimal digits per part."""
+    parts = []
+    while version > 0:
+        version, part = divmod(version, 1000)
+        parts.insert(0, part)
+    return tuple(parts)
+
+
+def _padded(parts, width):
+    return tuple(parts) + (0,) * (width - len(parts))
+
+
+def version_satisfies(version, requirement):
+    """True if the integer ``version`` meets ``requirement``, a comma
+    separated list of ``<op> <dotted version>``; an unreadable requirement
+    is met by no version."""
+    have = version_parts(version)
+    for condition in requirement.split(','):
+        found = _CONDITION.match(condition)
+        if found is None:
+            LOG.warning('Cannot read the hypervisor version requirement %r',
+                        requirement)
+            return False
+        need = tuple(int(part) for part in found.group(2).split('.'))
+        width = max(len(have), len(need))
+        if not _COMPARE[found.group(1)](_padded(have, width),
+                                        _padded(need, width)):
+            return False
+    return True
+
+
+def _frozen(value):
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(item) for item in value)
+    if isinstance(value, dict):
+        return frozenset(value)
+    return value
+
+
+def host_key(host_state):
+    """What the filter reads of a host, hashable."""
+    supported = host_state.supported_instances
+    if not isinstance(supported, (list, tuple)):
+        supported = ()
+    return _frozen(supported), host_state.hypervisor_version
+
+
+def supports(key, triple, requirement):
+    """True if a host of ``key`` (see host_key) can run the image."""
+    if not any(triple):
+        return True
+    supported, version = key
+    if not supported:
+        return False
+    for entry in supported:
+        try:
+            fits = all(part in entry for part in triple if part)
+        except TypeError:
+            fits = False
+        if fits and (not version or not requirement
+                     or version_satisfies(version, requirement)):
+            return True
+    return False
+
+
+class ImagePropertiesFilter(filters.BaseHostFilter):
+    """Passes hosts that support the image's architecture, hypervisor
+    type, vm mode and hypervisor version."""
+
+    RUN_ON_REBUILD = True
+
+    # Images and host capabilities do not change within a request.
+    run_filter_once_per_request = True
+
+    def host_passes(self, host_state, spec):
+        triple, requirement = wanted(spec)
+        if supports(host_key(host_state), triple, requirement):
+            return True
+        LOG.debug('%(host)s does not support the requested image '
+                  'properties %(wanted)s (version %(version)s)',
+                  {'host': host_state, 'wanted': triple,
+                   'version': requirement})
+        return False
+
+    def filter_all(self, host_table, mask, spec):
+        triple, requirement = wanted(spec)
+        if not any(triple):
+            return mask
+        codes, keys = host_table.grouped('image_properties', host_key)
+        answers = np.fromiter(
+            (supports(key, triple, requirement) for key in keys),
+            dtype=np.bool_, count=len(keys))
+        return mask & answers[codes]
