@@ -49,6 +49,8 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 RPC_TOPIC = 'scheduler'
+# How many times select_destinations is sent again after a timeout.
+SELECT_DESTINATIONS_RETRIES = 1
 RPC_API_VERSION = '1.3'
 
 
@@ -63,6 +65,27 @@ class SchedulerAPI:
     def select_destinations(self, ctxt, spec_obj, instance_uuids,
                             return_objects=True, return_alternates=False):
         """Ask a scheduler where to put the instances of ``spec_obj``.
+
+        If no scheduler answers within ``rpc_response_timeout`` (one may
+        have stopped or died with the request in hand), the request is sent
+        once more: claims are keyed on the instance UUIDs and replace any
+        an earlier copy made, so asking twice never claims twice.
+        """
+        for attempt in range(SELECT_DESTINATIONS_RETRIES + 1):
+            try:
+                return self._select_destinations_once(
+                    ctxt, spec_obj, instance_uuids, return_objects,
+                    return_alternates)
+            except messaging.MessagingTimeout:
+                if attempt == SELECT_DESTINATIONS_RETRIES or \
+                        not instance_uuids:
+                    raise
+                LOG.warning('No scheduler answered select_destinations for '
+                            '%s in time; asking again', instance_uuids)
+
+    def _select_destinations_once(self, ctxt, spec_obj, instance_uuids,
+                                  return_objects, return_alternates):
+        """One select_destinations call.
 
         Raises NoValidHost (re-raised from the scheduler) when any instance
         cannot be placed; nothing is then claimed. With ``return_objects``

@@ -40,8 +40,21 @@ LOG = logging.getLogger(__name__)
 
 @db_api.retry_on_deadlock
 def claim_in_sql(node_id, consumer_uuid, resources):
-    """One claim in its own transaction; True if the node had room."""
+    """One claim in its own transaction; True if the node had room.
+
+    A consumer that already holds allocations gives them back first, in the
+    same transaction, as Placement replaces a consumer's allocations: the
+    conductor asks again when a scheduler stopped or died after claiming
+    but before answering, and the earlier answer is void. (Move operations
+    keep the source's allocation under a migration's own consumer UUID.)
+    """
     with db_api.writer() as session:
+        released = claims.release_resources(session, consumer_uuid)
+        if released:
+            LOG.warning('Instance %s held allocations from an earlier copy '
+                        'of this request on node(s) %s; replacing them',
+                        consumer_uuid,
+                        ', '.join(str(node) for node, _ in released))
         return claims.claim_resources(session, node_id, consumer_uuid,
                                       resources)
 

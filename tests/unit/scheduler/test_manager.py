@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 from scheduler import context as gantt_context
 from scheduler.db import api as db_api
+from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import models
 from scheduler import exception
@@ -129,3 +130,18 @@ def test_init_host_rereads_enabled_filters(cloud, config):
             ['AllHostsFilter']
     finally:
         mgr.cleanup_host()
+
+
+def test_repeated_request_replaces_the_earlier_claim(scheduler_manager):
+    """A conductor that timed out asks again with the same instance; the
+    answer to the lost copy must not leave a second claim behind."""
+    for _ in range(2):
+        scheduler_manager.select_destinations(
+            _ctxt(), spec_obj=fakes.spec(vcpus=2, memory_mb=1024),
+            instance_uuids=[UUID_1], return_objects=True)
+    assert _consumers() == [UUID_1]
+    with db_api.reader() as session:
+        nodes = db_compute_nodes.get_nodes(session)
+        assert sum(n.vcpus_used for n in nodes) == 2
+        assert sum(n.memory_mb_used for n in nodes) == 1024
+        assert claims.find_inconsistent_nodes(session) == []
