@@ -14,6 +14,7 @@ has to name a URL.
 import urllib.parse
 
 from oslo_log import log as logging
+import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
 
 from scheduler import conf
@@ -39,10 +40,12 @@ def register_opts():
         return
     logging.register_options(CONF)
     logging.set_defaults(default_log_levels=_DEFAULT_LOG_LEVELS)
+    # Changes the options' own default (not a CONF-level default, which
+    # CONF.reset() would drop), before list_opts() copies them.
+    messaging.set_transport_defaults(control_exchange='gantt')
     for group, opts in messaging_opts.list_opts():
         if group is None:
             CONF.register_opts(opts)
-    CONF.set_default('control_exchange', 'gantt')
     _registered = True
 
 

@@ -71,3 +71,9 @@ def test_mutable_options_are_marked():
         assert CONF._get_opt_info(name, 'filter_scheduler')['opt'].mutable, \
             name
     assert group is not None
+
+
+def test_exchange_default_survives_a_config_reset():
+    config.register_opts()
+    CONF.reset()
+    assert CONF.control_exchange == 'gantt'
