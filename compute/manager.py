@@ -1,8 +1,13 @@
 """ComputeManager: the fake-virt agent's RPC endpoint.
 
 At start it reports its nodes' inventory to the conductor, then again every
-``UPDATE_RESOURCES_INTERVAL`` seconds with its instance counts; its
-heartbeat also goes through the conductor. ``build_and_run_instance``
+``[DEFAULT] report_interval`` seconds with its instance counts; its
+heartbeat also goes through the conductor. With the inventory go the host
+facts filters read, set per agent in ``[fake_virt]``: hypervisor type and
+version, supported instances, host IP, stats (the agent's own
+``num_instances``, ``num_vm_active``, ``num_proj_<project>``,
+``io_workload`` and ``failed_builds``, as Nova's resource tracker counts
+them, plus any configured) and metrics. ``build_and_run_instance``
 "spawns" at once (or after ``[fake_virt] spawn_time``) and reports ACTIVE;
 a failed build (``[fake_virt] build_failure_rate``) goes back to the
 conductor with the alternates, which reschedules it.
@@ -15,6 +20,8 @@ and every ``[filter_scheduler] scheduler_instance_sync_interval`` seconds
 ``sync_instance_info`` with every instance this agent runs.
 """
 
+import collections
+import datetime
 import random
 import threading
 import time
@@ -59,14 +66,19 @@ class ComputeManager(service.Manager):
     target = messaging.Target(version=compute_rpcapi.RPC_API_VERSION)
 
     def __init__(self, host=None, capacity=None, build_failure_rate=None):
-        """``capacity`` (``{'vcpus', 'memory_mb', 'local_gb'}``) and
-        ``build_failure_rate`` override ``[fake_virt]`` for this agent, so
-        one process can run unlike hosts (the demo and the tests do)."""
+        """``capacity`` (``{'vcpus', 'memory_mb', 'local_gb'}``, or any
+        other ``[fake_virt]`` option such as ``hypervisor_version`` or
+        ``stats``) and ``build_failure_rate`` override ``[fake_virt]`` for
+        this agent, so one process can run unlike hosts (the demo and the
+        tests do)."""
         self.host = host or CONF.host
         self.nodes = node_names(self.host, CONF.fake_virt.node_count)
         self.capacity = dict(capacity or {})
         self.build_failure_rate = build_failure_rate
         self._instances = {}   # instance uuid -> node
+        self._projects = {}    # instance uuid -> project id
+        self._building = collections.Counter()   # node -> builds running
+        self._failed_builds = {}   # node -> builds failed since a success
         self._lock = threading.Lock()
         self.conductor_api = None
         self.compute_task_api = None
@@ -103,24 +115,79 @@ class ComputeManager(service.Manager):
             uuids = sorted(self._instances)
         self.scheduler_api.sync_instance_info(context, self.host, uuids)
 
-    def _inventory(self, nodename):
-        fake = CONF.fake_virt
+    def _fake(self, name):
+        """A ``[fake_virt]`` option, as this agent overrides it."""
+        if name in self.capacity:
+            return self.capacity[name]
+        return getattr(CONF.fake_virt, name)
+
+    def _supported_instances(self):
+        triples = [entry.split(':') for entry
+                   in self._fake('supported_instances') or ()]
+        if not triples:
+            return [['x86_64', self._fake('hypervisor_type'), 'hvm']]
+        return [[part.strip() for part in triple] for triple in triples]
+
+    def _metrics(self):
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        metrics = []
+        for name, value in sorted(self._fake('metrics').items()):
+            try:
+                number = float(value)
+            except (TypeError, ValueError):
+                LOG.warning('Ignoring [fake_virt] metric %s: %r is not a '
+                            'number', name, value)
+                continue
+            metrics.append({'name': name, 'value': number, 'timestamp': now,
+                            'source': 'fake_virt'})
+        return metrics
+
+    def _configured_failed_builds(self):
+        try:
+            return int(self._fake('stats').get('failed_builds', 0))
+        except (TypeError, ValueError):
+            return 0
+
+    def _stats(self, nodename):
+        """Nova's compute stats of one node, and the configured ones."""
+        configured = dict(self._fake('stats'))
         with self._lock:
-            count = sum(1 for n in self._instances.values() if n == nodename)
+            on_node = [uuid for uuid, node in self._instances.items()
+                       if node == nodename]
+            projects = collections.Counter(
+                self._projects[uuid] for uuid in on_node
+                if self._projects.get(uuid))
+            building = self._building[nodename]
+            failed = self._failed_builds.get(nodename)
+        if failed is None:
+            failed = self._configured_failed_builds()
+        io_workload = building + self._fake('io_workload')
+        stats = {key: str(value) for key, value in configured.items()}
+        stats.update({'num_instances': str(len(on_node)),
+                      'num_vm_active': str(len(on_node)),
+                      'io_workload': str(io_workload),
+                      'failed_builds': str(failed)})
+        stats.update({'num_proj_%s' % project: str(count)
+                      for project, count in projects.items()})
+        return stats, len(on_node), io_workload
+
+    def _inventory(self, nodename):
+        stats, count, io_workload = self._stats(nodename)
         return {
-            'vcpus': self.capacity.get('vcpus', fake.vcpus),
-            'memory_mb': self.capacity.get('memory_mb', fake.memory_mb),
-            'local_gb': self.capacity.get('local_gb', fake.local_gb),
+            'vcpus': self._fake('vcpus'),
+            'memory_mb': self._fake('memory_mb'),
+            'local_gb': self._fake('local_gb'),
             'reserved_vcpus': CONF.reserved_host_cpus,
             'reserved_memory_mb': CONF.reserved_host_memory_mb,
             'reserved_disk_gb': -(-CONF.reserved_host_disk_mb // 1024),
-            'hypervisor_type': fake.hypervisor_type,
-            'hypervisor_version': fake.hypervisor_version,
-            'host_ip': fake.host_ip,
-            'supported_instances': [['x86_64', fake.hypervisor_type, 'hvm']],
-            'stats': {'num_instances': count},
+            'hypervisor_type': self._fake('hypervisor_type'),
+            'hypervisor_version': self._fake('hypervisor_version'),
+            'host_ip': self._fake('host_ip'),
+            'supported_instances': self._supported_instances(),
+            'stats': stats,
+            'metrics': self._metrics(),
             'num_instances': count,
-            'io_workload': 0,
+            'io_workload': io_workload,
         }
 
     def update_available_resource(self, context):
@@ -136,8 +203,14 @@ class ComputeManager(service.Manager):
                                host_list, 'node %s is not run by %s'
                                % (node, self.host))
             return
-        if CONF.fake_virt.spawn_time:
-            time.sleep(CONF.fake_virt.spawn_time)
+        with self._lock:
+            self._building[node] += 1
+        try:
+            if self._fake('spawn_time'):
+                time.sleep(self._fake('spawn_time'))
+        finally:
+            with self._lock:
+                self._building[node] -= 1
         failure_rate = (CONF.fake_virt.build_failure_rate
                         if self.build_failure_rate is None
                         else self.build_failure_rate)
@@ -147,6 +220,10 @@ class ComputeManager(service.Manager):
             return
         with self._lock:
             self._instances[instance_uuid] = node
+            self._projects[instance_uuid] = request_spec.obj_get(
+                'project_id')
+            # Nova resets the count of failed builds on a success.
+            self._failed_builds[node] = 0
         self.conductor_api.instance_update(
             ctxt, instance_uuid,
             {'vm_state': 'active', 'task_state': None, 'launched_at': True})
@@ -160,6 +237,11 @@ class ComputeManager(service.Manager):
     def _build_failed(self, ctxt, instance_uuid, node, request_spec,
                       host_list, reason):
         LOG.warning('Build of %s failed: %s', instance_uuid, reason)
+        if node in self.nodes:
+            start = self._configured_failed_builds()
+            with self._lock:
+                self._failed_builds[node] = self._failed_builds.get(
+                    node, start) + 1
         if CONF.filter_scheduler.track_instance_changes:
             # The scheduler that chose this host counts the instance here.
             self.scheduler_api.delete_instance_info(ctxt, self.host,

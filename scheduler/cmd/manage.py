@@ -216,9 +216,6 @@ Arg = manage_args.Arg
 Command = manage_args.Command
 Category = manage_args.Category
 _arg = manage_args.arg
-_at_least = manage_args.at_least
-_positive_seconds = manage_args.positive_seconds
-_hint = manage_args.key_value
 
 
 _BINARY = _arg('binary', '--binary', default=compute_manager.BINARY,
@@ -249,26 +246,8 @@ COMMANDS = {
                               'nodes so that they are scheduled to.', []),
     'server': Category('Servers (instances).', {
         'create': Command(manage_server.create, 'Ask the conductor to '
-                          'build servers; print their UUIDs.', [
-            _arg('vcpus', '--vcpus', type=_at_least(1), required=True,
-                 help='vCPUs of each server.'),
-            _arg('ram', '--ram', type=_at_least(1), required=True,
-                 metavar='MB', help='Memory of each server, in MB.'),
-            _arg('disk', '--disk', type=_at_least(0), required=True,
-                 metavar='GB', help='Root disk of each server, in GB.'),
-            _arg('count', '--count', type=_at_least(1), default=1,
-                 help='Number of servers (default: %(default)s).'),
-            _arg('az', '--az', help='Availability zone.'),
-            _arg('hints', '--hint', type=_hint, action='append', default=[],
-                 metavar='KEY=VALUE', help='Scheduler hint; repeatable.'),
-            _arg('name', '--name', help='Display name (NAME-1..NAME-N '
-                 'with --count).'),
-            _arg('project', '--project', help='Project ID.'),
-            _arg('wait', '--wait', action='store_true',
-                 help='Wait until no server is building.'),
-            _arg('timeout', '--timeout', type=_positive_seconds,
-                 default=120.0, metavar='SECONDS',
-                 help='Longest wait (default: %(default)s).')]),
+                          'build servers; print their UUIDs.',
+                          manage_server.CREATE_ARGS),
         'list': Command(manage_server.list_servers, 'List servers.', [
             _arg('host', '--host', help='Only servers on this host.'),
             _arg('state', '--state', help='Only servers in this vm_state '

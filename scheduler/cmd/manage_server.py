@@ -8,7 +8,18 @@ records the instance rows itself when it receives the cast, so with
 that do not exist yet::
 
     gantt-manage server create --vcpus 2 --ram 4096 --disk 40 --count 3 \\
-        --hint group=web --wait --timeout 60
+        --hint group=<server group uuid> --wait --timeout 60
+    gantt-manage server create --vcpus 1 --ram 512 --disk 1 \\
+        --flavor-extra-spec capabilities:stats:gpu=a100 \\
+        --image-property hw_architecture=x86_64 --project p1 \\
+        --hint different_host=<uuid> \\
+        --hint query='[">=", "$free_ram_mb", 1024]'
+
+Hints are checked as Nova's API checks them: ``group``, ``same_host`` and
+``different_host`` take instance or group UUIDs, ``build_near_host_ip`` an
+IP address, ``cidr`` a suffix such as ``/24``, ``query`` JSON; other keys
+pass as they are. The same arguments describe the request that
+``gantt-manage explain`` explains.
 
 ``build_instances`` has no way to carry display names, so with ``--name``
 gantt-manage names the rows itself once the conductor has recorded them (it
@@ -17,6 +28,9 @@ waits for that, at most ``--timeout`` seconds, even without ``--wait``).
 ``server list`` and ``server show`` read the instances table directly.
 """
 
+import ipaddress
+import json
+import re
 import sys
 import time
 
@@ -24,6 +38,7 @@ import oslo_messaging as messaging
 from oslo_utils import uuidutils
 
 from conductor import rpcapi as conductor_rpcapi
+from scheduler.cmd import manage_args
 from scheduler.cmd import manage_table
 from scheduler import conf
 from scheduler import config
@@ -56,23 +71,72 @@ def display_names(name, count):
     return ['%s-%d' % (name, index) for index in range(1, count + 1)]
 
 
-def build_request_spec(vcpus, ram, disk, count, az, hints, project,
-                       instance_uuids):
-    """The RequestSpec of ``count`` servers of the given sizes.
+_CIDR_SUFFIX = re.compile(r'^/[0-9a-fA-F.:]+$')
+# Hints that may be given once only, as in Nova's API.
+_SINGLE_HINTS = ('group', 'build_near_host_ip', 'cidr', 'query')
 
-    ``hints`` is a list of ``(key, value)`` pairs; a key given several times
-    keeps every value, in order, as Nova's scheduler_hints lists do.
-    """
+
+def _check_hint(key, value):
+    """InvalidRequest unless ``value`` is what Nova's API accepts."""
+    if key in ('group', 'same_host', 'different_host'):
+        if not uuidutils.is_uuid_like(value):
+            raise exception.InvalidRequest(
+                reason='hint %s must be a UUID, not %r' % (key, value))
+    elif key == 'build_near_host_ip':
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            raise exception.InvalidRequest(
+                reason='hint build_near_host_ip must be an IP address, '
+                       'not %r' % value)
+    elif key == 'cidr':
+        if not _CIDR_SUFFIX.match(value):
+            raise exception.InvalidRequest(
+                reason="hint cidr must look like '/24', not %r" % value)
+    elif key == 'query':
+        try:
+            json.loads(value)
+        except ValueError as error:
+            raise exception.InvalidRequest(
+                reason='hint query must be JSON: %s' % error)
+
+
+def scheduler_hints_of(hints):
+    """``{key: [values]}`` from ``(key, value)`` pairs, checked; a key
+    given several times keeps every value, in order, as Nova's
+    scheduler_hints lists do."""
     scheduler_hints = {}
     for key, value in hints:
+        _check_hint(key, value)
         scheduler_hints.setdefault(key, []).append(value)
+    for key in _SINGLE_HINTS:
+        if len(scheduler_hints.get(key, ())) > 1:
+            raise exception.InvalidRequest(
+                reason='hint %s may be given once only' % key)
+    return scheduler_hints
+
+
+def build_request_spec(vcpus, ram, disk, count, az, hints, project,
+                       instance_uuids, extra_specs=(), image=None,
+                       image_properties=()):
+    """The RequestSpec of ``count`` servers of the given sizes.
+
+    ``hints``, ``extra_specs`` and ``image_properties`` are lists of
+    ``(key, value)`` pairs; ``image`` an image ID (IsolatedHostsFilter
+    reads it). ``instance_uuids`` may be empty (nothing will be built).
+    """
     flavor = request_spec_obj.Flavor(
         name='%dvcpu-%dmb-%dgb' % (vcpus, ram, disk), vcpus=vcpus,
-        memory_mb=ram, root_gb=disk)
+        memory_mb=ram, root_gb=disk, extra_specs=dict(extra_specs))
+    image_meta = None
+    if image or image_properties:
+        image_meta = request_spec_obj.ImageMeta(
+            id=image, properties=dict(image_properties))
     spec = request_spec_obj.RequestSpec(
-        instance_uuid=instance_uuids[0], num_instances=count,
-        project_id=project, availability_zone=az, flavor=flavor,
-        scheduler_hints=scheduler_hints)
+        instance_uuid=instance_uuids[0] if instance_uuids else None,
+        num_instances=count, project_id=project, availability_zone=az,
+        flavor=flavor, image=image_meta,
+        scheduler_hints=scheduler_hints_of(hints))
     spec.validate()
     return spec
 
@@ -95,10 +159,11 @@ def cast_build(instance_uuids, spec):
 
 
 def create(vcpus, ram, disk, count, az, hints, name, project, wait,
-           timeout):
+           timeout, extra_specs=(), image=None, image_properties=()):
     instance_uuids = [uuidutils.generate_uuid() for _ in range(count)]
     spec = build_request_spec(vcpus, ram, disk, count, az, hints, project,
-                              instance_uuids)
+                              instance_uuids, extra_specs, image,
+                              image_properties)
     names = display_names(name, count)
     if wait or names:
         # Fail before casting rather than leave builds nobody watches.
@@ -196,3 +261,46 @@ def show(uuid):
         ['Field', 'Value'],
         [[column.name, getattr(row, column.name)] for column in columns]))
     return 0
+
+
+# What describes a request: ``server create`` and ``explain`` take these.
+SPEC_ARGS = [
+    manage_args.arg('vcpus', '--vcpus', type=manage_args.at_least(1),
+                    required=True, help='vCPUs of each server.'),
+    manage_args.arg('ram', '--ram', type=manage_args.at_least(1),
+                    required=True, metavar='MB',
+                    help='Memory of each server, in MB.'),
+    manage_args.arg('disk', '--disk', type=manage_args.at_least(0),
+                    required=True, metavar='GB',
+                    help='Root disk of each server, in GB.'),
+    manage_args.arg('count', '--count', type=manage_args.at_least(1),
+                    default=1, help='Number of servers (default: '
+                    '%(default)s).'),
+    manage_args.arg('az', '--az', help='Availability zone.'),
+    manage_args.arg('hints', '--hint', type=manage_args.key_value,
+                    action='append', default=[], metavar='KEY=VALUE',
+                    help='Scheduler hint (group, same_host, different_host, '
+                         'query, build_near_host_ip, cidr...); '
+                         'repeatable.'),
+    manage_args.arg('project', '--project', help='Project ID.'),
+    manage_args.arg('extra_specs', '--flavor-extra-spec',
+                    type=manage_args.key_value, action='append', default=[],
+                    metavar='KEY=VALUE',
+                    help='Extra spec of the flavor; repeatable.'),
+    manage_args.arg('image', '--image', metavar='IMAGE_ID',
+                    help='ID of the image the servers boot from.'),
+    manage_args.arg('image_properties', '--image-property',
+                    type=manage_args.key_value, action='append', default=[],
+                    metavar='KEY=VALUE',
+                    help='Property of the image; repeatable.'),
+]
+
+CREATE_ARGS = SPEC_ARGS + [
+    manage_args.arg('name', '--name', help='Display name (NAME-1..NAME-N '
+                    'with --count).'),
+    manage_args.arg('wait', '--wait', action='store_true',
+                    help='Wait until no server is building.'),
+    manage_args.arg('timeout', '--timeout', type=manage_args.positive_seconds,
+                    default=120.0, metavar='SECONDS',
+                    help='Longest wait (default: %(default)s).'),
+]

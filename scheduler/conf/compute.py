@@ -53,6 +53,45 @@ With one node its name is ``host``; with more, ``<host>-<n>``.
                help="Hypervisor version reported for each node."),
     cfg.StrOpt('host_ip', default='127.0.0.1',
                help="IP address reported for the nodes of this host."),
+    cfg.ListOpt('supported_instances',
+                default=[],
+                help="""
+Instance types each node supports, as ``arch:hypervisor_type:vm_mode``.
+
+What ImagePropertiesFilter compares with an image's ``hw_architecture``,
+``img_hv_type`` and ``hw_vm_mode``.
+
+Possible values:
+
+* Empty (the default): ``x86_64:<hypervisor_type>:hvm``.
+* A list such as ``x86_64:kvm:hvm,aarch64:kvm:hvm``.
+"""),
+    cfg.DictOpt('stats',
+                default={},
+                help="""
+Extra stats each node reports, as ``key:value`` pairs.
+
+The agent reports ``num_instances``, ``num_vm_active``,
+``num_proj_<project>``, ``io_workload`` and ``failed_builds`` itself; the
+keys given here are added (ComputeCapabilitiesFilter and JsonFilter read
+them). A ``failed_builds`` given here is where the agent's count starts.
+"""),
+    cfg.DictOpt('metrics',
+                default={},
+                help="""
+Metrics each node reports, as ``name:value`` pairs with numeric values.
+
+What MetricsFilter and MetricsWeigher read, e.g. ``cpu.percent:12.5``.
+"""),
+    cfg.IntOpt('io_workload',
+               default=0,
+               min=0,
+               help="""
+I/O-heavy operations each node reports beyond its builds in progress.
+
+The agent reports the builds it is running plus this number; IoOpsFilter
+and IoOpsWeigher read it.
+"""),
     cfg.FloatOpt('spawn_time',
                  default=0.0,
                  min=0.0,

@@ -23,6 +23,7 @@ from scheduler import rpc
 from tests.unit.cmd import output
 
 CONF = conf.CONF
+GROUP = '3e1f0b6a-9c2d-4e5f-8a7b-6c5d4e3f2a1b'
 
 
 class FakeConductor:
@@ -68,8 +69,8 @@ def fake_conductor(config):
 def test_server_create_casts_the_request_spec(fake_conductor, run):
     result = run('server', 'create', '--vcpus', '2', '--ram', '4096',
                  '--disk', '40', '--count', '3', '--az', 'az1',
-                 '--hint', 'group=web', '--hint', 'foo=a', '--hint', 'foo=b',
-                 '--project', 'p1')
+                 '--hint', 'group=%s' % GROUP, '--hint', 'foo=a',
+                 '--hint', 'foo=b', '--project', 'p1')
     assert result.code == 0, result.err
     printed = result.out.split()
     assert len(printed) == 3 and all(output.UUID_RE.match(u) for u in printed)
@@ -84,7 +85,7 @@ def test_server_create_casts_the_request_spec(fake_conductor, run):
     assert (spec.flavor.vcpus, spec.flavor.memory_mb, spec.flavor.root_gb) \
         == (2, 4096, 40)
     assert spec.resources() == claims.Resources(2, 4096, 40)
-    assert spec.scheduler_hints == {'group': ['web'], 'foo': ['a', 'b']}
+    assert spec.scheduler_hints == {'group': [GROUP], 'foo': ['a', 'b']}
     assert spec.availability_zone == 'az1'
     assert spec.project_id == 'p1'
     # The transport belongs to the caller: gantt-manage left it alone.
@@ -174,3 +175,49 @@ def test_server_create_names_the_rows_once_recorded(database, fake_conductor,
     with db_api.reader() as session:
         row = db_instances.get(session, uuid)
     assert (row.display_name, row.vm_state) == ('solo', 'building')
+
+
+def test_server_create_carries_extra_specs_image_and_hints(fake_conductor,
+                                                           run):
+    result = run('server', 'create', '--vcpus', '1', '--ram', '512',
+                 '--disk', '1', '--flavor-extra-spec',
+                 'capabilities:stats:gpu=a100', '--flavor-extra-spec',
+                 'hw:cpu_policy=shared', '--image', 'img-1',
+                 '--image-property', 'hw_architecture=x86_64',
+                 '--hint', 'same_host=%s' % GROUP,
+                 '--hint', 'build_near_host_ip=10.0.0.7',
+                 '--hint', 'cidr=/24',
+                 '--hint', 'query=[">=", "$free_ram_mb", 1024]')
+    assert result.code == 0, result.err
+    _uuids, spec, _lists, _failure = fake_conductor.received.get(timeout=10)
+    assert spec.flavor.extra_specs == {
+        'capabilities:stats:gpu': 'a100', 'hw:cpu_policy': 'shared'}
+    assert spec.image.id == 'img-1'
+    assert spec.image.properties == {'hw_architecture': 'x86_64'}
+    assert spec.scheduler_hints == {
+        'same_host': [GROUP], 'build_near_host_ip': ['10.0.0.7'],
+        'cidr': ['/24'], 'query': ['[">=", "$free_ram_mb", 1024]']}
+
+
+@pytest.mark.parametrize('hint, words', [
+    ('group=web', 'hint group must be a UUID'),
+    ('different_host=h1', 'hint different_host must be a UUID'),
+    ('build_near_host_ip=10.0.0', 'build_near_host_ip must be an IP'),
+    ('cidr=24', "hint cidr must look like '/24'"),
+    ('query=[">=", "$free_ram_mb"', 'hint query must be JSON'),
+])
+def test_server_create_refuses_hints_nova_would_refuse(fake_conductor, run,
+                                                       hint, words):
+    result = run('server', 'create', '--vcpus', '1', '--ram', '512',
+                 '--disk', '1', '--hint', hint)
+    assert result.code == 1
+    assert words in result.err
+    assert fake_conductor.received.empty()
+
+
+def test_server_create_refuses_a_second_group(fake_conductor, run):
+    result = run('server', 'create', '--vcpus', '1', '--ram', '512',
+                 '--disk', '1', '--hint', 'group=%s' % GROUP,
+                 '--hint', 'group=%s' % GROUP)
+    assert result.code == 1
+    assert 'hint group may be given once only' in result.err
