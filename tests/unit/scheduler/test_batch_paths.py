@@ -1,18 +1,48 @@
 """Property test: the batch paths of every built-in filter and weigher
-agree with their per-host paths, on random hosts and requests."""
+agree with their per-host paths, on random hosts, requests and options.
+
+Hosts carry random stats, metrics, supported instances and IPs; their
+aggregates set zones, ratios, limits, tenants, flavors, extra specs and
+multipliers (valid or not); requests carry extra specs, image properties,
+projects, retries and JsonFilter queries; the options the filters and
+weighers read are drawn too. Where one path raises, the other must raise
+the same exception.
+"""
+
+import contextlib
+import json
 
 import hypothesis
 from hypothesis import strategies as st
 import numpy as np
 
+from scheduler import conf
 from scheduler import filters
+from scheduler.filters import json_query
 from scheduler import loadables
+from scheduler.objects import request_spec
 from scheduler import weights
 from tests.unit.scheduler import fakes
 
+CONF = conf.CONF
 ZONES = ('az1', 'az2', 'nova')
 MULTIPLIER_KEYS = ('ram_weight_multiplier', 'cpu_weight_multiplier',
-                   'disk_weight_multiplier')
+                   'disk_weight_multiplier', 'io_ops_weight_multiplier',
+                   'build_failure_weight_multiplier',
+                   'num_instances_weight_multiplier',
+                   'hypervisor_version_weight_multiplier',
+                   'metrics_weight_multiplier', 'pci_weight_multiplier')
+RATIO_KEYS = ('ram_allocation_ratio', 'cpu_allocation_ratio',
+              'disk_allocation_ratio')
+LIMIT_KEYS = ('max_io_ops_per_host', 'max_instances_per_host')
+FLAVOR_NAMES = ('m1.tiny', 'm1.small', 'm1.xl')
+PROJECTS = ('p1', 'p2', 'p3')
+IMAGES = ('img-iso', 'img-plain')
+ARCHES = ('x86_64', 'aarch64', 'i686', 'amd64', 'i386', 'X86_64')
+HV_TYPES = ('qemu', 'kvm', 'xen', 'xapi')
+VM_MODES = ('hvm', 'xen', 'hv', 'pv', 'exe')
+METRICS = ('cpu.percent', 'mem.free', 'load')
+WORDS = ('true', 'false', 'a100', 'k80', 'r1', 'r2', '1', '10', '100')
 FILTERS = [cls() for cls in loadables.load_filter_classes(
     ['all_filters'], loadables.entry_point_names(loadables.FILTER_NAMESPACE))]
 WEIGHERS = [cls() for cls in loadables.load_weigher_classes(
@@ -22,6 +52,36 @@ ratios = st.sampled_from([0.5, 1.0, 1.1, 1.5, 2.0, 3.3, 16.0])
 multiplier_values = st.one_of(
     st.floats(-5, 5, allow_nan=False).map(repr),
     st.sampled_from(['', 'many', 'nan', '1e400', ' 2 ']))
+ratio_values = st.one_of(st.sampled_from(['0.5', '1.0', '1.5', '16', ' 2 ']),
+                         st.sampled_from(['', 'x', 'inf', '-1']))
+limit_values = st.one_of(st.integers(0, 70).map(str),
+                         st.sampled_from(['', '2.5', 'lots', ' 4 ']))
+
+
+def comma_list(values):
+    return st.lists(st.sampled_from(values), min_size=1,
+                    max_size=3).map(', '.join)
+
+
+@st.composite
+def aggregate_metadata(draw):
+    """Metadata for one aggregate: any of the keys the filters and
+    weighers read, with good and bad values."""
+    metadata = {}
+    if draw(st.booleans()):
+        metadata['availability_zone'] = draw(st.sampled_from(ZONES))
+    optional = {
+        RATIO_KEYS: ratio_values, LIMIT_KEYS: limit_values,
+        MULTIPLIER_KEYS: multiplier_values,
+        ('instance_type',): comma_list(FLAVOR_NAMES),
+        ('filter_tenant_id', 'filter_tenant_id_2'): comma_list(PROJECTS),
+        ('ssd', 'speed', 'os_type', 'iso.os_type'): comma_list(WORDS),
+    }
+    for keys, values in optional.items():
+        for key in keys:
+            if draw(st.integers(0, 3)) == 0:
+                metadata[key] = draw(values)
+    return metadata
 
 
 @st.composite
@@ -32,12 +92,7 @@ def clouds(draw):
                           min_size=1, max_size=25))
     aggregates = []
     for number in range(draw(st.integers(0, 4))):
-        metadata = {}
-        if draw(st.booleans()):
-            metadata['availability_zone'] = draw(st.sampled_from(ZONES))
-        for key in MULTIPLIER_KEYS:
-            if draw(st.booleans()):
-                metadata[key] = draw(multiplier_values)
+        metadata = draw(aggregate_metadata())
         members = draw(st.sets(st.sampled_from(names)))
         aggregates.append(fakes.aggregate('agg%d' % number, members,
                                           **metadata))
@@ -86,19 +141,170 @@ def host_states(draw, name, nodename, aggregates):
         fields[used] = draw(usage(fields[total], fields[ratio],
                                   fields[reserved]))
     small = st.integers(0, 64)
+    fields.update(draw(host_facts()))
     return fakes.host_state(
         name, nodename=nodename, svc=svc, aggregates=mine, zones=zones,
         io_workload=draw(small), num_instances=draw(small), **fields)
+
+
+@st.composite
+def host_facts(draw):
+    """What computes report beyond capacity: stats, metrics, supported
+    instances, hypervisor, IP."""
+    stats = {}
+    for key, values in (('failed_builds', st.one_of(
+            st.integers(0, 5), st.sampled_from(['3', 'x']))),
+            ('gpu', st.sampled_from(WORDS)),
+            ('ssd', st.sampled_from(WORDS)),
+            ('cpu', st.sampled_from(['{"vendor": "intel"}', 'nojson'])),
+            ('hypervisor_type', st.sampled_from(HV_TYPES))):
+        if draw(st.booleans()):
+            stats[key] = draw(values)
+    metrics = [{'name': metric, 'value': draw(st.one_of(
+        st.integers(-100, 100), st.floats(-1e3, 1e3, allow_nan=False),
+        st.sampled_from([None, 'x'])))}
+        for metric in draw(st.sets(st.sampled_from(METRICS)))]
+    supported = draw(st.lists(st.tuples(
+        st.sampled_from(ARCHES[:3]), st.sampled_from(HV_TYPES[:3]),
+        st.sampled_from(VM_MODES[::2])).map(list), max_size=3))
+    return dict(
+        stats=stats, metrics=metrics, supported_instances=supported,
+        hypervisor_type=draw(st.sampled_from(HV_TYPES)),
+        hypervisor_version=draw(st.sampled_from(
+            [0, 1000, 6000000, 6002001, 7000000])),
+        host_ip=draw(st.sampled_from([
+            None, 'bogus', '10.0.0.5', '10.0.1.9', '10.1.0.1',
+            '2001:db8::5', '2001:db8:1::9'])))
 
 
 def amounts(top):
     return st.one_of(st.integers(0, 4), st.integers(0, top))
 
 
-specs = st.builds(
-    fakes.spec, vcpus=amounts(40), memory_mb=amounts(70000),
-    root_gb=amounts(1000), ephemeral_gb=amounts(500), swap=amounts(8192),
-    availability_zone=st.sampled_from([None, 'az1', 'az2', 'nova', 'x']))
+EXTRA_SPEC_KEYS = (
+    'capabilities:hypervisor_type', 'capabilities:vcpus_total',
+    'capabilities:free_ram_mb', 'capabilities:stats:gpu', 'capabilities:gpu',
+    'capabilities:cpu:vendor', 'capabilities:consumed', 'ssd', 'gpu',
+    'free_ram_mb', 'aggregate_instance_extra_specs:speed',
+    'aggregate_instance_extra_specs:ssd', 'hw:cpu_policy')
+REQUIREMENTS = st.one_of(
+    st.sampled_from(WORDS + HV_TYPES + ('intel',)),
+    st.tuples(st.sampled_from(['=', '==', '!=', '>=', '<=', 's==', 's!=',
+                               's<', 's>=', '<in>', '<all-in>', '<or>']),
+              st.lists(st.sampled_from(WORDS + ('16', '4096', 'x')),
+                       min_size=0, max_size=3)).map(
+        lambda parts: ' '.join([parts[0]] + parts[1])))
+VARIABLES = ('$free_ram_mb', '$num_instances', '$vcpus_total',
+             '$cpu_allocation_ratio', '$stats.gpu', '$stats.failed_builds',
+             '$hypervisor_type', '$hypervisor_version', '$host',
+             '$stats.none', '$stats')
+literals = st.one_of(
+    st.integers(-5, 70000), st.floats(-10, 10, allow_nan=False),
+    st.booleans(), st.sampled_from(WORDS + HV_TYPES + ('', None)),
+    st.sampled_from(VARIABLES), st.just({'gpu': 'k80'}))
+queries = st.recursive(
+    st.tuples(st.sampled_from(sorted(json_query.COMMANDS)),
+              st.lists(literals, max_size=3)).map(
+        lambda parts: [parts[0]] + parts[1]),
+    lambda inner: st.tuples(
+        st.sampled_from(sorted(json_query.COMMANDS)),
+        st.lists(st.one_of(literals, inner), max_size=3)).map(
+            lambda parts: [parts[0]] + parts[1]),
+    max_leaves=8)
+
+
+@st.composite
+def specs(draw):
+    spec = fakes.spec(
+        vcpus=draw(amounts(40)), memory_mb=draw(amounts(70000)),
+        root_gb=draw(amounts(1000)), ephemeral_gb=draw(amounts(500)),
+        swap=draw(amounts(8192)),
+        availability_zone=draw(st.sampled_from(
+            [None, 'az1', 'az2', 'nova', 'x'])),
+        project_id=draw(st.sampled_from((None,) + PROJECTS)))
+    spec.flavor.name = draw(st.sampled_from((None,) + FLAVOR_NAMES))
+    spec.flavor.extra_specs = draw(st.dictionaries(
+        st.sampled_from(EXTRA_SPEC_KEYS), REQUIREMENTS, max_size=3))
+    if draw(st.booleans()):
+        properties = draw(st.fixed_dictionaries({}, optional={
+            'hw_architecture': st.sampled_from(ARCHES),
+            'img_hv_type': st.sampled_from(HV_TYPES),
+            'hw_vm_mode': st.sampled_from(VM_MODES),
+            'img_hv_requested_version': st.sampled_from(
+                ['>=6.0', '<7.0, >= 6.2', '== 1.0', 'soon']),
+            'os_type': st.sampled_from(WORDS),
+            'iso.os_type': st.sampled_from(WORDS)}))
+        spec.image = request_spec.ImageMeta(
+            id=draw(st.sampled_from(IMAGES)), properties=properties)
+    hints = {}
+    if draw(st.integers(0, 2)) == 0:
+        hints['query'] = [json.dumps(draw(queries))]
+    if draw(st.integers(0, 3)) == 0:
+        hints['build_near_host_ip'] = [draw(st.sampled_from(
+            ['10.0.0.1', '10.1.2.3', '2001:db8::1']))]
+        if draw(st.booleans()):
+            hints['cidr'] = [draw(st.sampled_from(['/8', '/24', '/64']))]
+    spec.scheduler_hints = hints
+    if draw(st.booleans()):
+        spec.retry = request_spec.SchedulerRetries(hosts=draw(st.lists(
+            st.tuples(st.sampled_from('aAbc'),
+                      st.sampled_from(['n0', 'n1', 'n2', 'n3'])).map(list),
+            max_size=3)))
+    return spec
+
+
+# Options the filters and weighers read: {group: {name: values}}.
+OPTION_VALUES = {
+    'filter_scheduler': {
+        'max_io_ops_per_host': st.integers(0, 40),
+        'max_instances_per_host': st.integers(1, 40),
+        'isolated_images': st.lists(st.sampled_from(IMAGES), max_size=1),
+        'isolated_hosts': st.lists(st.sampled_from('aAbc'), max_size=2),
+        'restrict_isolated_hosts_to_isolated_images': st.booleans(),
+        'aggregate_image_properties_isolation_namespace':
+            st.sampled_from([None, 'iso']),
+        'image_properties_default_architecture':
+            st.sampled_from([None, 'x86_64', 'aarch64']),
+        'io_ops_weight_multiplier': st.floats(-2, 2),
+        'num_instances_weight_multiplier': st.floats(-2, 2),
+        'build_failure_weight_multiplier': st.sampled_from([0.0, 1e6]),
+    },
+    'metrics': {
+        'weight_setting': st.lists(st.tuples(
+            st.sampled_from(METRICS), st.sampled_from(
+                ['1', '-2.5', '0', 'x'])).map('='.join), max_size=2),
+        'required': st.booleans(),
+        'weight_multiplier': st.sampled_from([-1.0, 0.0, 2.0]),
+    },
+}
+
+
+@st.composite
+def options(draw):
+    return {group: {name: draw(values) for name, values in names.items()
+                    if draw(st.booleans())}
+            for group, names in OPTION_VALUES.items()}
+
+
+@contextlib.contextmanager
+def overridden(drawn):
+    try:
+        for group, values in drawn.items():
+            for name, value in values.items():
+                CONF.set_override(name, value, group=group)
+        yield
+    finally:
+        for group, values in drawn.items():
+            for name in values:
+                CONF.clear_override(name, group=group)
+
+
+def outcome(call, *args):
+    """What ``call(*args)`` returns, or the type of what it raises."""
+    try:
+        return 'returned', call(*args)
+    except Exception as error:  # noqa: BLE001 - compared, not hidden
+        return 'raised', type(error)
 
 settings = hypothesis.settings(
     max_examples=150, deadline=None,
@@ -131,42 +337,98 @@ class PerHostFilter:
         return self.inner.host_passes(host_state, spec)
 
 
+def _batch_mask(filter_obj, hosts, mask, spec):
+    return list(filter_obj.filter_all(hosts, mask, spec))
+
+
+def _host_by_host(filter_obj, states, mask, spec):
+    return [bool(mask[row]) and filter_obj.host_passes(state, spec)
+            for row, state in enumerate(states)]
+
+
+def _run(filter_list, hosts, mask, spec):
+    result = filters.HostFilterHandler().run_filters(filter_list, hosts,
+                                                     mask, spec)
+    return list(result.mask), [tuple(s)[1:] for s in result.steps]
+
+
 @settings
-@hypothesis.given(clouds(), specs)
-def test_filters_agree(cloud, spec):
+@hypothesis.given(clouds(), specs(), options())
+def test_filters_agree(cloud, spec, drawn):
     states, aggregates, mask = cloud
     hosts = fakes.table(states, aggregates)
-    for filter_obj in FILTERS:
-        batch = filter_obj.filter_all(hosts, mask, spec)
-        one_by_one = [bool(mask[row]) and filter_obj.host_passes(state, spec)
-                      for row, state in enumerate(states)]
-        assert list(batch) == one_by_one, type(filter_obj).__name__
-    handler = filters.HostFilterHandler()
-    together = handler.run_filters(FILTERS, hosts, mask, spec)
-    wrapped = handler.run_filters([PerHostFilter(f) for f in FILTERS],
-                                  hosts, mask, spec)
-    assert list(together.mask) == list(wrapped.mask)
-    assert [tuple(s)[1:] for s in together.steps] == [
-        tuple(s)[1:] for s in wrapped.steps]
+    with overridden(drawn):
+        for filter_obj in FILTERS:
+            assert outcome(_batch_mask, filter_obj, hosts, mask, spec) == (
+                outcome(_host_by_host, filter_obj, states, mask, spec)), (
+                    type(filter_obj).__name__)
+        assert outcome(_run, FILTERS, hosts, mask, spec) == outcome(
+            _run, [PerHostFilter(f) for f in FILTERS], hosts, mask, spec)
+
+
+def _raw_batch(weigher, hosts, rows, spec):
+    return list(weigher.weigh_all(hosts, rows, spec))
+
+
+def _raw_each(weigher, states, rows, spec):
+    return [float(weigher._weigh_object(states[row], spec)) for row in rows]
 
 
 @settings
-@hypothesis.given(clouds(), specs)
-def test_weighers_agree(cloud, spec):
+@hypothesis.given(clouds(), specs(), options())
+def test_weighers_agree(cloud, spec, drawn):
     states, aggregates, mask = cloud
     hosts = fakes.table(states, aggregates)
     rows = np.flatnonzero(mask)
-    for weigher in WEIGHERS:
-        batch = weigher.weigh_all(hosts, rows, spec)
-        one_by_one = [float(weigher._weigh_object(states[row], spec))
-                      for row in rows]
-        assert list(batch) == one_by_one, type(weigher).__name__
-        multipliers = np.broadcast_to(
-            weigher.weight_multipliers(hosts, rows), (len(rows),))
-        assert list(multipliers) == [weigher.weight_multiplier(states[row])
-                                     for row in rows]
-    handler = weights.HostWeightHandler()
-    np.testing.assert_allclose(
-        handler.weigh(WEIGHERS, hosts, rows, spec),
-        handler.weigh([PerHostWeigher(w) for w in WEIGHERS], hosts, rows,
-                      spec), rtol=1e-12, atol=1e-12)
+    with overridden(drawn):
+        for weigher in WEIGHERS:
+            assert outcome(_raw_batch, weigher, hosts, rows, spec) == (
+                outcome(_raw_each, weigher, states, rows, spec)), (
+                    type(weigher).__name__)
+            multipliers = np.broadcast_to(
+                weigher.weight_multipliers(hosts, rows), (len(rows),))
+            assert list(multipliers) == [
+                weigher.weight_multiplier(states[row]) for row in rows]
+        handler = weights.HostWeightHandler()
+        together = outcome(handler.weigh, WEIGHERS, hosts, rows, spec)
+        wrapped = outcome(handler.weigh, [PerHostWeigher(w)
+                                          for w in WEIGHERS],
+                          hosts, rows, spec)
+    assert together[0] == wrapped[0]
+    if together[0] == 'raised':
+        assert together == wrapped
+    else:
+        np.testing.assert_allclose(together[1], wrapped[1], rtol=1e-12,
+                                   atol=1e-12)
+
+
+@settings
+@hypothesis.given(clouds(), st.lists(specs(), min_size=1, max_size=3),
+                  st.lists(st.tuples(st.integers(0, 24),
+                                     host_facts()), max_size=4))
+def test_filters_agree_on_tables_derived_by_replace(cloud, spec_list,
+                                                    changes):
+    """Per-state values a table carried over from an older one (through
+    replace and consumed) match the HostStates it holds."""
+    states, aggregates, mask = cloud
+    hosts = fakes.table(states, aggregates)
+    for spec, (row, facts) in zip(spec_list * 4, changes + [(0, None)] * 4):
+        for filter_obj in FILTERS:
+            outcome(_batch_mask, filter_obj, hosts, mask, spec)
+        for weigher in WEIGHERS:
+            outcome(_raw_batch, weigher, hosts, np.flatnonzero(mask), spec)
+        if facts is not None:
+            row %= len(states)
+            fields = {name: getattr(hosts.states[row], name)
+                      for name in hosts.states[row].NODE_FIELDS}
+            fields.update(facts)
+            old = hosts.states[row]
+            hosts = hosts.replace({row: type(old)(
+                service=old.service, aggregates=old.aggregates,
+                availability_zones=old.availability_zones, **fields)})
+        hosts = hosts.consumed(0, spec.resources())
+        fresh = fakes.table(hosts.states, aggregates)
+        for filter_obj in FILTERS:
+            assert outcome(_batch_mask, filter_obj, hosts, mask, spec) == (
+                outcome(_batch_mask, filter_obj, fresh, mask, spec)), (
+                    type(filter_obj).__name__)
