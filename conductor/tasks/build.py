@@ -50,6 +50,18 @@ def join_group(instance_uuids, request_spec):
 
     :raises: InstanceGroupNotFound, InvalidRequest (several groups)
     """
+    return load_group(request_spec, joining=instance_uuids)
+
+
+def load_group(request_spec, joining=()):
+    """Set ``request_spec.instance_group`` from the ``group`` hint, as
+    Nova's conductor sends it: policy, rules, every member (``joining``
+    added as members first) and the hosts of the members that have one.
+    Without ``joining`` nothing is written. The group, or None without
+    the hint.
+
+    :raises: InstanceGroupNotFound, InvalidRequest (several groups)
+    """
     hint = request_spec.get_scheduler_hint('group')
     if not hint:
         return None
@@ -57,10 +69,11 @@ def join_group(instance_uuids, request_spec):
         raise exception.InvalidRequest(
             reason='the group hint names one server group, not %d'
             % len(hint))
-    with db_api.writer() as session:
+    with (db_api.writer() if joining else db_api.reader()) as session:
         group = db_groups.get(session, hint)
-        db_groups.add_members(session, group.id, instance_uuids)
-        group = db_groups.get(session, group.uuid)
+        if joining:
+            db_groups.add_members(session, group.id, joining)
+            group = db_groups.get(session, group.uuid)
         hosts = db_groups.member_hosts(session, group.members)
     request_spec.instance_group = request_spec_obj.InstanceGroup(
         uuid=group.uuid, name=group.name, policy=group.policy,

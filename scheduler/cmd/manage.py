@@ -20,6 +20,7 @@ Options of gantt-manage itself come before the command::
     gantt-manage aggregate create rack1 --availability-zone az1
     gantt-manage aggregate add-host rack1 compute1
     gantt-manage server-group create web anti-affinity
+    gantt-manage explain --vcpus 1 --ram 512 --disk 1 --hint group=<uuid>
 
 Exit codes: 0 success; 1 failure (an error, an unknown service or server,
 an inconsistent database, a server that ended in ERROR); 2 bad usage, or a
@@ -43,6 +44,7 @@ from sqlalchemy import exc as sa_exc
 from compute import manager as compute_manager
 from scheduler.cmd import manage_aggregate
 from scheduler.cmd import manage_args
+from scheduler.cmd import manage_explain
 from scheduler.cmd import manage_server
 from scheduler.cmd import manage_server_group
 from scheduler.cmd import manage_table
@@ -257,6 +259,10 @@ COMMANDS = {
     }),
     'aggregate': manage_aggregate.CATEGORY,
     'server-group': manage_server_group.CATEGORY,
+    'explain': Command(manage_explain.explain, 'Show, claiming nothing, '
+                       'which filters would remove which hosts and why, '
+                       'and how the weighers would rank the rest.',
+                       manage_server.SPEC_ARGS),
 }
 
 

@@ -20,7 +20,11 @@ For each instance of a request, over the cached host table:
    filters and weighers place the next instance accordingly.
 
 If an instance cannot be placed, the claims already made for the request
-are released and NoValidHost says which step removed the last hosts::
+are released and NoValidHost says which step removed the last hosts.
+
+:meth:`FilterScheduler.explain` runs the same steps without claiming and
+reports, per instance, the hosts each filter removed and why, and each
+weigher's part in the ranking (``gantt-manage explain``)::
 
     driver = filter_scheduler.FilterScheduler()
     try:
@@ -41,6 +45,7 @@ import numpy as np
 
 from scheduler import conf
 from scheduler.drivers import base
+from scheduler.drivers import explain as explain_mod
 from scheduler import exception
 from scheduler import filters
 from scheduler import host_instances
@@ -210,6 +215,19 @@ class FilterScheduler(base.Scheduler):
     def _host_table(self, context):
         return self.host_manager.request_snapshot()
 
+    def explain(self, context, spec):
+        """How ``spec`` would be placed now, claiming nothing: an
+        :class:`scheduler.drivers.explain.Explanation`."""
+        spec.validate()
+        recorder = explain_mod.Recorder(self.weight_handler)
+        request = _Request(self, spec, None, False, self._host_table(context),
+                           observer=recorder)
+        try:
+            request.run()
+        except exception.NoValidHost as error:
+            return recorder.explanation(request.total, error)
+        return recorder.explanation(request.total)
+
     def select_destinations(self, context, spec, instance_uuids=None,
                             return_alternates=False):
         spec.validate()
@@ -229,8 +247,10 @@ class _Request:
     """The work of one select_destinations call."""
 
     def __init__(self, driver, spec, instance_uuids, return_alternates,
-                 table):
+                 table, observer=None):
         self.driver = driver
+        # Told of each filter's effect and of each ranking (explain).
+        self.observer = observer
         self.spec = spec
         self.uuids = list(instance_uuids or [])
         self.count = len(self.uuids) or spec.num_instances
@@ -292,12 +312,17 @@ class _Request:
         else:
             result = self.driver.filter_handler.run_filters(
                 self.filters, self.table, mask, self.spec, index=index,
-                steps=steps, total=self.total)
+                steps=steps, total=self.total,
+                on_filter=self.observer and self.observer.filtered)
         rows = np.flatnonzero(result.mask)
         host_weights = self.driver.weight_handler.weigh(
             self.weighers, self.table, rows, self.spec)
         need = CONF.filter_scheduler.host_subset_size + self.num_alts + 1
-        return result, Ranking(rows, host_weights, need)
+        ranking = Ranking(rows, host_weights, need)
+        if self.observer is not None:
+            self.observer.ranked(index, self.weighers, self.table, self.spec,
+                                 result, ranking)
+        return result, ranking
 
     def _place_one(self, index, mask, steps, skip_filters):
         """Choose (and claim) a host for instance ``index``."""
@@ -317,6 +342,8 @@ class _Request:
         if row is None:
             raise exception.NoValidHost(reason=self._reason(
                 index, result, claims_failed=True))
+        if self.observer is not None:
+            self.observer.placed(index, self.table.states[row])
         self.table = self.table.consumed(row, self.resources)
         if self.group is not None:
             self._join_group(index, row)

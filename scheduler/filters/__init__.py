@@ -146,7 +146,7 @@ class HostFilterHandler:
     """Runs filters in order over a host table."""
 
     def run_filters(self, filters, host_table, mask, spec, index=0,
-                    steps=(), total=None):
+                    steps=(), total=None, on_filter=None):
         """Apply ``filters`` to the hosts of ``mask``; a FilterResult.
 
         :param index: which instance of the request this is (0-based);
@@ -154,6 +154,9 @@ class HostFilterHandler:
         :param steps: earlier restrictions to report before the filters.
         :param total: the host count the explanation starts from
             (default: the hosts in ``mask``).
+        :param on_filter: called as ``on_filter(filter_obj, host_table,
+            spec, before, after)`` with the masks around each filter that
+            ran (what ``gantt-manage explain`` reports).
         """
         count = int(np.count_nonzero(mask))
         total = count if total is None else total
@@ -169,7 +172,10 @@ class HostFilterHandler:
             else:
                 passed = host_passes_each(filter_obj, host_table, mask, spec)
             # A filter can only remove hosts, never bring one back.
+            before_mask = mask
             mask = mask & np.asarray(passed, dtype=np.bool_)
+            if on_filter is not None:
+                on_filter(filter_obj, host_table, spec, before_mask, mask)
             before, count = count, int(np.count_nonzero(mask))
             steps.append(Step(name, before, count))
             LOG.debug('Filter %s returned %d host(s)', name, count)

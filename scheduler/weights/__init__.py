@@ -134,10 +134,19 @@ class HostWeightHandler:
         One host or none: all weights are 0, as in Nova, and no weigher
         runs.
         """
-        rows = np.asarray(rows, dtype=np.intp)
         totals = np.zeros(len(rows))
+        for _weigher, weighted in self.contributions(weighers, host_table,
+                                                     rows, spec):
+            totals += weighted
+        return totals
+
+    def contributions(self, weighers, host_table, rows, spec):
+        """Yield ``(weigher, multiplier * normalized weights)`` of each
+        weigher over ``rows``: what each adds to the totals of
+        :meth:`weigh` (``gantt-manage explain`` shows them)."""
+        rows = np.asarray(rows, dtype=np.intp)
         if len(rows) <= 1:
-            return totals
+            return
         for weigher in weighers:
             if isinstance(weigher, BaseHostWeigher):
                 raw = weigher.weigh_all(host_table, rows, spec)
@@ -150,5 +159,4 @@ class HostWeightHandler:
                      for row in rows), dtype=np.float64, count=len(rows))
             normalized = normalize(raw, getattr(weigher, 'minval', None),
                                    getattr(weigher, 'maxval', None))
-            totals += multipliers * normalized
-        return totals
+            yield weigher, multipliers * normalized

@@ -1,0 +1,81 @@
+"""FilterScheduler.explain: the same steps as select_destinations, nothing
+claimed, with the hosts each filter removed and each weigher's part."""
+
+import pytest
+
+from scheduler.drivers import explain
+from scheduler.drivers import filter_scheduler
+from scheduler import exception
+from scheduler import filters
+from tests.unit.scheduler import fakes
+from tests.unit.scheduler import group_fakes as gf
+
+
+@pytest.fixture
+def driver(cloud, make_driver, config):
+    config.config(ram_weight_multiplier=2.0, group='filter_scheduler')
+    config.config(enabled_filters=[
+        'AvailabilityZoneFilter', 'ComputeFilter', 'RamFilter', 'CoreFilter',
+        'DiskFilter', 'ServerGroupAntiAffinityFilter'],
+        group='filter_scheduler')
+    cloud.add_node('big', memory_mb=16384)
+    cloud.add_node('mid', memory_mb=8192)
+    cloud.add_node('tiny', memory_mb=1024)
+    cloud.add_node('off', memory_mb=16384)
+    cloud.disable('off', reason='swap')
+    return make_driver(filter_scheduler.FilterScheduler)
+
+
+def test_filters_removed_hosts_with_reasons_and_weigher_parts(driver,
+                                                              cloud):
+    explanation = driver.explain(None, fakes.spec(memory_mb=2048))
+    assert explanation.placed and explanation.total == 4
+    [instance] = explanation.instances
+    steps = {step.name: step for step in instance.steps}
+    [off] = steps['ComputeFilter'].removed
+    assert (off.host, off.node) == ('off', 'off')
+    assert 'is disabled, reason: swap' in off.reason
+    [tiny] = steps['RamFilter'].removed
+    assert tiny.host == 'tiny' and '2048' in tiny.reason
+    assert [(s.before, s.after) for s in instance.steps] == [
+        (4, 4), (4, 3), (3, 2), (2, 2), (2, 2), (2, 2)]
+    assert [entry.host for entry in instance.ranking] == ['big', 'mid']
+    for entry in instance.ranking:
+        assert entry.weight == pytest.approx(sum(v for _n, v in entry.parts))
+    parts = dict(instance.ranking[0].parts)
+    assert parts['RAMWeigher'] == pytest.approx(2.0)
+    assert instance.chosen == ('big', 'big')
+    # Nothing was claimed, in SQL or in the cache.
+    assert cloud.node_row('big').memory_mb_used == 0
+    assert driver.stats['claims'] == 0
+
+
+def test_no_valid_host_says_what_select_destinations_says(driver):
+    spec = gf.spec(gf.group('anti-affinity'), num_instances=3,
+                   memory_mb=4096)
+    explanation = driver.explain(None, spec)
+    with pytest.raises(exception.NoValidHost) as error:
+        driver.select_destinations(None, spec, fakes.uuids(3))
+    assert not explanation.placed
+    assert explanation.error == str(error.value)
+    assert [i.chosen is None for i in explanation.instances] == [
+        False, False, True]
+    last = explanation.instances[-1]
+    assert last.steps[0] == explain.FilterStep(
+        filter_scheduler.EARLIER_INSTANCES, 4, 1, None)
+
+
+def test_a_filter_that_logs_nothing_is_still_named():
+    class Quiet(filters.BaseHostFilter):
+        def host_passes(self, host_state, spec):
+            return False
+
+    class Disagrees(filters.BaseHostFilter):
+        def host_passes(self, host_state, spec):
+            return True
+
+    state = fakes.host_state('h1')
+    assert explain.reject_reason(Quiet(), state, fakes.spec()) == (
+        'refused by Quiet')
+    assert 'per-host path does not confirm' in explain.reject_reason(
+        Disagrees(), state, fakes.spec())
