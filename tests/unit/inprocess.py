@@ -47,6 +47,16 @@ class Cluster:
         self.services = []
 
     def __enter__(self):
+        try:
+            self._start_all()
+        except BaseException:
+            # Services already running would otherwise heartbeat into the
+            # databases of the tests that come next.
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def _start_all(self):
         self._start('conductor', 'gantt-conductor',
                     conductor_rpcapi.RPC_TOPIC,
                     conductor_manager.ConductorManager(),
@@ -66,7 +76,6 @@ class Cluster:
                     scheduler_manager.SchedulerManager(),
                     service.db_reporter('scheduler', 'gantt-scheduler',
                                         scheduler_rpcapi.RPC_TOPIC))
-        return self
 
     def _start(self, host, binary, topic, manager, reporter):
         server = service.Service(host, binary, topic, manager,
