@@ -1,7 +1,8 @@
 """Property test: the batch paths of every built-in filter and weigher
 agree with their per-host paths, on random hosts, requests and options.
 
-Hosts carry random stats, metrics, supported instances and IPs; their
+Hosts carry random stats, metrics, supported instances, IPs and
+instances (flavors, image properties); their
 aggregates set zones, ratios, limits, tenants, flavors, extra specs and
 multipliers (valid or not); requests carry extra specs, image properties,
 projects, retries and JsonFilter queries; the options the filters and
@@ -19,6 +20,7 @@ import numpy as np
 from scheduler import conf
 from scheduler import filters
 from scheduler.filters import json_query
+from scheduler import host_instances
 from scheduler import loadables
 from scheduler.objects import request_spec
 from scheduler import weights
@@ -98,6 +100,10 @@ def clouds(draw):
                                           **metadata))
     states = [draw(host_states(name, 'n%d' % number, aggregates))
               for number, name in enumerate(names)]
+    # The nodes of one host share its instances, as in the host manager.
+    instances = {name: draw(host_instances_of(name)) for name in set(names)}
+    for state in states:
+        state.instances = instances[state.host]
     mask = np.array(draw(st.lists(st.booleans(), min_size=len(names),
                                   max_size=len(names))), dtype=bool)
     return states, aggregates, mask
@@ -145,6 +151,18 @@ def host_states(draw, name, nodename, aggregates):
     return fakes.host_state(
         name, nodename=nodename, svc=svc, aggregates=mine, zones=zones,
         io_workload=draw(small), num_instances=draw(small), **fields)
+
+
+@st.composite
+def host_instances_of(draw, host):
+    """``{uuid: InstanceInfo}`` of the instances on ``host``."""
+    images = st.fixed_dictionaries({}, optional={
+        'os_distro': st.sampled_from(['linux', 'windows']),
+        'hw_machine_type': st.sampled_from(['pc', 'q35']),
+        'hw_numa_nodes': st.sampled_from(['1', '2'])})
+    return {'%s-instance-%d' % (host, number): host_instances.InstanceInfo(
+                draw(st.sampled_from(FLAVOR_NAMES + (None,))), draw(images))
+            for number in range(draw(st.integers(0, 3)))}
 
 
 @st.composite
@@ -223,6 +241,7 @@ def specs(draw):
             [None, 'az1', 'az2', 'nova', 'x'])),
         project_id=draw(st.sampled_from((None,) + PROJECTS)))
     spec.flavor.name = draw(st.sampled_from((None,) + FLAVOR_NAMES))
+    spec.flavor.flavorid = draw(st.sampled_from((None,) + FLAVOR_NAMES))
     spec.flavor.extra_specs = draw(st.dictionaries(
         st.sampled_from(EXTRA_SPEC_KEYS), REQUIREMENTS, max_size=3))
     if draw(st.booleans()):
@@ -233,7 +252,9 @@ def specs(draw):
             'img_hv_requested_version': st.sampled_from(
                 ['>=6.0', '<7.0, >= 6.2', '== 1.0', 'soon']),
             'os_type': st.sampled_from(WORDS),
-            'iso.os_type': st.sampled_from(WORDS)}))
+            'iso.os_type': st.sampled_from(WORDS),
+            'os_distro': st.sampled_from(['linux', 'windows']),
+            'hw_machine_type': st.sampled_from(['pc', 'q35'])}))
         spec.image = request_spec.ImageMeta(
             id=draw(st.sampled_from(IMAGES)), properties=properties)
     hints = {}
@@ -268,6 +289,10 @@ OPTION_VALUES = {
         'io_ops_weight_multiplier': st.floats(-2, 2),
         'num_instances_weight_multiplier': st.floats(-2, 2),
         'build_failure_weight_multiplier': st.sampled_from([0.0, 1e6]),
+        'image_props_weight_multiplier': st.sampled_from([0.0, 1.0, -2.0]),
+        'image_props_weight_setting': st.lists(st.sampled_from(
+            ['os_distro=10', 'hw_machine_type=0', 'os_type=2', 'bad']),
+            max_size=2),
     },
     'metrics': {
         'weight_setting': st.lists(st.tuples(
@@ -405,30 +430,48 @@ def test_weighers_agree(cloud, spec, drawn):
 @settings
 @hypothesis.given(clouds(), st.lists(specs(), min_size=1, max_size=3),
                   st.lists(st.tuples(st.integers(0, 24),
-                                     host_facts()), max_size=4))
+                                     host_facts()), max_size=4), options())
 def test_filters_agree_on_tables_derived_by_replace(cloud, spec_list,
-                                                    changes):
+                                                    changes, drawn):
     """Per-state values a table carried over from an older one (through
-    replace and consumed) match the HostStates it holds."""
+    replace, consumed and new instances) match the HostStates it holds."""
+    with overridden(drawn):
+        _derive_and_compare(cloud, spec_list, changes)
+
+
+def _derive_and_compare(cloud, spec_list, changes):
     states, aggregates, mask = cloud
+    rows = np.flatnonzero(mask)
     hosts = fakes.table(states, aggregates)
-    for spec, (row, facts) in zip(spec_list * 4, changes + [(0, None)] * 4):
+    steps = zip(spec_list * 4, changes + [(0, None)] * 4)
+    for step, (spec, (row, facts)) in enumerate(steps):
         for filter_obj in FILTERS:
             outcome(_batch_mask, filter_obj, hosts, mask, spec)
         for weigher in WEIGHERS:
-            outcome(_raw_batch, weigher, hosts, np.flatnonzero(mask), spec)
+            outcome(_raw_batch, weigher, hosts, rows, spec)
         if facts is not None:
             row %= len(states)
             fields = {name: getattr(hosts.states[row], name)
                       for name in hosts.states[row].NODE_FIELDS}
             fields.update(facts)
             old = hosts.states[row]
-            hosts = hosts.replace({row: type(old)(
-                service=old.service, aggregates=old.aggregates,
-                availability_zones=old.availability_zones, **fields)})
+            new = type(old)(service=old.service, aggregates=old.aggregates,
+                            availability_zones=old.availability_zones,
+                            **fields)
+            new.instances = old.instances
+            hosts = hosts.replace({row: new})
         hosts = hosts.consumed(0, spec.resources())
+        image = spec.obj_get('image')
+        hosts = host_instances.with_instance(
+            hosts, step % len(states), 'placed-%d' % step,
+            host_instances.info_from_flavor_and_image(
+                spec.flavor, image.properties if image else None))
         fresh = fakes.table(hosts.states, aggregates)
         for filter_obj in FILTERS:
             assert outcome(_batch_mask, filter_obj, hosts, mask, spec) == (
                 outcome(_batch_mask, filter_obj, fresh, mask, spec)), (
                     type(filter_obj).__name__)
+        for weigher in WEIGHERS:
+            assert outcome(_raw_batch, weigher, hosts, rows, spec) == (
+                outcome(_raw_batch, weigher, fresh, rows, spec)), (
+                    type(weigher).__name__)
