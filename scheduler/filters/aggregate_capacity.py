@@ -26,6 +26,10 @@ from scheduler import host_table
 LOG = logging.getLogger(__name__)
 
 
+def _or_nan(value):
+    return np.nan if value is None else value
+
+
 class AggregateCapacityFilter(filters.CapacityFilter):
     """CapacityFilter with the ratio from aggregate metadata."""
 
@@ -39,9 +43,9 @@ class AggregateCapacityFilter(filters.CapacityFilter):
     def host_ratio(self, host_state):
         """The ratio this filter uses for ``host_state``."""
         key = self.ratio_key()
-        return aggregate_metadata.minimum(
-            aggregate_metadata.values_of(host_state.aggregates, key),
-            getattr(host_state, key), float, key, "the node's own ratio")
+        override = aggregate_metadata.minimum_of(
+            host_state.aggregates, key, None, float, "the node's own ratio")
+        return getattr(host_state, key) if override is None else override
 
     def host_passes(self, host_state, spec):
         amount = getattr(spec.resources(), self.resource)
@@ -70,9 +74,10 @@ class AggregateCapacityFilter(filters.CapacityFilter):
             self.resource]
         columns = host_table_.columns
         overrides = aggregate_metadata.per_row(
-            host_table_, lambda aggregates: aggregate_metadata.minimum(
-                aggregate_metadata.values_of(aggregates, key), np.nan,
-                float, key, "the node's own ratio"), np.float64)
+            host_table_, lambda aggregates: _or_nan(
+                aggregate_metadata.minimum_of(
+                    aggregates, key, None, float, "the node's own ratio")),
+            np.float64)
         ratios = np.where(np.isnan(overrides), columns[ratio], overrides)
         limits = columns[total] * ratios - columns[reserved]
         wanted = columns[used] + amount

@@ -19,9 +19,8 @@ KEY = 'max_io_ops_per_host'
 
 
 def _limit(aggregates):
-    return aggregate_metadata.minimum(
-        aggregate_metadata.values_of(aggregates, KEY),
-        CONF.filter_scheduler.max_io_ops_per_host, int, KEY)
+    return aggregate_metadata.minimum_of(
+        aggregates, KEY, CONF.filter_scheduler.max_io_ops_per_host, int)
 
 
 class AggregateIoOpsFilter(io_ops_filter.IoOpsFilter):

@@ -13,13 +13,14 @@ A numeric key set by several aggregates resolves to the smallest value
 (:func:`minimum`). The batch paths decide once per distinct set of
 aggregates rather than once per host (:func:`per_row`)::
 
-    limit = minimum(values_of(host_state.aggregates, 'max_io_ops_per_host'),
-                    CONF.filter_scheduler.max_io_ops_per_host, int)
-    limits = per_row(table, lambda aggregates: minimum(...), np.float64)
+    limit = minimum_of(host_state.aggregates, 'max_io_ops_per_host',
+                       CONF.filter_scheduler.max_io_ops_per_host, int)
+    limits = per_row(table, lambda aggregates: minimum_of(...), np.float64)
 """
 
 import collections
 import math
+import threading
 
 from oslo_log import log as logging
 import numpy as np
@@ -27,20 +28,46 @@ import numpy as np
 LOG = logging.getLogger(__name__)
 
 
+# Readings of one set of aggregates, by the ids of its members; an entry
+# holds the aggregates, so their ids cannot be reused while it lives.
+# Aggregates are never changed in place (a change builds new ones).
+_MEMO_LIMIT = 4096
+_memo = {}
+_memo_lock = threading.Lock()
+
+
+def _memoized(kind, aggregates, compute):
+    key = (kind, tuple(id(aggregate) for aggregate in aggregates))
+    entry = _memo.get(key)
+    if entry is None:
+        entry = (tuple(aggregates), compute(aggregates))
+        with _memo_lock:
+            if len(_memo) >= _MEMO_LIMIT:
+                _memo.clear()
+            _memo[key] = entry
+    return entry[1]
+
+
 def values_of(aggregates, key):
-    """The set of values ``aggregates`` set for ``key``, as written."""
-    return {aggregate.metadata[key] for aggregate in aggregates
-            if key in aggregate.metadata}
+    """The set of values ``aggregates`` set for ``key``, as written (a
+    frozenset; do not change it)."""
+    return _memoized(('values', key), aggregates, lambda found: frozenset(
+        aggregate.metadata[key] for aggregate in found
+        if key in aggregate.metadata))
 
 
-def by_key(aggregates):
-    """``{key: set of values}``, each value split at commas and stripped,
-    over all ``aggregates``."""
+def _merged(aggregates):
     merged = collections.defaultdict(set)
     for aggregate in aggregates:
         for key, value in aggregate.metadata.items():
             merged[key].update(part.strip() for part in value.split(','))
-    return merged
+    return {key: frozenset(values) for key, values in merged.items()}
+
+
+def by_key(aggregates):
+    """``{key: frozenset of values}``, each value split at commas and
+    stripped, over all ``aggregates`` (do not change it)."""
+    return _memoized('by_key', aggregates, _merged)
 
 
 def minimum(values, default, cast, key=None, default_name=None):
@@ -67,6 +94,15 @@ def minimum(values, default, cast, key=None, default_name=None):
         LOG.debug("%(count)d values of %(key)s found, using the smallest",
                   {'count': len(numbers), 'key': key})
     return min(numbers)
+
+
+def minimum_of(aggregates, key, default, cast, default_name=None):
+    """:func:`minimum` of the values ``aggregates`` set for ``key``,
+    remembered per set of aggregates (a bad value is logged once)."""
+    return _memoized(
+        ('minimum', key, default, cast, default_name), aggregates,
+        lambda found: minimum(values_of(found, key), default, cast, key,
+                              default_name))
 
 
 def per_row(table, decide, dtype=np.bool_):

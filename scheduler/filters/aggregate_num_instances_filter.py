@@ -20,9 +20,8 @@ KEY = 'max_instances_per_host'
 
 
 def _limit(aggregates):
-    return aggregate_metadata.minimum(
-        aggregate_metadata.values_of(aggregates, KEY),
-        CONF.filter_scheduler.max_instances_per_host, int, KEY)
+    return aggregate_metadata.minimum_of(
+        aggregates, KEY, CONF.filter_scheduler.max_instances_per_host, int)
 
 
 class AggregateNumInstancesFilter(num_instances_filter.NumInstancesFilter):
