@@ -7,12 +7,18 @@ filter_scheduler_group = cfg.OptGroup(
     title='Filter scheduler options',
     help="Which filters and weighers run, in what order, with what weights.")
 
+# Nova's default list (with RamFilter, CoreFilter and DiskFilter, which
+# Nova left to placement and Gantt keeps).
 DEFAULT_ENABLED_FILTERS = [
     'AvailabilityZoneFilter',
     'ComputeFilter',
     'RamFilter',
     'CoreFilter',
     'DiskFilter',
+    'ComputeCapabilitiesFilter',
+    'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter',
+    'ServerGroupAffinityFilter',
 ]
 
 # CPU architecture names the scheduler knows (Nova's list).

@@ -11,7 +11,9 @@ from scheduler.weights import ram
 from tests.unit.scheduler import fakes
 
 DEFAULT_FILTERS = ['AvailabilityZoneFilter', 'ComputeFilter', 'RamFilter',
-                   'CoreFilter', 'DiskFilter']
+                   'CoreFilter', 'DiskFilter', 'ComputeCapabilitiesFilter',
+                   'ImagePropertiesFilter', 'ServerGroupAntiAffinityFilter',
+                   'ServerGroupAffinityFilter']
 
 
 class OnlyHostPasses:

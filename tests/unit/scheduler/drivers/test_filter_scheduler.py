@@ -298,12 +298,13 @@ def test_reload_plugins(cloud, driver, config, caplog):
     caplog.set_level(logging.INFO)
     assert [type(f).__name__ for f in driver.enabled_filters] == [
         'AvailabilityZoneFilter', 'ComputeFilter', 'RamFilter', 'CoreFilter',
-        'DiskFilter']
+        'DiskFilter', 'ComputeCapabilitiesFilter', 'ImagePropertiesFilter',
+        'ServerGroupAntiAffinityFilter', 'ServerGroupAffinityFilter']
     config.config(enabled_filters=['RamFilter', 'Typo'],
                   group='filter_scheduler')
     assert driver.reload_plugins() is False
     assert "'Typo'" in caplog.text
-    assert len(driver.enabled_filters) == 5
+    assert len(driver.enabled_filters) == 9
     config.config(enabled_filters=['AllHostsFilter'],
                   weight_classes=['CPUWeigher'], group='filter_scheduler')
     assert driver.reload_plugins() is True
