@@ -8,7 +8,10 @@ tried, a scheduler that did not answer, an unknown server group).
 With the ``group`` hint the instances join that server group before they
 are scheduled, and the spec carries the group to the scheduler as Nova's
 conductor sends it: policy, rules, every member (the new ones included)
-and the hosts of the members that have one.
+and the hosts of the members that have one. On a reschedule, an alternate
+that would now break an affinity or anti-affinity policy (other members
+were placed meanwhile) is skipped, as Nova's compute does in its late
+check.
 
 Example::
 
@@ -82,6 +85,31 @@ def load_group(request_spec, joining=()):
     return group
 
 
+def group_allows(request_spec, instance_uuid, host):
+    """Whether ``instance_uuid`` may go to ``host`` under its server
+    group's hard policy, given where the other members hold claims now.
+
+    The check and the claim that follows are two transactions: like
+    Nova's late check, it narrows the window in which two reschedules can
+    break the policy, it does not close it.
+    """
+    group = request_spec.obj_get('instance_group')
+    if group is None or group.obj_get('policy') not in ('affinity',
+                                                        'anti-affinity'):
+        return True
+    with db_api.reader() as session:
+        try:
+            current = db_groups.get(session, group.uuid)
+        except db_groups.InstanceGroupNotFound:
+            return True
+        others = [uuid for uuid in current.members if uuid != instance_uuid]
+        hosts = list(db_groups.claimed_hosts(session, others).values())
+    if current.policy == 'affinity':
+        return not hosts or host in hosts
+    limit = current.rules.get(db_groups.MAX_SERVER_PER_HOST, 1)
+    return hosts.count(host) < limit
+
+
 class BuildTask:
     def __init__(self, scheduler_api, compute_api):
         self.scheduler_api = scheduler_api
@@ -143,6 +171,13 @@ class BuildTask:
         remaining = list(host_list or [])
         while remaining:
             candidate = remaining.pop(0)
+            if not group_allows(request_spec, instance_uuid,
+                                candidate.service_host):
+                LOG.info('Alternate %s would break the policy of server '
+                         'group %s for %s; skipping it',
+                         candidate.service_host,
+                         request_spec.instance_group.uuid, instance_uuid)
+                continue
             if self._claim_alternate(instance_uuid, candidate):
                 self._send_to(ctxt, instance_uuid, request_spec, candidate,
                               remaining)

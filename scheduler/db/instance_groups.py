@@ -183,3 +183,20 @@ def member_hosts(session, instance_uuids):
                    _INSTANCE.c.host.is_not(None))).all()
         hosts.update((row.uuid, row.host) for row in rows)
     return hosts
+
+
+def claimed_hosts(session, instance_uuids):
+    """``{instance uuid: host}`` of the members holding a claim (an
+    allocation) on a compute node: where they are or are about to be."""
+    allocation = models.Allocation.__table__
+    node = models.ComputeNode.__table__
+    uuids = list(instance_uuids)
+    hosts = {}
+    for start in range(0, len(uuids), 500):
+        rows = session.execute(
+            sa.select(allocation.c.consumer_uuid, node.c.host)
+            .join(node, node.c.id == allocation.c.compute_node_id)
+            .where(allocation.c.consumer_uuid.in_(
+                uuids[start:start + 500]))).all()
+        hosts.update((row.consumer_uuid, row.host) for row in rows)
+    return hosts

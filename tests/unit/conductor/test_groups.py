@@ -6,6 +6,7 @@ from conductor.tasks import build
 from scheduler.db import api as db_api
 from scheduler.db import instance_groups
 from scheduler.db import instances as db_instances
+from scheduler.objects import selection as selection_obj
 from tests.unit import inprocess
 from tests.unit.scheduler import fakes
 
@@ -93,3 +94,56 @@ def test_anti_affinity_members_land_apart_across_requests(cluster_config):
     assert 'ServerGroupAntiAffinityFilter 3 -> 0 (removed the last 3)' in (
         refused.fault)
     assert not any(host in refused.fault for host in ('h1', 'h2', 'h3'))
+
+
+class RecordingCompute:
+    """Stands in for the compute RPC API: records where builds go."""
+
+    def __init__(self):
+        self.sent = {}
+
+    def build_and_run_instance(self, ctxt, host, instance_uuid, node,
+                               request_spec, host_list):
+        self.sent[instance_uuid] = host
+
+
+def _selection(cloud, host):
+    return selection_obj.Selection(
+        compute_node_uuid=cloud.node_row(host).uuid, service_host=host,
+        nodename=host, allocation_request='{"vcpus": 1, "memory_mb": 512, '
+        '"disk_gb": 1}', claimed=False)
+
+
+@pytest.mark.parametrize('policy, expected', [
+    ('anti-affinity', {'h3', 'h4'}),   # the second skips h3
+    ('affinity', {'h3'}),              # the second skips h4
+    ('soft-anti-affinity', {'h3'}),    # no hard policy: no check
+])
+def test_reschedule_skips_alternates_that_break_the_policy(
+        database, policy, expected):
+    cloud = fakes.Cloud()
+    for host in ('b1', 'b2', 'h3', 'h4'):
+        cloud.add_node(host)
+    group = _group(policy)
+    first, second = fakes.uuids(2)
+    spec = fakes.spec(scheduler_hints={'group': [group.uuid]},
+                      num_instances=2)
+    build.join_group([first, second], spec)
+    for uuid in (first, second):
+        with db_api.writer() as session:
+            db_instances.create(session, uuid, {'name': 'f'}, {})
+    compute = RecordingCompute()
+    task = build.BuildTask(None, compute)
+    # Each build failed on its host, which it held a claim on.
+    cloud.take('b1', (1, 512, 1), first)
+    task.reschedule(None, first, spec,
+                    [_selection(cloud, 'h3'), _selection(cloud, 'h4')],
+                    {'host': 'b1', 'node': 'b1', 'reason': 'boom'})
+    cloud.take('b2', (1, 512, 1), second)
+    order = ['h4', 'h3'] if policy == 'affinity' else ['h3', 'h4']
+    task.reschedule(None, second, spec,
+                    [_selection(cloud, host) for host in order],
+                    {'host': 'b2', 'node': 'b2', 'reason': 'boom'})
+    assert compute.sent[first] == 'h3'
+    assert set(compute.sent.values()) == expected
+    assert cloud.allocations(second) == {compute.sent[second]: (1, 512, 1)}
