@@ -27,7 +27,6 @@ import collections
 import copy
 import datetime
 import math
-import threading
 
 from oslo_log import log as logging
 import numpy as np
@@ -35,6 +34,7 @@ import numpy as np
 from scheduler import conf
 from scheduler.db import claims
 from scheduler import host_instances
+from scheduler import host_table_per_state as per_state
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -421,8 +421,7 @@ class HostTable:
             self._multipliers = {}
         # Values computed from each HostState on demand (state_column,
         # grouped); replace() carries them over, recomputing changed rows.
-        self._per_state = collections.OrderedDict()
-        self._per_state_lock = threading.Lock()
+        self._per_state = per_state.Cache()
 
     def __len__(self):
         return len(self.states)
@@ -492,7 +491,8 @@ class HostTable:
                 changed.append(name)
         table = HostTable(states, columns, self.aggregates, self._indexes,
                           previous=self, changed=changed)
-        table._carry_per_state(self, new_states)
+        table._per_state = self._per_state.carried(new_states,
+                                                   len(table.states))
         if self._instance_index is not None:
             table._instance_index = self._instance_index.updated(
                 self.states, new_states)
@@ -613,11 +613,7 @@ class HostTable:
 
             failed = table.state_column('failed_builds', failed_builds_of)
         """
-        entry = self._per_state_entry(name)
-        if entry is None:
-            entry = _StateColumn.build(self.states, compute, dtype)
-            self._remember(name, entry)
-        return entry.values
+        return self._per_state.column(name, self.states, compute, dtype)
 
     def grouped(self, name, key):
         """``(codes, keys)``: the rows grouped by the hashable ``key(state)``.
@@ -627,170 +623,14 @@ class HostTable:
         ``keys`` may also hold keys that no row has any more. Kept and
         carried over like :meth:`state_column`.
         """
-        entry = self._per_state_entry(name)
-        if entry is None:
-            entry = _Grouping.build(self.states, key)
-            self._remember(name, entry)
-        return entry.codes, entry.keys[:entry.size]
+        return self._per_state.grouping(name, self.states, key)
 
     def aggregate_groups(self):
         """``(codes, groups)``: the rows grouped by the aggregates their
         HostState belongs to; ``groups[codes[row]]`` is that tuple of
         aggregates (:class:`scheduler.db.aggregates.Aggregate`)."""
-        codes, keys = self.grouped('aggregates', AggregateSet)
+        codes, keys = self.grouped('aggregates', per_state.AggregateSet)
         return codes, [key.aggregates for key in keys]
-
-    def _per_state_entry(self, name):
-        entry = self._per_state.get(name)
-        if isinstance(entry, _Carried):
-            entry = entry.resolve()
-            with self._per_state_lock:
-                if entry is None:
-                    self._per_state.pop(name, None)
-                else:
-                    self._per_state[name] = entry
-        return entry
-
-    def _remember(self, name, entry):
-        with self._per_state_lock:
-            self._per_state[name] = entry
-            while len(self._per_state) > PER_STATE_LIMIT:
-                self._per_state.popitem(last=False)
-
-    def _carry_per_state(self, previous, new_states):
-        with previous._per_state_lock:
-            entries = list(previous._per_state.items())
-        for name, entry in entries:
-            carried = _Carried(entry, new_states, len(self.states))
-            if carried.depth > CARRY_DEPTH:
-                carried = carried.resolve()
-            if carried is not None:
-                self._per_state[name] = carried
-
-
-# Per-state values a table keeps (state_column, grouped), oldest dropped.
-PER_STATE_LIMIT = 64
-# Replacements a carried value may lag behind before it is brought up to
-# date at once rather than when next asked for.
-CARRY_DEPTH = 16
-_CARRY_LOCK = threading.Lock()
-
-
-class AggregateSet:
-    """The aggregates of one host, hashable by identity (see
-    :meth:`HostTable.aggregate_groups`). Holding the aggregates keeps
-    their ``id()`` from being reused."""
-
-    __slots__ = ('aggregates', '_ids')
-
-    def __init__(self, state):
-        self.aggregates = tuple(state.aggregates)
-        self._ids = tuple(id(aggregate) for aggregate in self.aggregates)
-
-    def __hash__(self):
-        return hash(self._ids)
-
-    def __eq__(self, other):
-        return isinstance(other, AggregateSet) and self._ids == other._ids
-
-
-class _StateColumn:
-    """``compute(state)`` of every row, as an array."""
-
-    def __init__(self, compute, dtype, values):
-        self.compute = compute
-        self.dtype = dtype
-        self.values = values
-
-    @classmethod
-    def build(cls, states, compute, dtype):
-        return cls(compute, dtype, np.fromiter(
-            (compute(state) for state in states), dtype=dtype,
-            count=len(states)))
-
-    def updated(self, new_states, size):
-        values = self.values.copy()
-        for row, state in new_states.items():
-            values[row] = self.compute(state)
-        return _StateColumn(self.compute, self.dtype, values)
-
-
-class _Grouping:
-    """Rows grouped by a key of their state.
-
-    Tables derived from one another share ``keys`` and ``index``, which
-    only grow (under ``lock``), so that the codes of an older table keep
-    their meaning; ``size`` is how many keys this table's codes may use.
-    """
-
-    def __init__(self, key, codes, keys, index, lock):
-        self.key = key
-        self.codes = codes
-        self.keys = keys
-        self.index = index
-        self.lock = lock
-        self.size = len(keys)
-
-    @classmethod
-    def build(cls, states, key):
-        keys, index = [], {}
-        grouping = cls(key, None, keys, index, threading.Lock())
-        grouping.codes = np.fromiter(
-            (grouping._code(key(state)) for state in states),
-            dtype=np.intp, count=len(states))
-        grouping.size = len(keys)
-        return grouping
-
-    def _code(self, value):
-        code = self.index.get(value)
-        if code is None:
-            code = self.index[value] = len(self.keys)
-            self.keys.append(value)
-        return code
-
-    def updated(self, new_states, size):
-        if len(self.keys) > 2 * size + 64:
-            return None  # mostly stale keys: build afresh when asked
-        codes = self.codes.copy()
-        with self.lock:
-            for row, state in new_states.items():
-                codes[row] = self._code(self.key(state))
-            return _Grouping(self.key, codes, self.keys, self.index,
-                             self.lock)
-
-
-class _Carried:
-    """An entry of an older table, and the rows replaced since; brought
-    up to date (once) when asked for."""
-
-    _UNRESOLVED = object()
-
-    def __init__(self, entry, new_states, size):
-        self.entry = entry
-        self.new_states = new_states
-        self.size = size
-        self.depth = entry.depth + 1 if isinstance(entry, _Carried) else 1
-        self.result = self._UNRESOLVED
-
-    def resolve(self):
-        with _CARRY_LOCK:
-            return self._resolve()
-
-    def _resolve(self):
-        chain = []
-        entry = self
-        while (isinstance(entry, _Carried)
-               and entry.result is self._UNRESOLVED):
-            chain.append(entry)
-            entry = entry.entry
-        if isinstance(entry, _Carried):
-            entry = entry.result
-        for carried in reversed(chain):
-            if entry is not None:
-                entry = entry.updated(carried.new_states, carried.size)
-            carried.result = entry
-            carried.entry = carried.new_states = None
-        return entry
 
 
 def parse_multiplier(value):
