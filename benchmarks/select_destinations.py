@@ -10,6 +10,16 @@ weighing, and of the time spent claiming in SQL::
 
     python benchmarks/select_destinations.py --hosts 1000 10000 \\
         --requests 300
+
+``--filters full`` runs issue 3's benchmark set instead: the default
+filters plus every Aggregate* filter, NumInstancesFilter and IoOpsFilter,
+over a cloud whose aggregates set ratios, limits, tenants, flavors and
+metadata, whose computes report stats, metrics and supported instances,
+and whose hosts run instances; flavors carry extra specs and images
+properties, and every weigher has a non-zero multiplier (image
+properties, instances and metrics included)::
+
+    python benchmarks/select_destinations.py --hosts 10000 --filters full
 """
 
 import argparse
@@ -30,6 +40,7 @@ from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler.db import services
 from scheduler.drivers import filter_scheduler
+from scheduler import exception
 from scheduler import objects
 from scheduler.objects import request_spec
 
@@ -37,6 +48,35 @@ CONF = conf.CONF
 ZONES = ('az1', 'az2', 'az3', 'az4')
 FLAVORS = [(1, 512, 1), (1, 2048, 20), (2, 4096, 40), (4, 8192, 80),
            (8, 16384, 160)]
+FLAVOR_NAMES = ('m1.tiny', 'm1.small', 'm1.medium', 'm1.large', 'm1.xlarge')
+PROJECTS = ('tenant-a', 'tenant-b', 'tenant-c')
+DISTROS = ('ubuntu', 'rhel', 'windows')
+FULL_FILTERS = list(CONF.filter_scheduler.enabled_filters) + [
+    'AggregateRamFilter', 'AggregateCoreFilter', 'AggregateDiskFilter',
+    'AggregateInstanceExtraSpecsFilter', 'AggregateImagePropertiesIsolation',
+    'AggregateMultiTenancyIsolation', 'AggregateTypeAffinityFilter',
+    'AggregateIoOpsFilter', 'AggregateNumInstancesFilter',
+    'NumInstancesFilter', 'IoOpsFilter']
+# Multipliers so that every weigher computes something in the full set.
+FULL_OPTIONS = {
+    'filter_scheduler': {'image_props_weight_multiplier': 1.0,
+                         'num_instances_weight_multiplier': -1.0},
+    'metrics': {'weight_setting': ['cpu.percent=-1.0', 'mem.free=0.001'],
+                'required': False},
+}
+# Aggregates of the full set: name, every n-th host from the n-th, and
+# metadata.
+FULL_AGGREGATES = (
+    ('dense', 3, 0, {'cpu_allocation_ratio': '8.0',
+                  'max_instances_per_host': '100',
+                  'num_instances_weight_multiplier': '-2.0'}),
+    ('fast-disks', 5, 1, {'ssd': 'true', 'disk_allocation_ratio': '0.9',
+                       'max_io_ops_per_host': '16'}),
+    ('tenant-a-only', 16, 2, {'filter_tenant_id': 'tenant-a'}),
+    ('big-flavors', 20, 3, {'instance_type': 'm1.large, m1.xlarge'}),
+    ('windows', 25, 4, {'os_distro': 'windows',
+                     'ram_allocation_ratio': '1.0'}),
+)
 
 
 def make_schema():
@@ -50,24 +90,76 @@ def make_schema():
         models.Base.metadata.create_all(db_api.get_engine())
 
 
-def populate(hosts, rng):
+def host_name(number):
+    return 'compute-%05d' % number
+
+
+def host_facts(rng):
+    """What a compute reports beyond its capacity (full set)."""
+    return {
+        'hypervisor_type': 'QEMU',
+        'hypervisor_version': rng.choice([6002000, 7000000, 8001000]),
+        'supported_instances': [['x86_64', 'qemu', 'hvm'],
+                                ['i686', 'qemu', 'hvm']],
+        'stats': {'failed_builds': rng.choice([0, 0, 0, 1, 3]),
+                  'gpu': rng.choice(['none', 'a100'])},
+        'metrics': [{'name': 'cpu.percent', 'value': rng.random() * 100},
+                    {'name': 'mem.free', 'value': rng.randint(0, 1 << 20)}],
+        'io_workload': rng.randint(0, 10),
+    }
+
+
+def populate(hosts, rng, full=False):
     with db_api.writer() as session:
         for number in range(hosts):
-            host = 'compute-%05d' % number
+            host = host_name(number)
+            inventory = {'vcpus': rng.choice([16, 32, 64, 96]),
+                         'memory_mb': rng.choice([65536, 131072, 262144]),
+                         'local_gb': rng.choice([500, 1000, 2000]),
+                         'reserved_memory_mb': 512}
+            if full:
+                inventory.update(host_facts(rng))
             compute_nodes.report_inventory(
                 session, str(uuid.UUID(int=rng.getrandbits(128))), host,
-                host, {'vcpus': rng.choice([16, 32, 64, 96]),
-                       'memory_mb': rng.choice([65536, 131072, 262144]),
-                       'local_gb': rng.choice([500, 1000, 2000]),
-                       'reserved_memory_mb': 512})
+                host, inventory)
             services.report_alive(session, host, 'gantt-compute', 'compute')
         compute_nodes.map_unmapped_nodes(session)
         for index, zone in enumerate(ZONES):
             agg = aggregates.create(session, 'rack-%s' % zone,
                                     metadata={'availability_zone': zone})
             aggregates.add_hosts(session, agg.id, [
-                'compute-%05d' % number
+                host_name(number)
                 for number in range(index, hosts, len(ZONES))])
+        if full:
+            for name, every, first, metadata in FULL_AGGREGATES:
+                agg = aggregates.create(session, name, metadata=metadata)
+                aggregates.add_hosts(session, agg.id, [
+                    host_name(number)
+                    for number in range(first, hosts, every)])
+            add_instances(session, hosts, rng)
+
+
+def _image_primitive(properties):
+    return {'gantt_object.data': {'image': {'gantt_object.data': {
+        'properties': properties}}}}
+
+
+def add_instances(session, hosts, rng):
+    """Two instances on every other host, for the weighers that read the
+    instances a host runs."""
+    now = models.utcnow()
+    rows = []
+    for number in range(0, hosts, 2):
+        for _ in range(2):
+            name = rng.choice(FLAVOR_NAMES)
+            rows.append({
+                'uuid': str(uuid.UUID(int=rng.getrandbits(128))),
+                'host': host_name(number), 'node': host_name(number),
+                'vm_state': 'active', 'created_at': now, 'updated_at': now,
+                'flavor': {'name': name, 'flavorid': name},
+                'request_spec': _image_primitive(
+                    {'os_distro': rng.choice(DISTROS)})})
+    session.execute(sa.insert(models.Instance.__table__), rows)
 
 
 def heartbeat_all():
@@ -77,12 +169,27 @@ def heartbeat_all():
                         .values(last_seen_up=models.utcnow()))
 
 
-def make_spec(rng):
-    vcpus, memory_mb, root_gb = rng.choice(FLAVORS)
-    return request_spec.RequestSpec(
-        flavor=request_spec.Flavor(vcpus=vcpus, memory_mb=memory_mb,
-                                   root_gb=root_gb),
-        availability_zone=rng.choice((None,) + ZONES), num_instances=1)
+def make_spec(rng, full=False):
+    choice = rng.randrange(len(FLAVORS))
+    vcpus, memory_mb, root_gb = FLAVORS[choice]
+    flavor = request_spec.Flavor(vcpus=vcpus, memory_mb=memory_mb,
+                                 root_gb=root_gb)
+    spec = request_spec.RequestSpec(
+        flavor=flavor, availability_zone=rng.choice((None,) + ZONES),
+        num_instances=1)
+    if full:
+        flavor.name = flavor.flavorid = FLAVOR_NAMES[choice]
+        flavor.extra_specs = rng.choice([
+            {}, {'capabilities:hypervisor_type': 's== QEMU'},
+            {'aggregate_instance_extra_specs:ssd': 'true'},
+            {'capabilities:stats:gpu': '<or> a100 <or> h100',
+             'capabilities:vcpus_total': '>= 32'}])
+        spec.project_id = rng.choice(PROJECTS)
+        spec.image = request_spec.ImageMeta(
+            id=str(uuid.UUID(int=rng.getrandbits(128))),
+            properties={'hw_architecture': 'x86_64',
+                        'os_distro': rng.choice(DISTROS)})
+    return spec
 
 
 def percentile(values, fraction):
@@ -90,8 +197,33 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def run(hosts, requests, seed):
+def configure(full):
+    """Options of the full set, or the defaults."""
+    CONF.clear_override('enabled_filters', group='filter_scheduler')
+    for group, values in FULL_OPTIONS.items():
+        for name in values:
+            CONF.clear_override(name, group=group)
+    if not full:
+        return
+    CONF.set_override('enabled_filters', FULL_FILTERS,
+                      group='filter_scheduler')
+    for group, values in FULL_OPTIONS.items():
+        for name, value in values.items():
+            CONF.set_override(name, value, group=group)
+
+
+def select(driver, spec):
+    """One request; False if no host was valid (timings still count)."""
+    try:
+        driver.select_destinations(None, spec, [str(uuid.uuid4())])
+    except exception.NoValidHost:
+        return False
+    return True
+
+
+def run(hosts, requests, seed, full=False):
     rng = random.Random(seed)
+    configure(full)
     workdir = tempfile.mkdtemp(prefix='gantt-bench-')
     CONF.set_override('connection', 'sqlite:///%s/gantt.sqlite' % workdir,
                       group='database')
@@ -100,7 +232,7 @@ def run(hosts, requests, seed):
     try:
         make_schema()
         started = time.perf_counter()
-        populate(hosts, rng)
+        populate(hosts, rng, full)
         heartbeat_all()
         setup = time.perf_counter() - started
         driver = filter_scheduler.FilterScheduler()
@@ -108,25 +240,27 @@ def run(hosts, requests, seed):
         driver.start()
         load = time.perf_counter() - started
         for _ in range(5):
-            driver.select_destinations(None, make_spec(rng),
-                                       [str(uuid.uuid4())])
+            select(driver, make_spec(rng, full))
         filter_weigh, claim = [], []
+        failed = 0
         for _ in range(requests):
-            driver.select_destinations(None, make_spec(rng),
-                                       [str(uuid.uuid4())])
+            failed += not select(driver, make_spec(rng, full))
             filter_weigh.append(driver.last_timings['filter_weigh'] * 1000)
             claim.append(driver.last_timings['claim'] * 1000)
-        print('%6d hosts  filter+weigh p50 %6.2f ms  p99 %6.2f ms  |  '
+        print('%6d hosts  %s filters: %d filters, %d weighers'
+              % (hosts, 'full' if full else 'default',
+                 len(driver.enabled_filters), len(driver.weighers)))
+        print('%6s        filter+weigh p50 %6.2f ms  p99 %6.2f ms  |  '
               'claim p50 %6.2f ms  p99 %6.2f ms'
-              % (hosts, statistics.median(filter_weigh),
+              % ('', statistics.median(filter_weigh),
                  percentile(filter_weigh, 0.99), statistics.median(claim),
                  percentile(claim, 0.99)))
         cache = driver.host_manager.stats
         print('%6s        setup %.1fs, cache load %.2fs, %d background '
-              'refreshes (last %.1f ms), claim retries %d'
+              'refreshes (last %.1f ms), claim retries %d, no valid host %d'
               % ('', setup, load, cache['refreshes'],
                  cache['last_refresh_seconds'] * 1000,
-                 driver.stats['claim_retries']))
+                 driver.stats['claim_retries'], failed))
         sys.stdout.flush()
     finally:
         if driver is not None:
@@ -141,11 +275,15 @@ def main(argv=None):
                         default=[1000, 10000])
     parser.add_argument('--requests', type=int, default=300)
     parser.add_argument('--seed', type=int, default=42)
+    parser.add_argument('--filters', choices=['default', 'full'],
+                        default='default',
+                        help="'full': the default filters plus Aggregate*, "
+                        "NumInstances and IoOps, every weigher weighing")
     args = parser.parse_args(argv)
     CONF([], project='gantt')
     objects.register_all()
     for hosts in args.hosts:
-        run(hosts, args.requests, args.seed)
+        run(hosts, args.requests, args.seed, args.filters == 'full')
 
 
 if __name__ == '__main__':
