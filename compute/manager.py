@@ -18,6 +18,16 @@ fanout casts) when ``[filter_scheduler] track_instance_changes`` is on:
 build fails here (the scheduler recorded the instance when it claimed),
 and every ``[filter_scheduler] scheduler_instance_sync_interval`` seconds
 ``sync_instance_info`` with every instance this agent runs.
+
+The conductor's move operations (compute API 1.1) tell the agent that an
+instance now runs here (``receive_instance``) or left (``remove_instance``),
+and ask it before a live migration (``check_can_live_migrate_destination``,
+refused with ``[fake_virt] refuse_live_migration``). The fake keeps no disk
+or network state, so these only change what the agent counts and reports.
+
+A build the conductor gave up on meanwhile (``[DEFAULT]
+instance_build_timeout``) is not taken: the conductor refuses the ACTIVE
+report and the agent forgets the instance.
 """
 
 import collections
@@ -34,6 +44,7 @@ from compute import rpcapi as compute_rpcapi
 from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
 from scheduler import context as gantt_context
+from scheduler import exception
 from scheduler.objects import instance_info as instance_info_obj
 from scheduler import rpcapi as scheduler_rpcapi
 from scheduler import service
@@ -219,20 +230,73 @@ class ComputeManager(service.Manager):
                                host_list, 'fake spawn failure on %s' % node)
             return
         with self._lock:
+            # Nova resets the count of failed builds on a success.
+            self._failed_builds[node] = 0
+        self._track(instance_uuid, node, request_spec)
+        accepted = self.conductor_api.instance_update(
+            ctxt, instance_uuid,
+            {'vm_state': 'active', 'task_state': None, 'launched_at': True})
+        if accepted is False:
+            LOG.warning('The conductor gave up on instance %s before its '
+                        'spawn ended (build timeout); forgetting it',
+                        instance_uuid)
+            self._untrack(ctxt, instance_uuid)
+            return
+        LOG.info('Spawned instance %s on %s', instance_uuid, node)
+        self._announce(ctxt, instance_uuid, request_spec)
+
+    def _track(self, instance_uuid, node, request_spec):
+        with self._lock:
             self._instances[instance_uuid] = node
             self._projects[instance_uuid] = request_spec.obj_get(
                 'project_id')
-            # Nova resets the count of failed builds on a success.
-            self._failed_builds[node] = 0
-        self.conductor_api.instance_update(
-            ctxt, instance_uuid,
-            {'vm_state': 'active', 'task_state': None, 'launched_at': True})
-        LOG.info('Spawned instance %s on %s', instance_uuid, node)
+
+    def _announce(self, ctxt, instance_uuid, request_spec):
         if CONF.filter_scheduler.track_instance_changes:
             self.scheduler_api.update_instance_info(
                 ctxt, self.host,
                 [instance_info_obj.InstanceInfo.from_spec(instance_uuid,
                                                           request_spec)])
+
+    def _untrack(self, ctxt, instance_uuid):
+        with self._lock:
+            node = self._instances.pop(instance_uuid, None)
+            self._projects.pop(instance_uuid, None)
+        if node is not None and \
+                CONF.filter_scheduler.track_instance_changes:
+            self.scheduler_api.delete_instance_info(ctxt, self.host,
+                                                    instance_uuid)
+        return node is not None
+
+    # -- compute API 1.1: the conductor's move operations ------------------
+
+    @messaging.expected_exceptions(exception.MigrationPreCheckError)
+    def check_can_live_migrate_destination(self, ctxt, instance_uuid,
+                                           node):
+        if node not in self.nodes:
+            raise exception.MigrationPreCheckError(
+                reason='node %s is not run by %s' % (node, self.host))
+        if self._fake('refuse_live_migration'):
+            raise exception.MigrationPreCheckError(
+                reason='%s refuses live migrations ([fake_virt] '
+                       'refuse_live_migration)' % self.host)
+        return True
+
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    def receive_instance(self, ctxt, instance_uuid, node, request_spec):
+        if node not in self.nodes:
+            raise exception.InvalidRequest(
+                reason='node %s is not run by %s' % (node, self.host))
+        self._track(instance_uuid, node, request_spec)
+        LOG.info('Instance %s now runs on %s', instance_uuid, node)
+        self._announce(ctxt, instance_uuid, request_spec)
+        return True
+
+    def remove_instance(self, ctxt, instance_uuid):
+        """Forget the instance; whether this agent ran it."""
+        removed = self._untrack(ctxt, instance_uuid)
+        LOG.info('Instance %s left %s', instance_uuid, self.host)
+        return removed
 
     def _build_failed(self, ctxt, instance_uuid, node, request_spec,
                       host_list, reason):

@@ -7,6 +7,13 @@ API version history:
 
 * 1.0 - Initial version: ``build_and_run_instance(instance_uuid, node,
   request_spec, host_list)``.
+* 1.1 - Calls the conductor's move operations make:
+  ``check_can_live_migrate_destination(instance_uuid, node)``,
+  ``receive_instance(instance_uuid, node, request_spec)`` (the instance
+  now runs on this host: after a migration, resize, live migration,
+  evacuation, rebuild, unshelve or revert) and
+  ``remove_instance(instance_uuid)`` (it left: confirm on the source,
+  revert on the destination, the end of a live migration, an offload).
 """
 
 import oslo_messaging as messaging
@@ -17,7 +24,7 @@ from scheduler import rpc
 CONF = conf.CONF
 
 RPC_TOPIC = 'compute'
-RPC_API_VERSION = '1.0'
+RPC_API_VERSION = '1.1'
 
 
 class ComputeAPI:
@@ -37,3 +44,25 @@ class ComputeAPI:
         cctxt.cast(ctxt, 'build_and_run_instance',
                    instance_uuid=instance_uuid, node=node,
                    request_spec=request_spec, host_list=host_list)
+
+    def check_can_live_migrate_destination(self, ctxt, host, instance_uuid,
+                                           node):
+        """Ask ``host`` whether it can take the instance live; raises
+        MigrationPreCheckError if not."""
+        cctxt = self.client.prepare(server=host, version='1.1')
+        return cctxt.call(ctxt, 'check_can_live_migrate_destination',
+                          instance_uuid=instance_uuid, node=node)
+
+    def receive_instance(self, ctxt, host, instance_uuid, node,
+                         request_spec):
+        """The instance now runs on ``host``/``node``."""
+        cctxt = self.client.prepare(server=host, version='1.1')
+        return cctxt.call(ctxt, 'receive_instance',
+                          instance_uuid=instance_uuid, node=node,
+                          request_spec=request_spec)
+
+    def remove_instance(self, ctxt, host, instance_uuid):
+        """The instance left ``host``."""
+        cctxt = self.client.prepare(server=host, version='1.1')
+        return cctxt.call(ctxt, 'remove_instance',
+                          instance_uuid=instance_uuid)

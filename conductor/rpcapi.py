@@ -12,6 +12,12 @@ ComputeTaskAPI (namespace ``compute_task``), what API clients
 
 * 1.0 - Initial version: ``build_instances(instance_uuids, request_spec,
   host_lists, failure)``.
+* 1.1 - Operations on existing servers, all calls that answer the
+  instance as it is afterwards (a dict, with the ``migration`` they made):
+  ``migrate_server(instance_uuid, flavor, live, host, force)`` (cold
+  migrate, resize with a Flavor, live migrate), ``confirm_resize``,
+  ``revert_resize``, ``rebuild_instance(instance_uuid, image, evacuate,
+  host, force)``, ``shelve_instance``, ``unshelve_instance``.
 
 Example::
 
@@ -22,13 +28,14 @@ Example::
 import oslo_messaging as messaging
 
 from scheduler import conf
+from scheduler import exception
 from scheduler import rpc
 
 CONF = conf.CONF
 
 RPC_TOPIC = 'conductor'
 CONDUCTOR_API_VERSION = '1.0'
-COMPUTE_TASK_API_VERSION = '1.0'
+COMPUTE_TASK_API_VERSION = '1.1'
 COMPUTE_TASK_NAMESPACE = 'compute_task'
 
 
@@ -84,3 +91,54 @@ class ComputeTaskAPI:
                          instance_uuids=list(instance_uuids),
                          request_spec=request_spec, host_lists=host_lists,
                          failure=failure)
+
+    # -- 1.1: operations on existing servers ---------------------------------
+
+    def _call_1_1(self, ctxt, method, **kwargs):
+        if not self.client.can_send_version('1.1'):
+            raise exception.InvalidRequest(
+                reason='%s needs compute_task API 1.1; [upgrade_levels] '
+                       'conductor caps it at %s'
+                % (method, CONF.upgrade_levels.conductor))
+        return self.client.prepare(version='1.1').call(ctxt, method,
+                                                       **kwargs)
+
+    def migrate_server(self, ctxt, instance_uuid, flavor=None, live=False,
+                       host=None, force=False):
+        """Move a server; answers the instance afterwards.
+
+        Cold migration without ``flavor``, resize with one (both end in
+        ``resized`` until confirm or revert); ``live`` migration ends
+        ``active`` on the new host. ``host`` requests a destination, which
+        the filters check unless ``force`` (live migration only).
+        """
+        return self._call_1_1(ctxt, 'migrate_server',
+                              instance_uuid=instance_uuid, flavor=flavor,
+                              live=live, host=host, force=force)
+
+    def confirm_resize(self, ctxt, instance_uuid):
+        """Keep the new host: drop the source's claim."""
+        return self._call_1_1(ctxt, 'confirm_resize',
+                              instance_uuid=instance_uuid)
+
+    def revert_resize(self, ctxt, instance_uuid):
+        """Go back to the source: drop the destination's claim."""
+        return self._call_1_1(ctxt, 'revert_resize',
+                              instance_uuid=instance_uuid)
+
+    def rebuild_instance(self, ctxt, instance_uuid, image=None,
+                         evacuate=False, host=None, force=False):
+        """Rebuild in place (with ``image``, an ImageMeta), or evacuate
+        from a host whose compute service is down (to ``host`` if given,
+        checked by the filters unless ``force``)."""
+        return self._call_1_1(ctxt, 'rebuild_instance',
+                              instance_uuid=instance_uuid, image=image,
+                              evacuate=evacuate, host=host, force=force)
+
+    def shelve_instance(self, ctxt, instance_uuid):
+        return self._call_1_1(ctxt, 'shelve_instance',
+                              instance_uuid=instance_uuid)
+
+    def unshelve_instance(self, ctxt, instance_uuid):
+        return self._call_1_1(ctxt, 'unshelve_instance',
+                              instance_uuid=instance_uuid)

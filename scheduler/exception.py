@@ -90,3 +90,29 @@ class InstanceNotFound(NotFound):
 class ClaimFailed(GanttException):
     msg_fmt = ("Claim of %(resources)s for instance %(instance)s on node "
                "%(node)s failed: the node no longer has room.")
+
+
+class InstanceInvalidState(InvalidRequest):
+    """The instance is not in a state the operation can start from."""
+
+    msg_fmt = ("Cannot %(action)s instance %(uuid)s while it is in "
+               "vm_state %(vm_state)s, task_state %(task_state)s.")
+
+
+class MigrationNotFound(NotFound):
+    msg_fmt = "No %(what)s migration found for instance %(uuid)s."
+
+
+class HostNotFound(NotFound):
+    msg_fmt = "Compute host %(host)s could not be found."
+
+
+class ComputeServiceInUse(InvalidRequest):
+    """Evacuation asked for a host whose compute service is still up."""
+
+    msg_fmt = ("Compute service of %(host)s is still up; cannot evacuate "
+               "instance %(uuid)s from it.")
+
+
+class MigrationPreCheckError(GanttException):
+    msg_fmt = "Migration pre-check error: %(reason)s"

@@ -8,10 +8,11 @@ tried, a scheduler that did not answer, an unknown server group).
 With the ``group`` hint the instances join that server group before they
 are scheduled, and the spec carries the group to the scheduler as Nova's
 conductor sends it: policy, rules, every member (the new ones included)
-and the hosts of the members that have one. On a reschedule, an alternate
-that would now break an affinity or anti-affinity policy (other members
-were placed meanwhile) is skipped, as Nova's compute does in its late
-check.
+and the hosts of the members that have one. On a reschedule, the claim of
+an alternate checks the group's affinity or anti-affinity policy in its
+own transaction (other members may have been placed meanwhile), where
+Nova's compute made a late check that narrowed the race without closing
+it.
 
 Example::
 
@@ -23,6 +24,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from scheduler.db import api as db_api
+from scheduler.drivers import base as scheduler_base
 from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instance_groups as db_groups
@@ -83,31 +85,6 @@ def load_group(request_spec, joining=()):
         rules={key: str(value) for key, value in group.rules.items()},
         members=list(group.members), hosts=sorted(set(hosts.values())))
     return group
-
-
-def group_allows(request_spec, instance_uuid, host):
-    """Whether ``instance_uuid`` may go to ``host`` under its server
-    group's hard policy, given where the other members hold claims now.
-
-    The check and the claim that follows are two transactions: like
-    Nova's late check, it narrows the window in which two reschedules can
-    break the policy, it does not close it.
-    """
-    group = request_spec.obj_get('instance_group')
-    if group is None or group.obj_get('policy') not in ('affinity',
-                                                        'anti-affinity'):
-        return True
-    with db_api.reader() as session:
-        try:
-            current = db_groups.get(session, group.uuid)
-        except db_groups.InstanceGroupNotFound:
-            return True
-        others = [uuid for uuid in current.members if uuid != instance_uuid]
-        hosts = list(db_groups.claimed_hosts(session, others).values())
-    if current.policy == 'affinity':
-        return not hosts or host in hosts
-    limit = current.rules.get(db_groups.MAX_SERVER_PER_HOST, 1)
-    return hosts.count(host) < limit
 
 
 class BuildTask:
@@ -171,14 +148,8 @@ class BuildTask:
         remaining = list(host_list or [])
         while remaining:
             candidate = remaining.pop(0)
-            if not group_allows(request_spec, instance_uuid,
-                                candidate.service_host):
-                LOG.info('Alternate %s would break the policy of server '
-                         'group %s for %s; skipping it',
-                         candidate.service_host,
-                         request_spec.instance_group.uuid, instance_uuid)
-                continue
-            if self._claim_alternate(instance_uuid, candidate):
+            if self._claim_alternate(instance_uuid, candidate,
+                                     request_spec):
                 self._send_to(ctxt, instance_uuid, request_spec, candidate,
                               remaining)
                 return
@@ -237,26 +208,30 @@ class BuildTask:
                 claims.release_resources(session, instance_uuid, node.id)
 
     @staticmethod
-    def _claim_alternate(instance_uuid, selection):
+    def _claim_alternate(instance_uuid, selection, request_spec=None):
+        """Claim an alternate for the instance; whether it worked. The
+        claim checks the server group's hard policy, if any."""
         wanted = selection.requested_resources()
         if not selection.compute_node_uuid or not wanted:
             return False
-        resources = claims.Resources(**wanted)
-
-        @db_api.retry_on_deadlock
-        def claim():
-            with db_api.writer() as session:
-                node = db_compute_nodes.get_node_by_uuid(
-                    session, selection.compute_node_uuid)
-                if node is None:
-                    return False
-                return claims.claim_resources(session, node.id,
-                                              instance_uuid, resources)
-        won = claim()
-        if not won:
+        with db_api.reader() as session:
+            node = db_compute_nodes.get_node_by_uuid(
+                session, selection.compute_node_uuid)
+        if node is None:
+            LOG.info('Alternate %s/%s is gone', selection.service_host,
+                     selection.nodename)
+            return False
+        won = scheduler_base.claim_in_sql(
+            node.id, instance_uuid, claims.Resources(**wanted),
+            scheduler_base.hard_group_uuid(request_spec), node.host)
+        if isinstance(won, claims.GroupConflict):
+            LOG.info('Alternate %s would break the policy of its server '
+                     'group for %s (%s); skipping it',
+                     selection.service_host, instance_uuid, won)
+        elif not won:
             LOG.info('Alternate %s has no room left for %s',
                      selection.service_host, instance_uuid)
-        return won
+        return bool(won)
 
     @staticmethod
     def _fail_all(instance_uuids, reason):

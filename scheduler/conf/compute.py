@@ -19,6 +19,48 @@ Memory in MB kept for the host itself, never given to instances.
                help="""
 Disk space in MB kept for the host itself, never given to instances.
 """),
+    cfg.BoolOpt('allow_resize_to_same_host',
+                default=False,
+                help="""
+Allow a cold migration or resize to choose the host the instance is on.
+
+Useful with a single compute host. The source host is then one of the
+candidates, held by the filters and weighers like any other.
+"""),
+    cfg.IntOpt('shelved_offload_time',
+               default=0,
+               min=-1,
+               help="""
+Seconds a shelved instance keeps its host before it is offloaded.
+
+An offloaded instance (vm_state ``shelved_offloaded``) holds no claim; it is
+scheduled afresh when unshelved.
+
+Possible values:
+
+* -1: never offload; the instance keeps its claim until unshelved.
+* 0: offload at once (the default).
+* A positive integer: offload that many seconds after shelving (checked by
+  the conductor's periodic task).
+"""),
+    cfg.IntOpt('instance_build_timeout',
+               default=600,
+               min=0,
+               help="""
+Seconds an instance may stay in ``building`` before the conductor gives up
+on it: its claims are released and it goes to ERROR with the reason.
+
+Nova's compute checks this option for the instances on its host, and its
+default there is 0 (never). Gantt's conductor checks every instance, placed
+or not, so that a claim made for a build that was never sent (a conductor
+that died between the claim and the cast) does not hold capacity forever;
+its default is therefore 600.
+
+Possible values:
+
+* 0: never time builds out.
+* A positive integer: seconds since the instance was created.
+"""),
     cfg.IntOpt('reserved_host_cpus',
                default=0,
                min=0,
@@ -109,6 +151,12 @@ Possible values:
 
 * 0.0: every build succeeds (the default).
 * 1.0: every build fails.
+"""),
+    cfg.BoolOpt('refuse_live_migration',
+                default=False,
+                help="""
+Fail the destination pre-check of every live migration to this agent, for
+testing the conductor's live-migration retries.
 """),
 ]
 

@@ -30,6 +30,14 @@ Possible values:
 * 0: do not retry.
 * A positive integer.
 """),
+    cfg.IntOpt('periodic_task_interval',
+               default=60,
+               min=1,
+               help="""
+Seconds between two runs of the conductor's periodic tasks: timing out
+instances stuck in ``building`` (``[DEFAULT] instance_build_timeout``) and
+offloading shelved instances (``[DEFAULT] shelved_offload_time``).
+"""),
 ]
 
 

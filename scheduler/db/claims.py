@@ -116,6 +116,97 @@ def release_resources(session, consumer_uuid, compute_node_id=None):
     return released
 
 
+def move_allocations(session, from_consumer, to_consumer):
+    """Hand every allocation of ``from_consumer`` to ``to_consumer``
+    (which must hold none); usage does not change. Returns the number of
+    allocations moved.
+
+    A cold migration starts by moving the instance's allocation on the
+    source to the migration's consumer, so that the instance's own
+    consumer can claim the destination; a revert moves it back.
+    """
+    if session.execute(sa.select(_ALLOC.c.id).where(
+            _ALLOC.c.consumer_uuid == to_consumer)).first():
+        raise ValueError('consumer %s already holds allocations'
+                         % to_consumer)
+    result = session.execute(
+        sa.update(_ALLOC).where(_ALLOC.c.consumer_uuid == from_consumer)
+        .values(consumer_uuid=to_consumer))
+    return result.rowcount
+
+
+# -- server group policies at claim time --------------------------------
+
+_GROUP = models.InstanceGroup.__table__
+_MEMBER = models.InstanceGroupMember.__table__
+
+HARD_POLICIES = ('affinity', 'anti-affinity')
+
+
+class GroupConflict:
+    """Why a claim would break a server group's policy.
+
+    ``hosts`` counts the hosts where the group's other members hold
+    claims now; :meth:`allows` tells whether another host would do, so
+    that a caller can skip hosts without asking the database again.
+    """
+
+    def __init__(self, group_uuid, policy, max_per_host, hosts):
+        self.group_uuid = group_uuid
+        self.policy = policy
+        self.max_per_host = max_per_host
+        self.hosts = hosts
+
+    def __bool__(self):
+        # A refused claim: ``if claim(...)`` reads False for it too.
+        return False
+
+    def allows(self, host):
+        if self.policy == 'affinity':
+            return not self.hosts or host in self.hosts
+        return self.hosts.get(host, 0) < self.max_per_host
+
+    def __str__(self):
+        if self.policy == 'affinity':
+            return ('server group %s (affinity) has members on %s'
+                    % (self.group_uuid, ', '.join(sorted(self.hosts))))
+        return ('server group %s (anti-affinity, at most %d per host) '
+                'already has that many members there'
+                % (self.group_uuid, self.max_per_host))
+
+
+def check_group_policy(session, group_uuid, consumer_uuid, host):
+    """Lock the server group's row and check that ``consumer_uuid`` may
+    hold a claim on ``host`` under its hard policy; None if it may, else
+    a :class:`GroupConflict`.
+
+    Call it in the claim's transaction, before the claim: the row lock
+    (``SELECT ... FOR UPDATE``; SQLite's writers are serialized anyway)
+    makes concurrent claims of one group's members take turns, and each
+    sees the claims the ones before it committed. A deleted group, or a
+    soft policy, allows everything.
+    """
+    group = session.execute(
+        sa.select(_GROUP.c.id, _GROUP.c.policy, _GROUP.c.rules)
+        .where(_GROUP.c.uuid == group_uuid).with_for_update()).first()
+    if group is None or group.policy not in HARD_POLICIES:
+        return None
+    others = (sa.select(_MEMBER.c.instance_uuid)
+              .where(_MEMBER.c.group_id == group.id,
+                     _MEMBER.c.instance_uuid != consumer_uuid))
+    rows = session.execute(
+        sa.select(_NODE.c.host, sa.func.count().label('members'))
+        .join(_ALLOC, _ALLOC.c.compute_node_id == _NODE.c.id)
+        .where(_ALLOC.c.consumer_uuid.in_(others))
+        .group_by(_NODE.c.host)).all()
+    hosts = {row.host: row.members for row in rows}
+    rules = group.rules or {}
+    conflict = GroupConflict(group_uuid, group.policy,
+                             int(rules.get('max_server_per_host', 1)),
+                             hosts)
+    return None if conflict.allows(host) else conflict
+
+
 def get_allocations(session, consumer_uuid):
     """``[(compute_node_id, Resources)]`` the consumer holds."""
     rows = session.execute(

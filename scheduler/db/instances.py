@@ -1,7 +1,12 @@
 """Queries over ``instances``: the conductor's record of each server.
 
 States follow Nova's vm_state values: ``building`` until a compute reports
-the spawn, then ``active``; ``error`` with ``fault`` saying why.
+the spawn, then ``active``; ``error`` with ``fault`` saying why. Moves add
+``resized`` (a cold migration or resize waiting for confirm or revert),
+``shelved`` (stopped, still holding its host) and ``shelved_offloaded`` (no
+host, no claim). ``task_state`` says which operation is under way; an
+operation starts only from ``task_state`` None, so that two operations on
+one instance cannot interleave (:func:`update` with ``expected_task_state``).
 """
 
 import sqlalchemy as sa
@@ -14,6 +19,24 @@ _INSTANCE = models.Instance.__table__
 BUILDING = 'building'
 ACTIVE = 'active'
 ERROR = 'error'
+RESIZED = 'resized'
+SHELVED = 'shelved'
+SHELVED_OFFLOADED = 'shelved_offloaded'
+
+# task_state values of the move operations (Nova's names).
+RESIZE_PREP = 'resize_prep'
+RESIZE_MIGRATING = 'resize_migrating'
+RESIZE_CONFIRMING = 'resize_confirming'
+RESIZE_REVERTING = 'resize_reverting'
+MIGRATING = 'migrating'
+REBUILDING = 'rebuilding'
+REBUILD_SPAWNING = 'rebuild_spawning'
+SHELVING = 'shelving'
+SHELVING_OFFLOADING = 'shelving_offloading'
+UNSHELVING = 'unshelving'
+
+# expected_task_state=NO_TASK: only if task_state is NULL.
+NO_TASK = 'none'
 
 # Columns a caller may change through update(); anything else is refused.
 UPDATABLE_FIELDS = ('host', 'node', 'vm_state', 'task_state', 'fault',
@@ -49,11 +72,13 @@ def get(session, uuid):
     return row
 
 
-def update(session, uuid, expected_vm_state=None, **values):
+def update(session, uuid, expected_vm_state=None, expected_task_state=None,
+           **values):
     """Update fields of one instance; InstanceNotFound if missing.
 
-    With ``expected_vm_state`` the update happens only if the instance is
-    still in that state; returns False when it was not.
+    With ``expected_vm_state`` (a state or a tuple of states) and/or
+    ``expected_task_state`` (:data:`NO_TASK` for NULL) the update happens
+    only if the instance is still so; returns False when it was not.
     """
     unknown = set(values) - set(UPDATABLE_FIELDS)
     if unknown:
@@ -61,8 +86,14 @@ def update(session, uuid, expected_vm_state=None, **values):
             reason='cannot update instance fields %s'
             % ', '.join(sorted(unknown)))
     query = sa.update(_INSTANCE).where(_INSTANCE.c.uuid == uuid)
-    if expected_vm_state is not None:
+    if isinstance(expected_vm_state, (tuple, list)):
+        query = query.where(_INSTANCE.c.vm_state.in_(expected_vm_state))
+    elif expected_vm_state is not None:
         query = query.where(_INSTANCE.c.vm_state == expected_vm_state)
+    if expected_task_state == NO_TASK:
+        query = query.where(_INSTANCE.c.task_state.is_(None))
+    elif expected_task_state is not None:
+        query = query.where(_INSTANCE.c.task_state == expected_task_state)
     values['updated_at'] = models.utcnow()
     result = session.execute(query.values(**values))
     if result.rowcount == 0:
@@ -99,3 +130,13 @@ def on_hosts(session, hosts=None):
         rows.extend(session.execute(
             query.where(_INSTANCE.c.host.in_(hosts[start:start + 500]))))
     return rows
+
+
+def stuck_building(session, created_before):
+    """Instances still ``building`` that were created before the given
+    naive UTC time, oldest first."""
+    return session.execute(
+        sa.select(_INSTANCE)
+        .where(_INSTANCE.c.vm_state == BUILDING,
+               _INSTANCE.c.created_at < created_before)
+        .order_by(_INSTANCE.c.created_at)).all()

@@ -226,3 +226,32 @@ class Allocation(Base):
     disk_gb: orm.Mapped[int] = orm.mapped_column(default=0)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         Timestamp, default=utcnow)
+
+
+class Migration(TimestampMixin, Base):
+    """One move of an instance: cold migration, resize, live migration or
+    evacuation, from its source to its destination.
+
+    While a cold migration or resize waits for confirm or revert, the
+    source's allocation is held under this migration's ``uuid`` (the
+    instance's own consumer holds the destination's), as Nova does with
+    Placement.
+    """
+
+    __tablename__ = 'migrations'
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
+    instance_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36),
+                                                       index=True)
+    migration_type: orm.Mapped[str] = orm.mapped_column(sa.String(32))
+    status: orm.Mapped[str] = orm.mapped_column(sa.String(32))
+    source_host: orm.Mapped[Optional[str]] = orm.mapped_column(
+        sa.String(255))
+    source_node: orm.Mapped[Optional[str]] = orm.mapped_column(
+        sa.String(255))
+    dest_host: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    dest_node: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    old_flavor: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
+    new_flavor: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
+    error: orm.Mapped[Optional[str]] = orm.mapped_column(sa.Text)

@@ -38,25 +38,61 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
+class _Refused(Exception):
+    """Rolls a claim's transaction back (its release included)."""
+
+    def __init__(self, outcome):
+        super().__init__(str(outcome))
+        self.outcome = outcome
+
+
 @db_api.retry_on_deadlock
-def claim_in_sql(node_id, consumer_uuid, resources):
-    """One claim in its own transaction; True if the node had room.
+def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
+                 host=None):
+    """One claim in its own transaction: True if the node had room, else
+    False, or a :class:`scheduler.db.claims.GroupConflict` (which is
+    false too) when ``group_uuid``'s hard policy forbids ``host``.
 
     A consumer that already holds allocations gives them back first, in the
     same transaction, as Placement replaces a consumer's allocations: the
     conductor asks again when a scheduler stopped or died after claiming
-    but before answering, and the earlier answer is void. (Move operations
+    but before answering, and the earlier answer is void. A claim that
+    fails writes nothing: the earlier allocations stay. (Move operations
     keep the source's allocation under a migration's own consumer UUID.)
+
+    With ``group_uuid`` the group's row is locked and its policy checked
+    in the same transaction (:func:`claims.check_group_policy`), so that
+    members of one group claimed in parallel by several schedulers or
+    conductors cannot break it.
     """
-    with db_api.writer() as session:
-        released = claims.release_resources(session, consumer_uuid)
-        if released:
-            LOG.warning('Instance %s held allocations from an earlier copy '
-                        'of this request on node(s) %s; replacing them',
-                        consumer_uuid,
-                        ', '.join(str(node) for node, _ in released))
-        return claims.claim_resources(session, node_id, consumer_uuid,
-                                      resources)
+    try:
+        with db_api.writer() as session:
+            if group_uuid is not None:
+                conflict = claims.check_group_policy(
+                    session, group_uuid, consumer_uuid, host)
+                if conflict is not None:
+                    raise _Refused(conflict)
+            released = claims.release_resources(session, consumer_uuid)
+            if not claims.claim_resources(session, node_id, consumer_uuid,
+                                          resources):
+                raise _Refused(False)
+    except _Refused as refused:
+        return refused.outcome
+    if released:
+        LOG.warning('Instance %s held allocations from an earlier copy '
+                    'of this request on node(s) %s; replaced them',
+                    consumer_uuid,
+                    ', '.join(str(node) for node, _ in released))
+    return True
+
+
+def hard_group_uuid(spec):
+    """The UUID of the spec's server group if its policy is enforced at
+    claim time (affinity, anti-affinity), else None."""
+    group = spec.obj_get('instance_group') if spec is not None else None
+    if group is None or group.obj_get('policy') not in claims.HARD_POLICIES:
+        return None
+    return group.uuid
 
 
 @db_api.retry_on_deadlock
@@ -80,7 +116,8 @@ class Scheduler(metaclass=abc.ABCMeta):
                              else self._create_host_manager())
         self._stats_lock = threading.Lock()
         self.stats = {'requests': 0, 'instances': 0, 'claims': 0,
-                      'claim_retries': 0, 'claims_released': 0,
+                      'claim_retries': 0, 'group_conflicts': 0,
+                      'claims_released': 0,
                       'no_valid_host': 0}
         self.last_timings = {'filter_weigh': 0.0, 'claim': 0.0}
 
@@ -129,17 +166,23 @@ class Scheduler(metaclass=abc.ABCMeta):
     # -- claims ---------------------------------------------------------------
 
     def claim(self, host_state, consumer_uuid, resources,
-              instance_info=None):
+              instance_info=None, group_uuid=None):
         """Claim in SQL; on success update the host cache at once: the
         resources are taken and the instance (``instance_info``, a
         :class:`scheduler.host_instances.InstanceInfo`) is on the host.
 
-        On a lost race (the node filled up behind the cache's back) the
-        node's cached row is re-read, ``stats['claim_retries']`` grows, and
-        False is returned so that the caller tries its next host.
+        With ``group_uuid`` (see :func:`hard_group_uuid`) the server
+        group's policy is checked in the claim's transaction.
+
+        Returns True, or a false value: False on a lost race (the node
+        filled up behind the cache's back; its cached row is re-read), a
+        GroupConflict when a member of the group claimed meanwhile where
+        the policy forbids this one. Either way ``stats['claim_retries']``
+        grows and the caller tries its next host.
         """
         try:
-            won = claim_in_sql(host_state.id, consumer_uuid, resources)
+            won = claim_in_sql(host_state.id, consumer_uuid, resources,
+                               group_uuid, host_state.host)
         except sa_exc.IntegrityError:
             LOG.warning('Instance %(uuid)s already holds an allocation on '
                         'node %(node)s; not claiming there again',
@@ -151,6 +194,13 @@ class Scheduler(metaclass=abc.ABCMeta):
                                       consumer_uuid, instance_info)
             return True
         self.count('claim_retries')
+        if isinstance(won, claims.GroupConflict):
+            self.count('group_conflicts')
+            LOG.info('Claim for instance %(uuid)s on %(host)s refused: '
+                     '%(why)s; trying the next host',
+                     {'uuid': consumer_uuid, 'host': host_state,
+                      'why': won})
+            return won
         LOG.info('Claim of %(res)s for instance %(uuid)s on %(host)s failed: '
                  'the node no longer has room; trying the next host',
                  {'res': dict(resources._asdict()), 'uuid': consumer_uuid,

@@ -364,20 +364,35 @@ class _Request:
 
     def _claim_first(self, index, order, ranking):
         """Claim on the first host of ``order`` (then of the rest of the
-        ranking) that still has room; its row, or None."""
+        ranking) that still has room; its row, or None.
+
+        With a hard server-group policy the claim checks it in SQL; when
+        another member claimed meanwhile where the policy now forbids
+        this one, the hosts the policy rules out are skipped without
+        asking the database again.
+        """
         if not self.claiming:
             return order[0]
         uuid = self.uuids[index]
+        group_uuid = base.hard_group_uuid(self.spec)
+        conflict = None
         started = time.perf_counter()
         try:
             for row in itertools.chain(order, _later(ranking.rest)):
                 state = self.table.states[row]
-                if self.driver.claim(state, uuid, self.resources,
-                                     self.instance_info):
+                if conflict is not None and not conflict.allows(state.host):
+                    self.failed.add(row)
+                    continue
+                won = self.driver.claim(state, uuid, self.resources,
+                                        self.instance_info, group_uuid)
+                if won:
                     self.claimed.append((uuid, state.id))
                     return row
                 self.failed.add(row)
-                self._reload_row(row)
+                if won is False:
+                    self._reload_row(row)
+                else:
+                    conflict = won
             return None
         finally:
             self.timer.add('claim', started)
@@ -413,7 +428,8 @@ class _Request:
     def _reason(self, index, result, claims_failed=False):
         if claims_failed:
             text = ('%d host(s) passed the filters but none could be '
-                    'claimed: concurrent requests took the room. %s'
+                    'claimed: concurrent requests took the room (or, for '
+                    'a server group, the hosts its policy allowed). %s'
                     % (result.passed, result.explain()))
         else:
             text = 'There are not enough hosts available. %s' % (
