@@ -38,6 +38,22 @@ def use_fake_transport(config_fixture):
     rpc.init(CONF)
 
 
+def configure(config_fixture, refresh_interval=0.05, exact_ratios=False):
+    """The options in-process cluster tests start from: the fake://
+    transport, no reserved memory, 1s reports, a host cache refreshed
+    every ``refresh_interval`` seconds; with ``exact_ratios`` CPU and RAM
+    allocation ratios of 1.0, so that capacity is what the hosts say."""
+    use_fake_transport(config_fixture)
+    config_fixture.config(reserved_host_memory_mb=0, report_interval=1)
+    config_fixture.config(host_state_refresh_interval=refresh_interval,
+                          group='scheduler')
+    if exact_ratios:
+        config_fixture.config(cpu_allocation_ratio=1.0,
+                              ram_allocation_ratio=1.0,
+                              group='filter_scheduler')
+    return config_fixture
+
+
 class Cluster:
     """``hosts`` maps host names to their capacity (``vcpus``,
     ``memory_mb``, ``local_gb``) and optionally ``build_failure_rate``."""

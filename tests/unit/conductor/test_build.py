@@ -21,12 +21,7 @@ BIG = {'vcpus': 16, 'memory_mb': 65536, 'local_gb': 1000}
 
 @pytest.fixture
 def cluster_config(database, config):
-    inprocess.use_fake_transport(config)
-    config.config(reserved_host_memory_mb=0, report_interval=1)
-    config.config(cpu_allocation_ratio=1.0, ram_allocation_ratio=1.0,
-                  group='filter_scheduler')
-    config.config(host_state_refresh_interval=0.05, group='scheduler')
-    return config
+    return inprocess.configure(config, exact_ratios=True)
 
 
 def _allocations():

@@ -18,10 +18,7 @@ HOST = {'vcpus': 4, 'memory_mb': 8192, 'local_gb': 100}
 
 @pytest.fixture
 def slow_refresh_config(database, config):
-    inprocess.use_fake_transport(config)
-    config.config(reserved_host_memory_mb=0, report_interval=1)
-    config.config(host_state_refresh_interval=3600, group='scheduler')
-    return config
+    return inprocess.configure(config, refresh_interval=3600)
 
 
 def _scheduler_manager(cluster):

@@ -15,10 +15,7 @@ HOST = {'vcpus': 4, 'memory_mb': 8192, 'local_gb': 100}
 
 @pytest.fixture
 def cluster_config(database, config):
-    inprocess.use_fake_transport(config)
-    config.config(reserved_host_memory_mb=0, report_interval=1)
-    config.config(host_state_refresh_interval=0.05, group='scheduler')
-    return config
+    return inprocess.configure(config)
 
 
 def _group(policy='anti-affinity', **kwargs):
