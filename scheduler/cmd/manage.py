@@ -88,22 +88,35 @@ def db_version():
 
 
 def db_check():
+    """Usage against allocations and capacity, node by node, and claims
+    held by instances or migrations that should hold none; exit 1 if
+    anything is wrong."""
     migration.check_schema()
     with db_api.reader() as session:
         bad_nodes = claims.find_inconsistent_nodes(session)
+        stray = claims.find_stray_allocations(session)
         node_count = session.execute(
             sa.select(sa.func.count()).select_from(
                 models.ComputeNode.__table__)).scalar_one()
-    if not bad_nodes:
+    if not bad_nodes and not stray:
         print('ok: %d compute node(s), usage matches allocations and '
               'capacity.' % node_count)
         return EXIT_OK
-    print(manage_table.format_table(
-        ['Host', 'Node', 'UUID', 'Problems'],
-        [[node.host, node.hypervisor_hostname, node.uuid,
-          '\n'.join(problems)] for node, problems in bad_nodes]))
-    print('\n%d of %d compute node(s) inconsistent.'
-          % (len(bad_nodes), node_count))
+    if bad_nodes:
+        print(manage_table.format_table(
+            ['Host', 'Node', 'UUID', 'Problems'],
+            [[node.host, node.hypervisor_hostname, node.uuid,
+              '\n'.join(problems)] for node, problems in bad_nodes]))
+        print('\n%d of %d compute node(s) inconsistent.'
+              % (len(bad_nodes), node_count))
+    if stray:
+        if bad_nodes:
+            print()
+        print(manage_table.format_table(
+            ['Consumer', 'Host', 'Node', 'Why it should hold nothing'],
+            [list(row) for row in stray]))
+        print('\n%d allocation(s) held by consumers that should hold none.'
+              % len(stray))
     return EXIT_FAILURE
 
 

@@ -250,3 +250,43 @@ def find_inconsistent_nodes(session):
         if found:
             problems.append((row, found))
     return problems
+
+
+# Instance states in which an instance holds no claim, and migration
+# statuses after which a migration holds none.
+_UNCLAIMED_VM_STATES = ('error', 'shelved_offloaded', 'deleted')
+_ENDED_MIGRATIONS = ('confirmed', 'reverted', 'completed', 'done', 'error',
+                     'failed')
+
+
+def find_stray_allocations(session):
+    """Allocations no live consumer should hold: those of instances in
+    ERROR or offloaded, and of migrations that ended. A list of
+    ``(consumer_uuid, host, node, why)``. (Allocations of consumers Gantt
+    has no record of are not listed: a client may claim through the
+    scheduler API without a conductor.)
+    """
+    instance = models.Instance.__table__
+    migration = models.Migration.__table__
+    stray = []
+    rows = session.execute(
+        sa.select(_ALLOC.c.consumer_uuid, _NODE.c.host,
+                  _NODE.c.hypervisor_hostname, instance.c.vm_state)
+        .join(_NODE, _NODE.c.id == _ALLOC.c.compute_node_id)
+        .join(instance, instance.c.uuid == _ALLOC.c.consumer_uuid)
+        .where(instance.c.vm_state.in_(_UNCLAIMED_VM_STATES))
+        .order_by(_ALLOC.c.consumer_uuid))
+    stray.extend((row.consumer_uuid, row.host, row.hypervisor_hostname,
+                  'instance is %s' % row.vm_state) for row in rows)
+    rows = session.execute(
+        sa.select(_ALLOC.c.consumer_uuid, _NODE.c.host,
+                  _NODE.c.hypervisor_hostname, migration.c.status,
+                  migration.c.migration_type)
+        .join(_NODE, _NODE.c.id == _ALLOC.c.compute_node_id)
+        .join(migration, migration.c.uuid == _ALLOC.c.consumer_uuid)
+        .where(migration.c.status.in_(_ENDED_MIGRATIONS))
+        .order_by(_ALLOC.c.consumer_uuid))
+    stray.extend((row.consumer_uuid, row.host, row.hypervisor_hostname,
+                  '%s migration is %s' % (row.migration_type, row.status))
+                 for row in rows)
+    return stray

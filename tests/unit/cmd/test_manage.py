@@ -93,6 +93,25 @@ def test_db_check_ok_then_usage_that_disagrees_with_allocations(database,
     assert '1 of 1 compute node(s) inconsistent.' in bad.out
 
 
+def test_db_check_reports_claims_of_failed_instances(database, run):
+    failed_uuid = '6d1c2a90-1111-4c1e-9a0e-5b2f0c7d8e90'
+    with db_api.writer() as session:
+        node_id = add_node(session)
+        db_instances.create(session, failed_uuid, flavor={'vcpus': 1},
+                            request_spec=None)
+        db_instances.update(session, failed_uuid, vm_state='error')
+        assert claims.claim_resources(session, node_id, failed_uuid,
+                                      claims.Resources(1, 512, 1))
+    bad = run('db', 'check')
+    assert bad.code == 1
+    [row] = output.table(bad.out)
+    assert row == [failed_uuid, 'compute1', 'compute1', 'instance is error']
+    assert ('1 allocation(s) held by consumers that should hold none.'
+            in bad.out)
+    # Usage itself is consistent: no node table.
+    assert 'inconsistent' not in bad.out
+
+
 # -- service ----------------------------------------------------------------
 
 def test_service_list_disable_enable_round_trip(database, run):

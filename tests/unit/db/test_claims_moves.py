@@ -1,0 +1,93 @@
+"""What move operations need of claims: handing allocations from one
+consumer to another, a failed claim that keeps the earlier allocation,
+and the stray-allocation report of ``gantt-manage db check``."""
+
+import uuid
+
+import pytest
+
+from scheduler.db import api as db_api
+from scheduler.db import claims
+from scheduler.db import instances as db_instances
+from scheduler.db import moves
+from scheduler.drivers import base
+from tests.unit.db import test_claims as helpers
+
+
+def _instance(vm_state=None):
+    instance_uuid = str(uuid.uuid4())
+    with db_api.writer() as session:
+        db_instances.create(session, instance_uuid, flavor={'vcpus': 1},
+                            request_spec=None)
+        if vm_state:
+            db_instances.update(session, instance_uuid, vm_state=vm_state)
+    return instance_uuid
+
+
+def test_move_allocations_keeps_usage(any_database):
+    node = helpers.make_node()
+    instance, migration = str(uuid.uuid4()), str(uuid.uuid4())
+    assert helpers.claim(node, (2, 1024, 10), instance)
+    before = helpers.node_state(node)
+    with db_api.writer() as session:
+        assert claims.move_allocations(session, instance, migration) == 1
+    assert helpers.allocations(instance) == []
+    assert helpers.allocations(migration) == [
+        (node, claims.Resources(2, 1024, 10))]
+    after = helpers.node_state(node)
+    assert {k: after[k] for k in after if k != 'generation'} == \
+        {k: before[k] for k in before if k != 'generation'}
+    assert helpers.inconsistencies() == []
+
+
+def test_move_allocations_refuses_a_consumer_that_holds_some(any_database):
+    node = helpers.make_node()
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    assert helpers.claim(node, (1, 512, 1), first)
+    assert helpers.claim(node, (1, 512, 1), second)
+    with pytest.raises(ValueError, match='already holds'):
+        with db_api.writer() as session:
+            claims.move_allocations(session, first, second)
+    assert len(helpers.allocations(first)) == 1
+    assert len(helpers.allocations(second)) == 1
+
+
+def test_failed_claim_keeps_the_earlier_allocation(any_database):
+    small = helpers.make_node('small', vcpus=1)
+    big = helpers.make_node('big')
+    consumer = str(uuid.uuid4())
+    assert base.claim_in_sql(big, consumer, claims.Resources(1, 512, 1))
+    # Replacing it with a claim that does not fit writes nothing.
+    assert base.claim_in_sql(small, consumer,
+                             claims.Resources(2, 512, 1)) is False
+    assert helpers.allocations(consumer) == [
+        (big, claims.Resources(1, 512, 1))]
+    # One that fits replaces it, in the same transaction.
+    assert base.claim_in_sql(small, consumer,
+                             claims.Resources(1, 512, 1)) is True
+    assert helpers.allocations(consumer) == [
+        (small, claims.Resources(1, 512, 1))]
+    assert helpers.node_state(big)['vcpus_used'] == 0
+    assert helpers.inconsistencies() == []
+
+
+def test_stray_allocations_are_reported(any_database):
+    node = helpers.make_node()
+    active = _instance('active')
+    failed = _instance('error')
+    offloaded = _instance('shelved_offloaded')
+    unknown = str(uuid.uuid4())
+    with db_api.writer() as session:
+        done = moves.create(session, active, moves.MIGRATION,
+                            status=moves.CONFIRMED)
+        running = moves.create(session, active, moves.MIGRATION,
+                               status=moves.FINISHED)
+    for consumer in (active, failed, offloaded, unknown, done.uuid,
+                     running.uuid):
+        assert helpers.claim(node, (0, 1, 0), consumer)
+    with db_api.reader() as session:
+        stray = claims.find_stray_allocations(session)
+    assert sorted((consumer, why) for consumer, _h, _n, why in stray) == \
+        sorted([(failed, 'instance is error'),
+                (offloaded, 'instance is shelved_offloaded'),
+                (done.uuid, 'migration migration is confirmed')])
