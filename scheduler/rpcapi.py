@@ -69,7 +69,15 @@ class SchedulerAPI:
         If no scheduler answers within ``rpc_response_timeout`` (one may
         have stopped or died with the request in hand), the request is sent
         once more: claims are keyed on the instance UUIDs and replace any
-        an earlier copy made, so asking twice never claims twice.
+        an earlier copy made, so asking twice never claims twice. The
+        rabbit driver gives a call's message a time-to-live equal to its
+        timeout, so the first copy, if no scheduler took it, expires in
+        the broker as the second is sent; a copy taken by a scheduler that
+        died is gone with it. (One window stays open: a scheduler that
+        took the first copy just before it expired and answers after the
+        second copy was placed replaces that placement's claim. ``gantt-
+        manage db check`` does not see this; the instance then runs on a
+        host other than its claim's.)
         """
         for attempt in range(SELECT_DESTINATIONS_RETRIES + 1):
             try:
