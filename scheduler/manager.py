@@ -6,6 +6,16 @@ nodes (host discovery) when ``[scheduler] discover_hosts_in_cells_interval``
 is positive, and runs the driver's periodic tasks every
 ``[scheduler] periodic_task_interval`` seconds.
 
+At the same interval, when they changed since the last time, and once
+more when the service stops, it logs the driver's counters on one INFO
+line, ``key=value`` pairs in a fixed order, e.g.::
+
+    Scheduler stats: requests=12 instances=20 claims=20 claim_retries=3 \
+group_conflicts=1 claims_released=0 no_valid_host=2
+
+Each process (each worker) logs its own counters, which grow from zero
+at its start: the last line of each process is its total.
+
 Malformed payloads are refused with InvalidRequest before the driver sees
 them, so nothing is claimed for them; NoValidHost and InvalidRequest are
 expected exceptions and reach the caller as themselves.
@@ -37,6 +47,18 @@ LOG = logging.getLogger(__name__)
 
 _UNSET = object()
 
+# The driver counters (scheduler.drivers.base.Scheduler.stats) in the order
+# the stats line gives them; counters a driver adds come after, sorted.
+STATS_ORDER = ('requests', 'instances', 'claims', 'claim_retries',
+               'group_conflicts', 'claims_released', 'no_valid_host')
+
+
+def format_stats(stats):
+    """``requests=12 instances=20 ...``: the counters in a stable order."""
+    names = [name for name in STATS_ORDER if name in stats]
+    names += sorted(name for name in stats if name not in STATS_ORDER)
+    return ' '.join('%s=%s' % (name, stats[name]) for name in names)
+
 
 def discover_hosts():
     """Map every unmapped compute node; return the rows newly mapped.
@@ -62,6 +84,8 @@ class SchedulerManager(service.Manager):
         # Loaded here, in the parent process, so that an unknown driver,
         # filter or weigher stops start-up before any worker forks.
         self.driver = loadables.load_driver(CONF.scheduler.driver)()
+        # An idle scheduler logs no stats line until its first request.
+        self._logged_stats = dict(getattr(self.driver, 'stats', None) or {})
 
     def init_host(self):
         # Under the threading backend SIGHUP restarts the workers after the
@@ -76,6 +100,7 @@ class SchedulerManager(service.Manager):
         stop = getattr(self.driver, 'stop', None)
         if stop is not None:
             stop()
+        self._log_stats(always=True)
 
     def reset(self):
         reload_plugins = getattr(self.driver, 'reload_plugins', None)
@@ -92,7 +117,20 @@ class SchedulerManager(service.Manager):
                 '_run_periodic_tasks',
                 CONF.scheduler.periodic_task_interval,
                 self.driver.run_periodic_tasks),
+            service.PeriodicTask(
+                '_log_stats', CONF.scheduler.periodic_task_interval,
+                lambda context: self._log_stats()),
         ]
+
+    def _log_stats(self, always=False):
+        """Log the driver's counters if they changed since the last line
+        (or ``always``); True if a line was logged."""
+        stats = dict(getattr(self.driver, 'stats', None) or {})
+        if not always and stats == self._logged_stats:
+            return False
+        self._logged_stats = stats
+        LOG.info('Scheduler stats: %s', format_stats(stats))
+        return True
 
     def _discover_hosts_in_cells(self, context):
         mapped = discover_hosts()

@@ -48,6 +48,7 @@ from scheduler.drivers import base
 from scheduler.drivers import explain as explain_mod
 from scheduler import exception
 from scheduler import filters
+from scheduler.filters import retry_filter
 from scheduler import host_instances
 from scheduler import loadables
 from scheduler import weights
@@ -232,6 +233,7 @@ class FilterScheduler(base.Scheduler):
                             return_alternates=False):
         spec.validate()
         self.count('requests')
+        self._warn_if_retries_unfiltered(spec)
         request = _Request(self, spec, instance_uuids, return_alternates,
                            self._host_table(context))
         try:
@@ -241,6 +243,24 @@ class FilterScheduler(base.Scheduler):
             raise
         finally:
             self.last_timings = dict(request.timer.totals)
+            if request.claim_retries:
+                LOG.info('Request for instance(s) %s retried %d lost '
+                         'claim(s)', ', '.join(request.uuids),
+                         request.claim_retries)
+
+    def _warn_if_retries_unfiltered(self, spec):
+        """A reschedule names the hosts it tried; without RetryFilter they
+        may be chosen again."""
+        tried = retry_filter.tried(spec)
+        if not tried or any(isinstance(f, retry_filter.RetryFilter)
+                            for f in self.enabled_filters):
+            return
+        LOG.warning('Request for %s was already tried on %s, but RetryFilter '
+                    'is not enabled: those hosts may be chosen again. Add '
+                    'RetryFilter to [filter_scheduler] enabled_filters to '
+                    'keep them out.', spec.obj_get('instance_uuid') or
+                    'an instance', ', '.join(sorted(
+                        '/'.join(pair) for pair in tried)))
 
 
 class _Request:
@@ -268,6 +288,7 @@ class _Request:
         self.claimed = []
         # Rows whose claim was lost to a concurrent request.
         self.failed = set()
+        self.claim_retries = 0
         # A server group grows as the request's instances are placed: the
         # request works on a copy of the spec. Instances without a UUID
         # (nothing claimed) are tracked under made-up ones.
@@ -389,6 +410,7 @@ class _Request:
                     self.claimed.append((uuid, state.id))
                     return row
                 self.failed.add(row)
+                self.claim_retries += 1
                 if won is False:
                     self._reload_row(row)
                 else:

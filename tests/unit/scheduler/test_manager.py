@@ -145,3 +145,55 @@ def test_repeated_request_replaces_the_earlier_claim(scheduler_manager):
         assert sum(n.vcpus_used for n in nodes) == 2
         assert sum(n.memory_mb_used for n in nodes) == 1024
         assert claims.find_inconsistent_nodes(session) == []
+
+
+def _stats_lines(caplog):
+    return [record.getMessage() for record in caplog.records
+            if record.getMessage().startswith('Scheduler stats: ')]
+
+
+def _parsed(line):
+    return dict((key, int(value)) for key, value in (
+        pair.split('=') for pair in line[len('Scheduler stats: '):].split()))
+
+
+def test_stats_line_counts_lost_claims_and_no_valid_host(
+        cloud, config, caplog):
+    """The periodic line appears only after something changed; the line
+    at stop always does; both parse to the driver's figures."""
+    config.config(host_state_refresh_interval=3600, group='scheduler')
+    cloud.add_node('best', vcpus=8, memory_mb=16384, local_gb=100,
+                   ram_allocation_ratio=1.0)
+    cloud.add_node('second', vcpus=8, memory_mb=8192, local_gb=100,
+                   ram_allocation_ratio=1.0)
+    mgr = manager.SchedulerManager()
+    mgr.init_host()
+    [task] = [task for task in mgr.periodic_tasks()
+              if task.name == '_log_stats']
+    caplog.set_level('INFO', logger='scheduler')
+    try:
+        task.func(_ctxt())
+        assert _stats_lines(caplog) == []   # nothing happened yet
+
+        # Another scheduler fills 'best' behind this one's cache: one
+        # lost claim, then 'second'.
+        cloud.take('best', (1, 16000, 0))
+        mgr.select_destinations(_ctxt(), spec_obj=fakes.spec(
+            vcpus=1, memory_mb=1024), instance_uuids=[UUID_1],
+            return_objects=True)
+        _expected_error(mgr.select_destinations,
+                        spec_obj=fakes.spec(memory_mb=64 * 1024),
+                        instance_uuids=[UUID_2], return_objects=True)
+        assert (('Request for instance(s) %s retried 1 lost claim(s)'
+                 % UUID_1) in caplog.messages)
+        task.func(_ctxt())
+        task.func(_ctxt())   # unchanged: no second line
+    finally:
+        mgr.cleanup_host()
+    lines = _stats_lines(caplog)
+    assert lines[0] == ('Scheduler stats: requests=2 instances=1 claims=1 '
+                        'claim_retries=1 group_conflicts=0 '
+                        'claims_released=0 no_valid_host=1')
+    # The line at stop repeats the totals although nothing changed.
+    assert lines[1:] == lines[:1]
+    assert _parsed(lines[-1]) == mgr.driver.stats
