@@ -2,7 +2,8 @@
 
 It reads the same configuration as every Gantt service (``--config-file``,
 ``--config-dir``, default ``/etc/gantt/gantt.conf``) and works on the
-database directly; ``server create`` talks to the conductor over RPC, and
+database directly; ``server create`` and the commands that move, rebuild
+or shelve servers talk to the conductor over RPC, and
 the ``aggregate`` commands tell the schedulers what changed (fanout casts).
 Options of gantt-manage itself come before the command::
 
@@ -17,6 +18,9 @@ Options of gantt-manage itself come before the command::
     gantt-manage server create --vcpus 1 --ram 512 --disk 1 --wait
     gantt-manage server list --host compute1 --state active
     gantt-manage server show <uuid>
+    gantt-manage server migrate <uuid>   # also resize, confirm, revert,
+                                         # live-migrate, evacuate, rebuild,
+                                         # shelve, unshelve
     gantt-manage aggregate create rack1 --availability-zone az1
     gantt-manage aggregate add-host rack1 compute1
     gantt-manage server-group create web anti-affinity
@@ -47,6 +51,7 @@ from scheduler.cmd import manage_args
 from scheduler.cmd import manage_explain
 from scheduler.cmd import manage_server
 from scheduler.cmd import manage_server_group
+from scheduler.cmd import manage_server_ops
 from scheduler.cmd import manage_table
 from scheduler import conf
 from scheduler import config
@@ -269,6 +274,9 @@ COMMANDS = {
                  '(building, active, error).')]),
         'show': Command(manage_server.show, 'Show every field of a server.',
                         [_arg('uuid', metavar='UUID')]),
+        # migrate, resize, confirm, revert, live-migrate, evacuate,
+        # rebuild, shelve, unshelve: calls to the conductor.
+        **manage_server_ops.ACTIONS,
     }),
     'aggregate': manage_aggregate.CATEGORY,
     'server-group': manage_server_group.CATEGORY,
