@@ -25,11 +25,14 @@ import abc
 import threading
 
 from oslo_log import log as logging
+import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import claims
+from scheduler.db import models
+from scheduler import exception
 from scheduler.db import services as db_services
 from scheduler import host_manager as host_manager_mod
 from scheduler.objects import selection as selection_obj
@@ -46,9 +49,30 @@ class _Refused(Exception):
         self.outcome = outcome
 
 
+# An instance in one of these vm_states with no task under way is settled:
+# no operation is scheduling it, so a claim for it can only come from a
+# stale copy of an earlier request (a scheduler that took the message just
+# before it expired and answered after the conductor had asked again).
+SETTLED_VM_STATES = ('active', 'error', 'resized', 'shelved',
+                     'shelved_offloaded')
+_INSTANCE = models.Instance.__table__
+
+
+def _settled(session, consumer_uuid):
+    """The instance's vm_state if it is settled (see SETTLED_VM_STATES);
+    None if it may be scheduled, or is no instance Gantt knows."""
+    row = session.execute(
+        sa.select(_INSTANCE.c.vm_state, _INSTANCE.c.task_state)
+        .where(_INSTANCE.c.uuid == consumer_uuid)).first()
+    if row is None or row.task_state is not None or \
+            row.vm_state not in SETTLED_VM_STATES:
+        return None
+    return row.vm_state
+
+
 @db_api.retry_on_deadlock
 def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
-                 host=None):
+                 host=None, refuse_settled=False):
     """One claim in its own transaction: True if the node had room, else
     False, or a :class:`scheduler.db.claims.GroupConflict` (which is
     false too) when ``group_uuid``'s hard policy forbids ``host``.
@@ -64,9 +88,21 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     in the same transaction (:func:`claims.check_group_policy`), so that
     members of one group claimed in parallel by several schedulers or
     conductors cannot break it.
+
+    With ``refuse_settled`` (the scheduler's claims) an instance that is
+    settled (:data:`SETTLED_VM_STATES`, no task) gets InvalidRequest and
+    nothing is written.
     """
     try:
         with db_api.writer() as session:
+            if refuse_settled:
+                state = _settled(session, consumer_uuid)
+                if state is not None:
+                    raise exception.InvalidRequest(
+                        reason='instance %s is %s with no task under way; '
+                               'refusing to claim for it (a stale copy of '
+                               'an earlier request?)'
+                        % (consumer_uuid, state))
             if group_uuid is not None:
                 conflict = claims.check_group_policy(
                     session, group_uuid, consumer_uuid, host)
@@ -182,7 +218,8 @@ class Scheduler(metaclass=abc.ABCMeta):
         """
         try:
             won = claim_in_sql(host_state.id, consumer_uuid, resources,
-                               group_uuid, host_state.host)
+                               group_uuid, host_state.host,
+                               refuse_settled=True)
         except sa_exc.IntegrityError:
             LOG.warning('Instance %(uuid)s already holds an allocation on '
                         'node %(node)s; not claiming there again',

@@ -11,6 +11,7 @@ from scheduler.db import claims
 from scheduler.db import instances as db_instances
 from scheduler.db import moves
 from scheduler.drivers import base
+from scheduler import exception
 from tests.unit.db import test_claims as helpers
 
 
@@ -91,3 +92,35 @@ def test_stray_allocations_are_reported(any_database):
         sorted([(failed, 'instance is error'),
                 (offloaded, 'instance is shelved_offloaded'),
                 (done.uuid, 'migration migration is confirmed')])
+
+
+@pytest.mark.parametrize('vm_state, task_state, refused', [
+    ('active', None, True),
+    ('error', None, True),
+    ('shelved_offloaded', None, True),
+    ('building', 'scheduling', False),
+    ('active', 'resize_prep', False),
+    ('shelved_offloaded', 'unshelving', False),
+])
+def test_scheduler_claims_refuse_settled_instances(database, vm_state,
+                                                   task_state, refused):
+    node = helpers.make_node()
+    instance = _instance()
+    with db_api.writer() as session:
+        db_instances.update(session, instance, vm_state=vm_state,
+                            task_state=task_state)
+    resources = claims.Resources(1, 512, 1)
+    if refused:
+        with pytest.raises(exception.InvalidRequest,
+                           match='%s is %s with no task' % (instance,
+                                                            vm_state)):
+            base.claim_in_sql(node, instance, resources,
+                              refuse_settled=True)
+        assert helpers.allocations(instance) == []
+    else:
+        assert base.claim_in_sql(node, instance, resources,
+                                 refuse_settled=True) is True
+    # A consumer Gantt has no instance for is never refused.
+    other = helpers.make_node('other')
+    assert base.claim_in_sql(other, str(uuid.uuid4()), resources,
+                             refuse_settled=True) is True
