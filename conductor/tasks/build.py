@@ -14,6 +14,13 @@ own transaction (other members may have been placed meanwhile), where
 Nova's compute made a late check that narrowed the race without closing
 it.
 
+A failed build moves to the next of the alternates the scheduler sent with
+the first choice. With ``[upgrade_levels] scheduler = 1.0`` there are none
+(API 1.0 has no alternates): the conductor asks the scheduler again, as
+Nova's did before alternates, with the hosts tried so far in the request
+(``retry``; RetryFilter keeps them out), until ``[scheduler]
+max_attempts``.
+
 Example::
 
     task = build.BuildTask(scheduler_api, compute_api)
@@ -23,6 +30,7 @@ Example::
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.drivers import base as scheduler_base
 from scheduler.db import claims
@@ -32,6 +40,7 @@ from scheduler.db import instances as db_instances
 from scheduler import exception
 from scheduler.objects import request_spec as request_spec_obj
 
+CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
@@ -136,7 +145,10 @@ class BuildTask:
         """A compute failed to build: release its claim, try an alternate.
 
         The hosts tried so far travel in ``request_spec.retry``, so the
-        final error names every one of them.
+        final error names every one of them. A scheduler client capped
+        at API 1.0 (``[upgrade_levels] scheduler``) gets no alternates;
+        then the scheduler is asked again, as Nova did before alternates
+        (:meth:`_reschedule_legacy`).
         """
         failed_host = failure.get('host')
         failed_node = failure.get('node')
@@ -146,6 +158,11 @@ class BuildTask:
         self._release_failed_claim(instance_uuid, failed_host, failed_node)
         retry = self._record_attempt(request_spec, failed_host, failed_node)
         remaining = list(host_list or [])
+        if not remaining and \
+                not self.scheduler_api.client.can_send_version('1.1'):
+            self._reschedule_legacy(ctxt, instance_uuid, request_spec,
+                                    retry, reason)
+            return
         while remaining:
             candidate = remaining.pop(0)
             if self._claim_alternate(instance_uuid, candidate,
@@ -153,6 +170,9 @@ class BuildTask:
                 self._send_to(ctxt, instance_uuid, request_spec, candidate,
                               remaining)
                 return
+        self._fail_max_retries(instance_uuid, retry, reason)
+
+    def _fail_max_retries(self, instance_uuid, retry, reason):
         message = str(exception.MaxRetriesExceeded(
             reason='Exhausted all hosts available for retrying build '
                    'failures for instance %s. Hosts tried: %s. Last '
@@ -160,6 +180,71 @@ class BuildTask:
                                   ', '.join(host for host, _node
                                             in retry.hosts), reason)))
         self._fail_all([instance_uuid], message)
+
+    def _reschedule_legacy(self, ctxt, instance_uuid, request_spec, retry,
+                           reason):
+        """Ask the scheduler again for one instance (no alternates).
+
+        ``retry`` (the attempts so far) goes with the request, in the
+        legacy ``filter_properties['retry']`` over API 1.0, so that
+        RetryFilter keeps the hosts already tried out. After
+        ``[scheduler] max_attempts`` attempts the instance goes to ERROR
+        with MaxRetriesExceeded.
+        """
+        if retry.num_attempts >= CONF.scheduler.max_attempts:
+            self._fail_max_retries(instance_uuid, retry, reason)
+            return
+        spec = request_spec.obj_clone()
+        spec.num_instances = 1
+        spec.instance_uuid = instance_uuid
+        LOG.info('Asking the scheduler again for %s (attempt %d of %d; '
+                 'tried %s)', instance_uuid, retry.num_attempts + 1,
+                 CONF.scheduler.max_attempts,
+                 ', '.join('%s/%s' % tuple(pair) for pair in retry.hosts))
+        try:
+            selection = self.scheduler_api.select_destinations(
+                ctxt, spec, [instance_uuid], return_objects=True)[0][0]
+        except exception.NoValidHost as error:
+            LOG.warning('No valid host to reschedule %s: %s', instance_uuid,
+                        error_text(error))
+            self._fail_all([instance_uuid], error_text(error))
+            return
+        except messaging.MessagingTimeout:
+            LOG.error('The scheduler did not answer for %s', instance_uuid)
+            self._release_and_fail([instance_uuid],
+                                   'The scheduler did not answer in time.')
+            return
+        except Exception as error:
+            LOG.exception('Rescheduling %s failed', instance_uuid)
+            self._release_and_fail([instance_uuid], 'Scheduling failed: %s'
+                                   % error_text(error))
+            return
+        if not self._take_rescheduled(instance_uuid, selection):
+            return
+        LOG.info('Instance %s goes to %s/%s', instance_uuid,
+                 selection.service_host, selection.nodename)
+        self.compute_api.build_and_run_instance(
+            ctxt, selection.service_host, instance_uuid, selection.nodename,
+            request_spec, [])
+
+    @staticmethod
+    @db_api.retry_on_deadlock
+    def _take_rescheduled(instance_uuid, selection):
+        """Point the instance at its new host if it is still building;
+        else (timed out meanwhile) release the claim the scheduler just
+        made. Whether the build goes on."""
+        with db_api.writer() as session:
+            if db_instances.update(
+                    session, instance_uuid,
+                    expected_vm_state=db_instances.BUILDING,
+                    host=selection.service_host, node=selection.nodename,
+                    task_state='spawning'):
+                return True
+            claims.release_resources(session, instance_uuid)
+        LOG.warning('Instance %s stopped building while it was rescheduled; '
+                    'released its claim on %s', instance_uuid,
+                    selection.service_host)
+        return False
 
     @staticmethod
     def _record_attempt(request_spec, host, node):
