@@ -103,6 +103,11 @@ class Process:
         except (ProcessLookupError, PermissionError):
             pass
 
+    def signal_group(self, signum):
+        """Send ``signum`` to every process of the session (SIGSTOP and
+        SIGCONT freeze and thaw a daemon with its workers)."""
+        os.killpg(self.popen.pid, signum)
+
 
 class Cluster:
     def __init__(self, workdir, backend, eventlet=False, extra_conf=''):
@@ -237,6 +242,15 @@ class Cluster:
         self.wait_for_service(name, 'gantt-conductor', process)
         return process
 
+    def start_conductor_with_conf(self, name='conductor', extra_conf=''):
+        """A conductor with options of its own (``extra_conf``, in the
+        config file read after the cluster's)."""
+        process = self.start('gantt-conductor', name,
+                             '[DEFAULT]\nhost = %s\n' % name
+                             + textwrap.dedent(extra_conf))
+        self.wait_for_service(name, 'gantt-conductor', process)
+        return process
+
     def start_scheduler(self, name='scheduler', workers=1, extra_conf=''):
         process = self.start(
             'gantt-scheduler', name,
@@ -297,6 +311,20 @@ class Cluster:
         result = self.manage('discover_hosts')
         time.sleep(CACHE_SETTLE_SECONDS)
         return result
+
+    def queue_depths(self):
+        """``{queue name: messages}`` in the cluster's vhost: those ready
+        and those delivered but not yet acknowledged."""
+        result = subprocess.run(
+            ['rabbitmqctl', '-q', 'list_queues', '-p', self.vhost,
+             '--no-table-headers', 'name', 'messages'],
+            check=True, capture_output=True, text=True, timeout=60)
+        depths = {}
+        for line in result.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 2 and parts[1].isdigit():
+                depths[parts[0]] = int(parts[1])
+        return depths
 
     # -- waiting and reading the database -------------------------------------
 
