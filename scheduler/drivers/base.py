@@ -115,10 +115,11 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     except _Refused as refused:
         return refused.outcome
     if released:
-        LOG.warning('Instance %s held allocations from an earlier copy '
-                    'of this request on node(s) %s; replaced them',
-                    consumer_uuid,
-                    ', '.join(str(node) for node, _ in released))
+        # An evacuation or unshelve from SHELVED leaves the old claim by
+        # design; a build's earlier copy of this request by accident.
+        LOG.info('The claim for %s replaced its earlier allocations on '
+                 'node(s) %s', consumer_uuid,
+                 ', '.join(str(node) for node, _ in released))
     return True
 
 
