@@ -148,6 +148,7 @@ class RebuildTask:
                 dest_host=dest_node.host if dest_node else None,
                 dest_node=(dest_node.hypervisor_hostname if dest_node
                            else None))
+        held_before = self._allocations(instance_uuid)
         try:
             spec = common.spec_for(row, current_flavor(row))
             build.load_group(spec)
@@ -158,7 +159,10 @@ class RebuildTask:
                 dest_host, dest_name = self._schedule(ctxt, instance_uuid,
                                                       spec, row.host, host)
         except Exception as error:
-            # Nothing was claimed: the instance keeps its dead host's claim.
+            # A failed claim writes nothing: the instance keeps its dead
+            # host's claim. A scheduler that timed out may have claimed
+            # elsewhere (replacing it): put the claim back on the source.
+            self._restore_claims(instance_uuid, held_before)
             self._fail_migration(migration.uuid, error)
             common.abort(instance_uuid)
             raise
@@ -180,6 +184,28 @@ class RebuildTask:
         LOG.info('Evacuation of %s from %s to %s done', instance_uuid,
                  row.host, dest_host)
         return common.view(instance_uuid, migration.uuid)
+
+    @staticmethod
+    def _allocations(instance_uuid):
+        with db_api.reader() as session:
+            return claims.get_allocations(session, instance_uuid)
+
+    def _restore_claims(self, instance_uuid, before):
+        """After a failed scheduling step, make the instance hold exactly
+        the allocations it held before it (``[(node id, Resources)]``)."""
+        if sorted(self._allocations(instance_uuid)) == sorted(before):
+            return
+        LOG.warning('Evacuation of %s: the scheduler claimed a host after '
+                    'all; putting back the claims it held before',
+                    instance_uuid)
+        with db_api.writer() as session:
+            claims.release_resources(session, instance_uuid)
+            for node_id, resources in before:
+                if not claims.claim_resources(session, node_id,
+                                              instance_uuid, resources):
+                    LOG.error('Evacuation of %s: could not claim node %s '
+                              'again; the instance holds no claim there '
+                              'now', instance_uuid, node_id)
 
     @staticmethod
     def _check_evacuation(instance_uuid, host, force):

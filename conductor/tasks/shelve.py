@@ -180,6 +180,12 @@ class ShelveTask:
             common.finish(instance_uuid, fault=fault)
             raise exception.NoValidHost(message=fault)
         except Exception:
+            # A scheduler that timed out may still have claimed: an
+            # offloaded instance holds nothing.
+            released = common.release(instance_uuid)
+            if released:
+                LOG.warning('Unshelve of %s failed after a claim was made; '
+                            'released it', instance_uuid)
             common.abort(instance_uuid)
             raise
         host, node = selection.service_host, selection.nodename
