@@ -274,11 +274,19 @@ class BuildTask:
 
     def _send_to(self, ctxt, instance_uuid, request_spec, selection,
                  alternates):
+        # Only an instance still building is sent: one the reaper timed
+        # out while the scheduler worked gives back the claim just made.
         with db_api.writer() as session:
-            db_instances.update(session, instance_uuid,
-                                host=selection.service_host,
-                                node=selection.nodename,
-                                task_state='spawning')
+            if not db_instances.update(
+                    session, instance_uuid,
+                    expected_vm_state=db_instances.BUILDING,
+                    host=selection.service_host, node=selection.nodename,
+                    task_state='spawning'):
+                claims.release_resources(session, instance_uuid)
+                LOG.warning('Instance %s stopped building while it was '
+                            'scheduled; released its claim on %s',
+                            instance_uuid, selection.service_host)
+                return
         LOG.info('Instance %s goes to %s/%s', instance_uuid,
                  selection.service_host, selection.nodename)
         self.compute_api.build_and_run_instance(

@@ -159,3 +159,31 @@ def test_reschedule_of_a_reaped_instance_releases_the_new_claim(database):
         'error', None, None, 'timed out')
     assert _allocations() == []
     assert _usage() == {'h2': (0, 0, 0)}
+
+
+def test_first_placement_of_a_reaped_instance_releases_its_claim(database):
+    """The same on the first build: a scheduler answer that arrives after
+    the reaper timed the instance out is not sent to any compute (the
+    task has no compute API to send it with) and its claim is released."""
+    uuid = '7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f'
+    with db_api.writer() as session:
+        node_id = db_compute_nodes.report_inventory(
+            session, '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d', 'h2', 'h2',
+            dict(SMALL))
+        db_instances.create(session, uuid, flavor={}, request_spec={})
+        db_instances.update(session, uuid, vm_state='error',
+                            task_state=None, fault='timed out')
+        assert claims.claim_resources(session, node_id, uuid,
+                                      claims.Resources(1, 1024, 10))
+    selection = selection_obj.Selection(
+        compute_node_uuid=None, service_host='h2', nodename='h2',
+        limits={}, allocation_request=None, claimed=True)
+
+    build.BuildTask(None, None)._send_to(None, uuid, None, selection, [])
+
+    with db_api.reader() as session:
+        row = db_instances.get(session, uuid)
+    assert (row.vm_state, row.host, row.task_state, row.fault) == (
+        'error', None, None, 'timed out')
+    assert _allocations() == []
+    assert _usage() == {'h2': (0, 0, 0)}
