@@ -160,7 +160,14 @@ def delete(session, ident):
 
 
 def add_members(session, group_id, instance_uuids):
-    """Add instances to a group (those already members are skipped)."""
+    """Add instances to a group (those already members are skipped).
+
+    The group's row is locked first, so that concurrent additions take
+    turns: otherwise MariaDB deadlocks them (each insert's foreign key
+    share-locks the row that the update then needs exclusively).
+    """
+    session.execute(sa.select(_GROUP.c.id).where(_GROUP.c.id == group_id)
+                    .with_for_update())
     existing = set(_members(session, [group_id]).get(group_id, ()))
     new = [uuid for uuid in dict.fromkeys(instance_uuids)
            if uuid not in existing]

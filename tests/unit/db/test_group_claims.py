@@ -232,3 +232,24 @@ def test_racing_copies_of_one_request_leave_one_allocation(any_database):
     assert sum(test_claims.node_state(node)['vcpus_used']
                for node in nodes.values()) == 1
     assert test_claims.inconsistencies() == []
+
+
+def test_members_joining_at_once_all_join(any_database):
+    """Conductors add the members of several requests to one group at
+    the same moment: each joins, none fails on a deadlock (MariaDB locks
+    the group row for the members' foreign key, then for its update)."""
+    group = make_group('anti-affinity', [])
+    members = [str(uuid.uuid4()) for _ in range(12)]
+
+    def join(index):
+        with db_api.writer() as session:
+            group_id = instance_groups.get(session, group).id
+            return instance_groups.add_members(session, group_id,
+                                               [members[index]])
+
+    results = race(12, join)
+
+    assert results == [[member] for member in members]
+    with db_api.reader() as session:
+        assert sorted(instance_groups.get(session, group).members) == \
+            sorted(members)
