@@ -110,11 +110,19 @@ class BuildTask:
             LOG.error('Refused build of %s: %s', instance_uuids, error)
             return
         try:
-            join_group(instance_uuids, request_spec)
+            db_api.retry_on_deadlock(join_group)(instance_uuids,
+                                                 request_spec)
         except (db_groups.InstanceGroupNotFound,
                 exception.InvalidRequest) as error:
             LOG.warning('Build of %s refused: %s', instance_uuids, error)
             self._fail_all(instance_uuids, error_text(error))
+            return
+        except Exception as error:
+            # Not left BUILDING until the reaper's timeout: say why now.
+            LOG.exception('Joining the server group of %s failed',
+                          instance_uuids)
+            self._fail_all(instance_uuids, 'Joining the server group '
+                           'failed: %s' % error_text(error))
             return
         try:
             selections = self.scheduler_api.select_destinations(
