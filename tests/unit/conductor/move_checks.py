@@ -2,24 +2,29 @@
 
 Each test asserts the state the conductor left: the instance's row, the
 allocations per consumer (the instance's UUID vs a migration's), the
-usage columns of each node, and that ``gantt-manage db check`` finds the
-usage and the allocations in agreement.
+usage columns of each node, and that ``gantt-manage db check`` finds
+nothing wrong. The plain SQL readers are :mod:`sql_state`'s, shared with
+the rebuild and shelve tests.
 """
 
 import sqlalchemy as sa
 
 from compute import manager as compute_manager
 from conductor import rpcapi as conductor_rpcapi
-from scheduler import context as gantt_context
 from scheduler.db import api as db_api
-from scheduler.db import claims
 from scheduler.db import instances as db_instances
 from scheduler.db import models
-from scheduler.db import moves as db_moves
+from tests.unit.conductor import sql_state
 
 SMALL = {'vcpus': 4, 'memory_mb': 8192, 'local_gb': 100}
 MEDIUM = {'vcpus': 8, 'memory_mb': 16384, 'local_gb': 200}
 BIG = {'vcpus': 16, 'memory_mb': 65536, 'local_gb': 1000}
+
+ctxt = sql_state.ctxt
+instance = sql_state.instance
+usage = sql_state.usage
+migrations = sql_state.migrations
+assert_consistent = sql_state.assert_consistent
 
 # The flavor the tests boot: (vcpus, memory_mb, disk_gb) as claimed.
 FLAVOR = {'vcpus': 1, 'memory_mb': 1024, 'root_gb': 10}
@@ -34,21 +39,12 @@ def api(timeout=30):
     return client
 
 
-def ctxt():
-    return gantt_context.get_admin_context()
-
-
 def boot_one(cluster, **kwargs):
     """Boot one instance of FLAVOR; its UUID, once it is ACTIVE."""
     [uuid] = cluster.boot(**FLAVOR, **kwargs)
     row = cluster.wait_built([uuid])[uuid]
     assert row.vm_state == db_instances.ACTIVE, row.fault
     return uuid
-
-
-def instance(uuid):
-    with db_api.reader() as session:
-        return db_instances.get(session, uuid)
 
 
 def allocations():
@@ -66,29 +62,6 @@ def allocations():
         found[row.consumer_uuid] = (row.host, row.vcpus, row.memory_mb,
                                     row.disk_gb)
     return found
-
-
-def usage():
-    """``{host: (vcpus_used, memory_mb_used, local_gb_used)}``."""
-    node = models.ComputeNode
-    with db_api.reader() as session:
-        rows = session.execute(sa.select(
-            node.host, node.vcpus_used, node.memory_mb_used,
-            node.local_gb_used)).all()
-    return {row.host: (row.vcpus_used, row.memory_mb_used,
-                       row.local_gb_used) for row in rows}
-
-
-def migrations(instance_uuid):
-    with db_api.reader() as session:
-        return db_moves.list_migrations(session, instance_uuid)
-
-
-def assert_consistent():
-    """What ``gantt-manage db check`` verifies: usage = allocations."""
-    with db_api.reader() as session:
-        problems = claims.find_inconsistent_nodes(session)
-    assert [(row.host, found) for row, found in problems] == []
 
 
 def snapshot(uuids):
