@@ -55,10 +55,22 @@ def assert_consistent():
         assert claims.find_stray_allocations(session) == []
 
 
+def canonical(primitive):
+    """A stored object primitive with its lists of changed fields sorted:
+    oslo.versionedobjects writes them in set order, which differs between
+    two serializations of the same object."""
+    if isinstance(primitive, dict):
+        return {key: sorted(value) if key.endswith('.changes')
+                else canonical(value) for key, value in primitive.items()}
+    if isinstance(primitive, (list, tuple)):
+        return type(primitive)(canonical(item) for item in primitive)
+    return primitive
+
+
 def snapshot():
     """Everything an operation could change, to compare before/after."""
     with db_api.reader() as session:
-        instances = [tuple(row) for row in
+        instances = [canonical(tuple(row)) for row in
                      db_instances.list_instances(session)]
         migration_rows = [tuple(row) for row in
                           moves.list_migrations(session)]
