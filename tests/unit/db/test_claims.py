@@ -192,7 +192,7 @@ def test_find_inconsistent_nodes(any_database):
     ]
 
 
-def _race(workers, action):
+def race(workers, action):
     """Run ``action(index)`` in ``workers`` threads released at once."""
     barrier = threading.Barrier(workers)
     results = [None] * workers
@@ -221,7 +221,7 @@ def test_concurrent_claims_never_overfill(any_database, workers, room):
     node = make_node(vcpus=room, memory_mb=room * 1024, local_gb=room * 10)
     make_node(host='bystander')
 
-    results = _race(workers, lambda i: claim(node, (1, 1024, 10)))
+    results = race(workers, lambda i: claim(node, (1, 1024, 10)))
 
     assert results.count(True) == room
     assert results.count(False) == workers - room
@@ -245,7 +245,7 @@ def test_concurrent_releases_release_once(any_database):
         with db_api.writer() as session:
             return claims.release_resources(session, consumer)
 
-    results = _race(8, release)
+    results = race(8, release)
 
     assert sorted(len(released) for released in results) == [0] * 7 + [1]
     state = node_state(node)

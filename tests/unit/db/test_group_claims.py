@@ -11,7 +11,6 @@ arrive first still end up together.
 """
 
 import collections
-import threading
 import uuid
 
 import pytest
@@ -58,30 +57,6 @@ def hosts_of_members(members):
     return collections.Counter(row.host for row in rows)
 
 
-def race(workers, action):
-    """``action(index)`` in ``workers`` threads released together."""
-    barrier = threading.Barrier(workers)
-    results = [None] * workers
-    errors = []
-
-    def run(index):
-        try:
-            barrier.wait(timeout=30)
-            results[index] = action(index)
-        except Exception as error:  # reported below
-            errors.append(error)
-
-    threads = [threading.Thread(target=run, args=(index,))
-               for index in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads)
-    assert errors == []
-    return results
-
-
 def claim_somewhere(nodes, member, group_uuid, first, refusals):
     """Try every host, starting with the ``first``-th; the host won, or
     None. Each refusal is recorded as ``(member, outcome)``."""
@@ -104,7 +79,7 @@ def test_anti_affinity_race_fills_each_host_to_its_limit(
     group = make_group('anti-affinity', members, max_per_host)
     refusals = []
 
-    won = race(workers, lambda i: claim_somewhere(
+    won = test_claims.race(workers, lambda i: claim_somewhere(
         nodes, members[i], group, i % len(nodes), refusals))
 
     fits = len(nodes) * max_per_host
@@ -133,7 +108,7 @@ def test_anti_affinity_race_on_one_host_has_one_winner(any_database):
     members = [str(uuid.uuid4()) for _ in range(8)]
     group = make_group('anti-affinity', members)
 
-    results = race(8, lambda i: base.claim_in_sql(
+    results = test_claims.race(8, lambda i: base.claim_in_sql(
         nodes['host1'], members[i], SMALL, group, 'host1'))
 
     assert [r for r in results if r is True] == [True]
@@ -152,7 +127,7 @@ def test_affinity_first_members_racing_end_on_one_host(any_database):
     group = make_group('affinity', members)
     refusals = []
 
-    won = race(9, lambda i: claim_somewhere(nodes, members[i], group,
+    won = test_claims.race(9, lambda i: claim_somewhere(nodes, members[i], group,
                                             i % len(nodes), refusals))
 
     assert None not in won
@@ -171,7 +146,7 @@ def test_affinity_race_on_a_small_host_spills_nowhere(any_database):
     members = [str(uuid.uuid4()) for _ in range(8)]
     group = make_group('affinity', members)
 
-    won = race(8, lambda i: claim_somewhere(nodes, members[i], group,
+    won = test_claims.race(8, lambda i: claim_somewhere(nodes, members[i], group,
                                             i % len(nodes), []))
 
     hosts = [host for host in won if host]
@@ -223,7 +198,7 @@ def test_racing_copies_of_one_request_leave_one_allocation(any_database):
     group = make_group('anti-affinity', [member])
     hosts = sorted(nodes)
 
-    results = race(6, lambda i: base.claim_in_sql(
+    results = test_claims.race(6, lambda i: base.claim_in_sql(
         nodes[hosts[i % 3]], member, SMALL, group, hosts[i % 3]))
 
     assert results == [True] * 6
@@ -247,7 +222,7 @@ def test_members_joining_at_once_all_join(any_database):
             return instance_groups.add_members(session, group_id,
                                                [members[index]])
 
-    results = race(12, join)
+    results = test_claims.race(12, join)
 
     assert results == [[member] for member in members]
     with db_api.reader() as session:
