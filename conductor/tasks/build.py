@@ -227,20 +227,14 @@ class BuildTask:
             self._release_and_fail([instance_uuid], 'Scheduling failed: %s'
                                    % error_text(error))
             return
-        if not self._take_rescheduled(instance_uuid, selection):
-            return
-        LOG.info('Instance %s goes to %s/%s', instance_uuid,
-                 selection.service_host, selection.nodename)
-        self.compute_api.build_and_run_instance(
-            ctxt, selection.service_host, instance_uuid, selection.nodename,
-            request_spec, [])
+        self._send_to(ctxt, instance_uuid, request_spec, selection, [])
 
     @staticmethod
     @db_api.retry_on_deadlock
-    def _take_rescheduled(instance_uuid, selection):
-        """Point the instance at its new host if it is still building;
-        else (timed out meanwhile) release the claim the scheduler just
-        made. Whether the build goes on."""
+    def _take_placement(instance_uuid, selection):
+        """Point the instance at its host if it is still building; else
+        (the reaper timed it out while it was scheduled) release the claim
+        just made. Whether the build goes on."""
         with db_api.writer() as session:
             if db_instances.update(
                     session, instance_uuid,
@@ -249,7 +243,7 @@ class BuildTask:
                     task_state='spawning'):
                 return True
             claims.release_resources(session, instance_uuid)
-        LOG.warning('Instance %s stopped building while it was rescheduled; '
+        LOG.warning('Instance %s stopped building while it was scheduled; '
                     'released its claim on %s', instance_uuid,
                     selection.service_host)
         return False
@@ -282,19 +276,8 @@ class BuildTask:
 
     def _send_to(self, ctxt, instance_uuid, request_spec, selection,
                  alternates):
-        # Only an instance still building is sent: one the reaper timed
-        # out while the scheduler worked gives back the claim just made.
-        with db_api.writer() as session:
-            if not db_instances.update(
-                    session, instance_uuid,
-                    expected_vm_state=db_instances.BUILDING,
-                    host=selection.service_host, node=selection.nodename,
-                    task_state='spawning'):
-                claims.release_resources(session, instance_uuid)
-                LOG.warning('Instance %s stopped building while it was '
-                            'scheduled; released its claim on %s',
-                            instance_uuid, selection.service_host)
-                return
+        if not self._take_placement(instance_uuid, selection):
+            return
         LOG.info('Instance %s goes to %s/%s', instance_uuid,
                  selection.service_host, selection.nodename)
         self.compute_api.build_and_run_instance(

@@ -134,9 +134,21 @@ def test_without_retry_filter_tried_hosts_come_back(legacy_config, caplog):
     assert _allocations() == []
 
 
-def test_reschedule_of_a_reaped_instance_releases_the_new_claim(database):
-    """The scheduler claimed for an instance that timed out meanwhile: the
-    claim is given back and the instance stays in ERROR, off any host."""
+def _send_by_legacy_reschedule(uuid, selection):
+    build.BuildTask._take_placement(uuid, selection)
+
+
+def _send_by_first_build(uuid, selection):
+    # The task has no compute API: sending the build would fail the test.
+    build.BuildTask(None, None)._send_to(None, uuid, None, selection, [])
+
+
+@pytest.mark.parametrize('send', [_send_by_legacy_reschedule,
+                                  _send_by_first_build])
+def test_placement_of_a_reaped_instance_releases_its_claim(database, send):
+    """The scheduler claimed for an instance that timed out meanwhile
+    (a reschedule or a first build): the claim is given back, nothing is
+    sent, and the instance stays in ERROR, off any host."""
     uuid = '0b6f3c1a-9e2d-4b7a-8c5f-1d2e3f4a5b6c'
     with db_api.writer() as session:
         node_id = db_compute_nodes.report_inventory(
@@ -151,35 +163,7 @@ def test_reschedule_of_a_reaped_instance_releases_the_new_claim(database):
         compute_node_uuid=None, service_host='h2', nodename='h2',
         limits={}, allocation_request=None, claimed=True)
 
-    assert build.BuildTask._take_rescheduled(uuid, selection) is False
-
-    with db_api.reader() as session:
-        row = db_instances.get(session, uuid)
-    assert (row.vm_state, row.host, row.task_state, row.fault) == (
-        'error', None, None, 'timed out')
-    assert _allocations() == []
-    assert _usage() == {'h2': (0, 0, 0)}
-
-
-def test_first_placement_of_a_reaped_instance_releases_its_claim(database):
-    """The same on the first build: a scheduler answer that arrives after
-    the reaper timed the instance out is not sent to any compute (the
-    task has no compute API to send it with) and its claim is released."""
-    uuid = '7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f'
-    with db_api.writer() as session:
-        node_id = db_compute_nodes.report_inventory(
-            session, '1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d', 'h2', 'h2',
-            dict(SMALL))
-        db_instances.create(session, uuid, flavor={}, request_spec={})
-        db_instances.update(session, uuid, vm_state='error',
-                            task_state=None, fault='timed out')
-        assert claims.claim_resources(session, node_id, uuid,
-                                      claims.Resources(1, 1024, 10))
-    selection = selection_obj.Selection(
-        compute_node_uuid=None, service_host='h2', nodename='h2',
-        limits={}, allocation_request=None, claimed=True)
-
-    build.BuildTask(None, None)._send_to(None, uuid, None, selection, [])
+    send(uuid, selection)
 
     with db_api.reader() as session:
         row = db_instances.get(session, uuid)
