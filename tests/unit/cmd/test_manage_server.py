@@ -9,7 +9,6 @@ the real conductor and computes would.
 import queue
 
 import oslo_messaging as messaging
-from oslo_messaging import conffixture
 import pytest
 
 from conductor import rpcapi as conductor_rpcapi
@@ -47,23 +46,8 @@ class FakeConductor:
 
 
 @pytest.fixture
-def fake_conductor(config):
-    messaging_conf = conffixture.ConfFixture(CONF)
-    messaging_conf.setUp()
-    messaging_conf.transport_url = 'fake://'
-    rpc.init(CONF)
-    conductor = FakeConductor()
-    server = rpc.get_server(
-        messaging.Target(topic=conductor_rpcapi.RPC_TOPIC,
-                         server='fake-conductor'), [conductor])
-    server.start()
-    try:
-        yield conductor
-    finally:
-        server.stop()
-        server.wait()
-        rpc.cleanup()
-        messaging_conf.cleanUp()
+def fake_conductor(serve_as_conductor):
+    return serve_as_conductor(FakeConductor())
 
 
 def test_server_create_casts_the_request_spec(fake_conductor, run):

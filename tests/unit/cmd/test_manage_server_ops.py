@@ -15,7 +15,6 @@ import sys
 
 import oslo_messaging as messaging
 from oslo_messaging._drivers import common as driver_common
-from oslo_messaging import conffixture
 import pytest
 
 from conductor import rpcapi as conductor_rpcapi
@@ -100,30 +99,8 @@ class FakeConductor:
 
 
 @pytest.fixture
-def fake_transport(config):
-    messaging_conf = conffixture.ConfFixture(CONF)
-    messaging_conf.setUp()
-    messaging_conf.transport_url = 'fake://'
-    rpc.init(CONF)
-    try:
-        yield
-    finally:
-        rpc.cleanup()
-        messaging_conf.cleanUp()
-
-
-@pytest.fixture
-def fake_conductor(fake_transport):
-    conductor = FakeConductor()
-    server = rpc.get_server(
-        messaging.Target(topic=conductor_rpcapi.RPC_TOPIC,
-                         server='fake-conductor'), [conductor])
-    server.start()
-    try:
-        yield conductor
-    finally:
-        server.stop()
-        server.wait()
+def fake_conductor(serve_as_conductor):
+    return serve_as_conductor(FakeConductor())
 
 
 def fields(out):
