@@ -6,16 +6,33 @@ Every console script calls :func:`parse_args` first::
     config.parse_args(sys.argv, description='The Gantt scheduler')
 
 Secrets never reach the logs: ``transport_url`` and ``[database]
-connection`` are registered ``secret=True`` (masked by ``log_opt_values``)
-and :func:`redact_url` is what every log line and error message uses when it
-has to name a URL.
+connection`` are registered ``secret=True`` (masked by ``log_opt_values``),
+and every log line or error message that names a URL or quotes a driver's
+error goes through one of three functions, built on the libraries that
+parse those URLs in the first place::
+
+    config.redact_database_url(CONF.database.connection)
+    # 'postgresql+psycopg2://gantt:***@db/gantt?sslpassword=***'
+    config.redact_transport_url(CONF.transport_url)
+    # 'rabbit://a:***@mq1:5672,b:***@mq2:5672/'
+    config.mask_secrets(str(error))
+    # free text: 'password=***', and 'scheme://user:***@host' for URLs in it
+
+A URL that its library cannot parse, or parses into something that might
+hold part of a password (a raw ``@`` in a database password; a raw ``,``
+``/`` ``?`` or ``#`` in a transport URL's), is shown as its scheme alone
+(``'rabbit://<unparseable URL>'``), never echoed.
 """
 
+import re
 import urllib.parse
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
+from oslo_utils import netutils
+from oslo_utils import strutils
+import sqlalchemy as sa
 
 from scheduler import conf
 
@@ -60,26 +77,212 @@ def parse_args(argv, description=None, default_config_files=None,
     logging.setup(CONF, 'gantt')
 
 
-def redact_url(url):
-    """Return ``url`` with any password replaced by ``***``.
+MASK = '***'
 
-    Works for SQLAlchemy URLs and oslo.messaging transport URLs, including
-    transport URLs that list several hosts (``rabbit://a:p@h1,b:q@h2/``).
+# Query-string keys hidden beyond those oslo.utils already knows
+# (``password``, ``token``, ``secret``...): ODBC's spellings.
+_EXTRA_SECRET_KEYS = ('pwd', 'passwd')
+
+# Characters that end the user-info part of a URL for urllib (and so for
+# oslo.messaging): a password with one of these raw is misread.
+_NETLOC_END = '/?#'
+
+_SCHEME = re.compile(r'^([A-Za-z][A-Za-z0-9+.-]*)://')
+# A URL inside free text: scheme and '://', then up to white space (a
+# closing quote stays with the host part, which is kept).
+_URL_IN_TEXT = re.compile(r'([A-Za-z][A-Za-z0-9+.-]*://)(\S*)')
+
+
+def _unparseable(url):
+    """What is shown for a URL that cannot be redacted with confidence."""
+    match = _SCHEME.match(url)
+    return '%s://<unparseable URL>' % (match.group(1) if match else 'url')
+
+
+def _mask_query(query):
+    """``query`` (a mapping) with the values of secret-looking keys
+    masked."""
+    masked = strutils.mask_dict_password(dict(query), secret=MASK)
+    for key in masked:
+        if key.lower() in _EXTRA_SECRET_KEYS:
+            masked[key] = MASK
+    return masked
+
+
+def redact_database_url(url):
+    """``url`` (an SQLAlchemy URL) with its password and any password-like
+    query parameter shown as ``***``; None and '' are returned as given.
+
+    Parsed by SQLAlchemy's ``make_url``, so every form SQLAlchemy accepts
+    (raw or percent-encoded special characters, ``?password=``, SQLite
+    paths) is redacted the way SQLAlchemy itself reads it.
     """
     if not url:
         return url
     try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return '<unparseable URL>'
-    if '@' not in parts.netloc:
+        parsed = sa.engine.make_url(url)
+    except (sa.exc.ArgumentError, ValueError, TypeError):
+        return _unparseable(str(url))
+    if parsed.host and '@' in parsed.host:
+        # A raw '@' in the password: SQLAlchemy read part of it as the host.
+        return _unparseable(url)
+    if parsed.query:
+        parsed = parsed.set(query=_mask_query(parsed.query))
+    rendered = parsed.render_as_string(hide_password=True)
+    return rendered.replace('=' + urllib.parse.quote(MASK), '=' + MASK)
+
+
+def _netloc_is_whole(url):
+    """False when the user info of ``url`` holds a character that makes
+    urllib end the host part early (so that a password would be misread)."""
+    rest = url.split('://', 1)[-1]
+    userinfo = rest[:rest.rfind('@')] if '@' in rest else ''
+    return not any(char in userinfo for char in _NETLOC_END)
+
+
+def _render_transport_host(host):
+    netloc = ''
+    if host.username is not None:
+        netloc = urllib.parse.quote(host.username, '')
+        netloc += (':' + MASK if host.password is not None else '') + '@'
+    netloc += netutils.escape_ipv6(host.hostname or '')
+    if host.port is not None:
+        netloc += ':%d' % host.port
+    return netloc
+
+
+def redact_transport_url(url):
+    """``url`` (an oslo.messaging transport URL, one or several hosts) with
+    every password, and any password-like query parameter, as ``***``.
+
+    Parsed by oslo.messaging's ``TransportURL``; None and '' are returned
+    as given.
+    """
+    if not url:
         return url
-    hosts = []
-    for hostpart in parts.netloc.split(','):
-        if '@' in hostpart:
-            userinfo, _, location = hostpart.rpartition('@')
-            user = userinfo.split(':', 1)[0]
-            masked = user + (':***' if ':' in userinfo else '')
-            hostpart = masked + '@' + location
-        hosts.append(hostpart)
-    return urllib.parse.urlunsplit(parts._replace(netloc=','.join(hosts)))
+    if not isinstance(url, str) or not _netloc_is_whole(url):
+        return _unparseable(str(url))
+    try:
+        parsed = messaging.TransportURL.parse(CONF, url)
+    except (messaging.InvalidTransportURL, ValueError, TypeError):
+        return _unparseable(url)
+    with_credentials = [host.username is not None for host in parsed.hosts]
+    if any(with_credentials) and not all(with_credentials):
+        # 'a:pa,ss@h' is split at the comma: the hosts disagree.
+        return _unparseable(url)
+    rendered = '%s://%s' % (parsed.transport, ','.join(
+        _render_transport_host(host) for host in parsed.hosts))
+    if parsed.virtual_host is not None:
+        rendered += '/' + urllib.parse.quote(parsed.virtual_host)
+    if parsed.query:
+        rendered += '?' + '&'.join(
+            '%s=%s' % (urllib.parse.quote(key),
+                       MASK if value == MASK else urllib.parse.quote(value))
+            for key, value in _mask_query(parsed.query).items())
+    return rendered
+
+
+def _mask_url_userinfo(match):
+    scheme, rest = match.group(1), match.group(2)
+    if '@' not in rest:
+        return match.group(0)
+    userinfo, _, location = rest.rpartition('@')
+    if ':' in userinfo and not any(char in userinfo for char in ',@'):
+        return '%s%s:%s@%s' % (scheme, userinfo.split(':', 1)[0], MASK,
+                               location)
+    return '%s%s@%s' % (scheme, MASK, location)
+
+
+def mask_secrets(text):
+    """``text`` (free text, e.g. a driver's error message) with passwords
+    masked: ``key=value`` and ``"key": "value"`` forms by oslo.utils'
+    ``mask_password``, and the user info of every URL in it."""
+    if not text:
+        return text
+    return _URL_IN_TEXT.sub(_mask_url_userinfo,
+                            strutils.mask_password(str(text), secret=MASK))
+
+
+def _raw_passwords(url):
+    """What may be passwords in ``url``, read without a parser (for a URL
+    too broken to parse): all the user info after the first ':', and the
+    same for each ','-separated host."""
+    rest = url.split('://', 1)[-1]
+    if '@' not in rest:
+        return set()
+    userinfo = rest[:rest.rfind('@')]
+    found = {userinfo.partition(':')[2]}
+    for hostpart in userinfo.split(','):
+        password = hostpart.partition(':')[2]
+        found.add(password.rpartition('@')[0] or password)
+    return found
+
+
+def url_passwords(url):
+    """Every password in ``url`` (a database or transport URL), as its
+    libraries read it, raw and percent-encoded; for scrubbing text that
+    may quote the URL in some other form."""
+    found = set()
+    if not url or not isinstance(url, str):
+        return found
+    try:
+        parsed = sa.engine.make_url(url)
+        found.add(parsed.password)
+        found.update(value for key, value in parsed.query.items()
+                     if _mask_query({key: value})[key] == MASK)
+    except (sa.exc.ArgumentError, ValueError, TypeError):
+        pass
+    try:
+        found.update(host.password for host in
+                     messaging.TransportURL.parse(CONF, url).hosts)
+    except (messaging.InvalidTransportURL, ValueError, TypeError):
+        pass
+    found |= _raw_passwords(url)
+    found = {str(password) for password in found if password}
+    return found | {urllib.parse.quote(password, '') for password in found}
+
+
+# Pieces of a password at least this long are masked too (a driver may
+# quote a password cut where it misread it).
+SCRUB_MIN_PIECE = 4
+
+
+def _pieces_in(password, text):
+    """The longest pieces of ``password`` found in ``text``, one per start
+    position, of at least :data:`SCRUB_MIN_PIECE` characters (or the whole
+    of a shorter password)."""
+    if len(password) <= SCRUB_MIN_PIECE:
+        return {password} if password in text else set()
+    found = set()
+    for start in range(len(password) - SCRUB_MIN_PIECE + 1):
+        # A piece found means every shorter piece from there is too: look
+        # for the longest by bisection.
+        low, high = SCRUB_MIN_PIECE - 1, len(password) - start
+        while low < high:
+            middle = (low + high + 1) // 2
+            if password[start:start + middle] in text:
+                low = middle
+            else:
+                high = middle - 1
+        if low >= SCRUB_MIN_PIECE:
+            found.add(password[start:start + low])
+    return found
+
+
+def scrub(text, urls):
+    """:func:`mask_secrets` of ``text``, then every password of ``urls``
+    (see :func:`url_passwords`), and every piece of one at least
+    :data:`SCRUB_MIN_PIECE` characters long, replaced by ``***``."""
+    text = mask_secrets(text)
+    passwords = set()
+    for url in urls:
+        passwords |= url_passwords(url)
+    pieces = set()
+    for password in passwords:
+        pieces.update(_pieces_in(password, text))
+    # Longest first, so that a password is masked whole rather than in
+    # pieces that other (shorter) passwords share with it.
+    for piece in sorted(pieces, key=len, reverse=True):
+        if piece in text:
+            text = text.replace(piece, MASK)
+    return text

@@ -54,8 +54,8 @@ def run_daemon(binary, topic, make_manager, workers=None,
     LOG.info('%s runs on the %s backend', binary,
              service_backend.get_backend_type().value)
     LOG.info('%s starting; transport %s, database %s', binary,
-             config.redact_url(CONF.transport_url),
-             config.redact_url(CONF.database.connection)
+             config.redact_transport_url(CONF.transport_url),
+             config.redact_database_url(CONF.database.connection)
              if uses_database else '(none: goes through the conductor)')
     try:
         rpc.init(CONF, check_broker=True)

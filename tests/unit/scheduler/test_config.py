@@ -2,30 +2,11 @@
 
 import logging
 
-import pytest
 
 from scheduler import conf
 from scheduler import config
 
 CONF = conf.CONF
-
-
-@pytest.mark.parametrize('url, expected', [
-    ('rabbit://guest:guest@127.0.0.1:5672/',
-     'rabbit://guest:***@127.0.0.1:5672/'),
-    ('rabbit://a:p1@h1:5672,b:p2@h2:5672/vhost',
-     'rabbit://a:***@h1:5672,b:***@h2:5672/vhost'),
-    ('postgresql+psycopg2://gantt:s3cret@db/gantt?sslmode=require',
-     'postgresql+psycopg2://gantt:***@db/gantt?sslmode=require'),
-    ('mysql+pymysql://root@127.0.0.1/test',
-     'mysql+pymysql://root@127.0.0.1/test'),
-    ('sqlite:////var/lib/gantt/gantt.sqlite',
-     'sqlite:////var/lib/gantt/gantt.sqlite'),
-    ('fake://', 'fake://'),
-    (None, None),
-])
-def test_redact_url(url, expected):
-    assert config.redact_url(url) == expected
 
 
 def test_logged_options_hide_passwords(caplog, tmp_path):
