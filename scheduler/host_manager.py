@@ -48,6 +48,7 @@ import threading
 import time
 import weakref
 
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 
@@ -494,6 +495,7 @@ def _refresh_loop(manager_ref, stop):
     until ``[database] connection`` names another database (the cache
     describes one database; a new one needs a new HostManager)."""
     url = CONF.database.connection
+    failing = False
     while not stop.wait(CONF.scheduler.host_state_refresh_interval):
         manager = manager_ref()
         if manager is None:
@@ -504,8 +506,20 @@ def _refresh_loop(manager_ref, stop):
             return
         try:
             manager.refresh()
+        except db_exc.DBConnectionError as error:
+            # An outage: say so once, and once when it ends.
+            manager.stats['refresh_failures'] += 1
+            if not failing:
+                LOG.warning('The database is unreachable; requests keep '
+                            'using the cached hosts until it is back: %s',
+                            db_api.describe_error(error))
+            failing = True
         except Exception:
             manager.stats['refresh_failures'] += 1
             LOG.exception('Refreshing the host cache failed; requests keep '
                           'using the cached hosts')
+        else:
+            if failing:
+                LOG.info('The database is back; the host cache is fresh')
+            failing = False
         del manager

@@ -16,9 +16,13 @@ group_conflicts=1 claims_released=0 no_valid_host=2
 Each process (each worker) logs its own counters, which grow from zero
 at its start: the last line of each process is its total.
 
-Malformed payloads are refused with InvalidRequest before the driver sees
-them, so nothing is claimed for them; NoValidHost and InvalidRequest are
-expected exceptions and reach the caller as themselves.
+Only the methods marked ``@rpc.expose`` are callable over RPC; the
+hooks above (``init_host``, ``periodic_tasks``...) are not. Malformed
+payloads are refused with InvalidRequest naming the field (see
+``RequestSpec.validate`` and ``scheduler/validation.py`` for the bounds)
+before the driver sees them, so nothing is claimed for them; NoValidHost
+and InvalidRequest are expected exceptions and reach the caller as
+themselves.
 
 The fanout casts of API 1.2 (``update_aggregates``, ``delete_aggregate``)
 and 1.3 (``update_instance_info``, ``delete_instance_info``,
@@ -27,11 +31,12 @@ to its cached host table at once. Casts have nobody to answer: a malformed
 one is logged and dropped.
 """
 
+from oslo_db import exception as db_exc
 import oslo_messaging as messaging
 from oslo_log import log as logging
-from oslo_utils import uuidutils
 
 from scheduler import conf
+from scheduler import config
 from scheduler.db import api as db_api
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler import exception
@@ -39,13 +44,18 @@ from scheduler import loadables
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import instance_info as instance_info_obj
 from scheduler.objects import request_spec as request_spec_obj
+from scheduler import rpc
 from scheduler import rpcapi
 from scheduler import service
+from scheduler import validation
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 _UNSET = object()
+
+# Instances (or hosts) one fanout may name: a host full of small servers.
+MAX_HOST_INSTANCES = 100000
 
 # The driver counters (scheduler.drivers.base.Scheduler.stats) in the order
 # the stats line gives them; counters a driver adds come after, sorted.
@@ -138,8 +148,10 @@ class SchedulerManager(service.Manager):
             LOG.info('Host discovery mapped %d new compute node(s)',
                      len(mapped))
 
+    @rpc.expose
     @messaging.expected_exceptions(exception.NoValidHost,
-                                   exception.InvalidRequest)
+                                   exception.InvalidRequest,
+                                   exception.DatabaseUnavailable)
     def select_destinations(self, ctxt, request_spec=None,
                             filter_properties=None, spec_obj=_UNSET,
                             instance_uuids=None, return_objects=False,
@@ -151,77 +163,98 @@ class SchedulerManager(service.Manager):
         ``spec_obj`` and, with ``return_objects``, get Selection lists.
         """
         if spec_obj is _UNSET:
+            for field, value in (('request_spec', request_spec),
+                                 ('filter_properties', filter_properties)):
+                validation.depth(field, value)
             spec_obj = request_spec_obj.RequestSpec.from_primitives(
                 request_spec, filter_properties)
             if instance_uuids is None and isinstance(request_spec, dict):
                 instance_uuids = request_spec.get('instance_uuids')
         spec_obj = self._validated_spec(spec_obj)
         instance_uuids = self._validated_uuids(instance_uuids, spec_obj)
-        selections = self.driver.select_destinations(
-            ctxt, spec_obj, instance_uuids, return_alternates)
+        for field, value in (('return_objects', return_objects),
+                             ('return_alternates', return_alternates)):
+            validation.choice(field, value, (True, False))
+        try:
+            selections = self.driver.select_destinations(
+                ctxt, spec_obj, instance_uuids, return_alternates)
+        except db_exc.DBError as error:
+            # Past the [database] retry budget: say so, not a traceback.
+            raise exception.DatabaseUnavailable(
+                url=config.redact_database_url(CONF.database.connection),
+                reason=db_api.describe_error(error))
         if return_objects:
             return selections
         return [alternates[0].to_legacy_dict() for alternates in selections]
 
+    @rpc.expose
     def update_aggregates(self, ctxt, aggregates):
         """Fanout: aggregates were created or changed (their new state)."""
-        if not isinstance(aggregates, (list, tuple)) or not all(
-                isinstance(a, aggregate_obj.Aggregate) for a in aggregates):
-            LOG.error('Dropped update_aggregates: aggregates must be a list '
-                      'of Aggregate objects')
-            return
+        try:
+            aggregates = [_checked_aggregate('aggregates[%d]' % index, agg)
+                          for index, agg in enumerate(validation.objects(
+                              'aggregates', aggregates,
+                              aggregate_obj.Aggregate))]
+        except exception.InvalidRequest as error:
+            return _dropped('update_aggregates', error)
         self.driver.host_manager.update_aggregates(
             [agg.to_db() for agg in aggregates])
 
+    @rpc.expose
     def delete_aggregate(self, ctxt, aggregate):
         """Fanout: an aggregate was deleted."""
-        if not isinstance(aggregate, aggregate_obj.Aggregate):
-            LOG.error('Dropped delete_aggregate: aggregate must be an '
-                      'Aggregate object')
-            return
+        try:
+            validation.instance_of('aggregate', aggregate,
+                                   aggregate_obj.Aggregate)
+            _checked_aggregate('aggregate', aggregate)
+        except exception.InvalidRequest as error:
+            return _dropped('delete_aggregate', error)
         self.driver.host_manager.delete_aggregate(aggregate.to_db())
 
+    @rpc.expose
     def update_instance_info(self, ctxt, host_name, instance_info):
         """Fanout from a compute: instances new (or changed) on it."""
         if isinstance(instance_info, instance_info_obj.InstanceInfo):
             instance_info = [instance_info]
-        if not _is_host(host_name) or not isinstance(
-                instance_info, (list, tuple)) or not all(
-                isinstance(i, instance_info_obj.InstanceInfo)
-                for i in instance_info):
-            LOG.error('Dropped update_instance_info: host_name must be a '
-                      'string and instance_info InstanceInfo objects')
-            return
+        try:
+            validation.name('host_name', host_name)
+            infos = validation.objects('instance_info', instance_info,
+                                       instance_info_obj.InstanceInfo)
+            for index, info in enumerate(infos):
+                _checked_instance_info('instance_info[%d]' % index, info)
+        except exception.InvalidRequest as error:
+            return _dropped('update_instance_info', error)
         self.driver.host_manager.update_instance_info(
-            host_name, {info.uuid: info.to_host_info()
-                        for info in instance_info})
+            host_name, {info.uuid: info.to_host_info() for info in infos})
 
+    @rpc.expose
     def delete_instance_info(self, ctxt, host_name, instance_uuid):
         """Fanout from a compute: an instance left it."""
-        if not _is_host(host_name) or not _is_uuid(instance_uuid):
-            LOG.error('Dropped delete_instance_info: host_name must be a '
-                      'string and instance_uuid a UUID')
-            return
+        try:
+            validation.name('host_name', host_name)
+            validation.uuid('instance_uuid', instance_uuid)
+        except exception.InvalidRequest as error:
+            return _dropped('delete_instance_info', error)
         self.driver.host_manager.delete_instance_info(host_name,
                                                       instance_uuid)
 
+    @rpc.expose
     def sync_instance_info(self, ctxt, host_name, instance_uuids):
         """Fanout from a compute: every instance it runs."""
-        if not _is_host(host_name) or not isinstance(
-                instance_uuids, (list, tuple)) or not all(
-                _is_uuid(uuid) for uuid in instance_uuids):
-            LOG.error('Dropped sync_instance_info: host_name must be a '
-                      'string and instance_uuids a list of UUIDs')
-            return
-        self.driver.host_manager.sync_instance_info(host_name,
-                                                    instance_uuids)
+        try:
+            validation.name('host_name', host_name)
+            uuids = validation.sequence('instance_uuids', instance_uuids,
+                                        MAX_HOST_INSTANCES)
+            for index, uuid in enumerate(uuids):
+                validation.uuid('instance_uuids[%d]' % index, uuid)
+        except exception.InvalidRequest as error:
+            return _dropped('sync_instance_info', error)
+        self.driver.host_manager.sync_instance_info(host_name, uuids)
 
     @staticmethod
     def _validated_spec(spec_obj):
-        if not isinstance(spec_obj, request_spec_obj.RequestSpec):
-            raise exception.InvalidRequest(
-                reason='spec_obj must be a RequestSpec object, not %s'
-                % type(spec_obj).__name__)
+        validation.instance_of('spec_obj', spec_obj,
+                               request_spec_obj.RequestSpec)
         spec_obj.validate()
         return spec_obj
 
@@ -229,21 +262,40 @@ class SchedulerManager(service.Manager):
     def _validated_uuids(instance_uuids, spec_obj):
         if instance_uuids is None:
             return None
-        if (not isinstance(instance_uuids, (list, tuple)) or
-                not all(isinstance(u, str) and uuidutils.is_uuid_like(u)
-                        for u in instance_uuids)):
-            raise exception.InvalidRequest(
-                reason='instance_uuids must be a list of UUID strings')
+        instance_uuids = validation.sequence(
+            'instance_uuids', instance_uuids, validation.MAX_NUM_INSTANCES)
+        for index, uuid in enumerate(instance_uuids):
+            validation.uuid('instance_uuids[%d]' % index, uuid)
         if instance_uuids and len(instance_uuids) != spec_obj.num_instances:
             raise exception.InvalidRequest(
                 reason='%d instance_uuids given for num_instances=%d'
                 % (len(instance_uuids), spec_obj.num_instances))
-        return list(instance_uuids)
+        return instance_uuids
 
 
-def _is_host(value):
-    return isinstance(value, str) and bool(value)
+def _dropped(method, error):
+    """Log a malformed cast once; it has nobody to answer."""
+    LOG.error('Dropped %s: %s', method, error)
 
 
-def _is_uuid(value):
-    return isinstance(value, str) and uuidutils.is_uuid_like(value)
+def _checked_aggregate(field, aggregate):
+    validation.fields_set(field, aggregate, ('id', 'uuid', 'name'))
+    validation.integer('%s.id' % field, aggregate.id, low=1,
+                       high=validation.MAX_INT32)
+    validation.text('%s.name' % field, aggregate.name,
+                    validation.MAX_NAME_LEN)
+    validation.strings('%s.hosts' % field, aggregate.obj_get('hosts', []),
+                       max_items=MAX_HOST_INSTANCES)
+    validation.string_dict('%s.metadata' % field,
+                           aggregate.obj_get('metadata', {}))
+    return aggregate
+
+
+def _checked_instance_info(field, info):
+    validation.fields_set(field, info, ('uuid',))
+    validation.text('%s.flavor_id' % field, info.obj_get('flavor_id'),
+                    validation.MAX_NAME_LEN, nullable=True)
+    validation.string_dict('%s.image_properties' % field,
+                           info.obj_get('image_properties', {}),
+                           nullable_values=True)
+    return info

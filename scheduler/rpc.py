@@ -3,8 +3,26 @@
 One transport per process, built from ``[DEFAULT] transport_url`` by
 :func:`init`. Servers and clients come from the factories below, which add
 the serializer that carries versioned objects and the request context, and
-``DefaultRPCAccessPolicy`` so that ``_private`` methods of an endpoint can
-never be called remotely::
+:class:`ExposedRPCAccessPolicy`: only the methods of an endpoint marked
+with :func:`expose` (the methods of its versioned RPC API) can be called
+remotely, never its lifecycle hooks (``init_host``, ``periodic_tasks``...)
+nor a ``_private`` method. Asking for any other gets oslo.messaging's
+``NoSuchMethod`` (or ``UnsupportedVersion``) back::
+
+    class Manager:
+        target = messaging.Target(version='1.0')
+
+        @rpc.expose
+        @messaging.expected_exceptions(exception.InvalidRequest)
+        def service_update(self, ctxt, host, binary, topic):
+            ...
+
+``expose`` also binds the incoming arguments to the method's signature
+first: a missing or unknown argument is refused with InvalidRequest
+naming it (logged at ERROR, which is all a cast's sender ever gets)
+instead of the method failing with a TypeError.
+
+Servers and clients::
 
     from scheduler import rpc
     rpc.init(CONF)
@@ -18,7 +36,10 @@ never be called remotely::
 all-in-one demo and unit tests; ``rabbit://`` the real deployment.
 """
 
-import kombu
+import functools
+import inspect
+import logging as std_logging
+
 import oslo_messaging as messaging
 from oslo_log import log as logging
 from oslo_service import backend as service_backend
@@ -36,8 +57,9 @@ NOTIFIER = None
 # Exceptions of these modules reach RPC callers as themselves.
 ALLOWED_EXMODS = ['scheduler.exception']
 
-# How long start-up waits for the broker before giving up with a clear error.
-BROKER_CHECK_TIMEOUT = 10
+# The topic of the start-up probe's cast; nothing consumes it.
+PROBE_TOPIC = 'gantt-broker-probe'
+_DRIVER_LOGGER = 'oslo.messaging._drivers.impl_rabbit'
 
 
 class RequestContextSerializer(messaging.Serializer):
@@ -59,13 +81,65 @@ class RequestContextSerializer(messaging.Serializer):
         return gantt_context.from_dict(ctxt)
 
 
+# The attribute :func:`expose` sets on an RPC method.
+EXPOSED_ATTR = 'gantt_rpc_exposed'
+
+
+def expose(func):
+    """Mark ``func`` as a method of a versioned RPC API (see the module
+    docstring); unmarked endpoint methods are never dispatched."""
+    method = _innermost(func)
+    signature = inspect.signature(method)
+
+    @functools.wraps(method)
+    def exposed(self, ctxt, *args, **kwargs):
+        try:
+            signature.bind(self, ctxt, *args, **kwargs)
+        except TypeError as error:
+            LOG.error('Refused RPC method %s: %s', method.__name__, error)
+            try:
+                raise exception.InvalidRequest(
+                    reason='%s: %s' % (method.__name__, error))
+            except exception.InvalidRequest:
+                # Expected: the caller reads it, the server logs no trace.
+                raise messaging.ExpectedException()
+        return func(self, ctxt, *args, **kwargs)
+
+    setattr(exposed, EXPOSED_ATTR, True)
+    return exposed
+
+
+def _innermost(func):
+    """The method under its decorators. ``functools.wraps`` leaves it in
+    ``__wrapped__``; oslo.messaging's ``expected_exceptions`` only in its
+    closure, as ``func``."""
+    while True:
+        inner = getattr(func, '__wrapped__', None)
+        if inner is None and func.__closure__:
+            inner = inspect.getclosurevars(func).nonlocals.get('func')
+        if not callable(inner):
+            return func
+        func = inner
+
+
+class ExposedRPCAccessPolicy(messaging.RPCAccessPolicyBase):
+    """Dispatch only the endpoint methods :func:`expose` marked, and never
+    one whose name starts with ``_``."""
+
+    def is_allowed(self, endpoint, method):
+        if not isinstance(method, str) or method.startswith('_'):
+            return False
+        return getattr(getattr(endpoint, method, None), EXPOSED_ATTR,
+                       False) is True
+
+
 def init(conf, check_broker=False, url=None):
     """Create the process's transport from ``[DEFAULT] transport_url``
     (or ``url`` when given).
 
-    With ``check_broker`` an AMQP broker is probed first, so that a daemon
-    started against an unreachable broker exits with a clear message
-    instead of retrying silently.
+    With ``check_broker`` an AMQP broker is probed (:func:`probe_broker`),
+    so that a daemon started against an unreachable broker exits with a
+    clear message instead of retrying silently.
     """
     global TRANSPORT
     if TRANSPORT is not None:
@@ -76,37 +150,54 @@ def init(conf, check_broker=False, url=None):
     except (messaging.InvalidTransportURL,
             messaging.DriverLoadFailure) as error:
         raise exception.MessagingUnavailable(
-            url=config.redact_url(url or conf.transport_url), reason=error)
+            url=config.redact_transport_url(url or conf.transport_url),
+            reason=config.scrub(str(error), [url or conf.transport_url]))
+    except ValueError:
+        # The parser's own words may quote a piece of a password.
+        raise exception.MessagingUnavailable(
+            url=config.redact_transport_url(url or conf.transport_url),
+            reason='the URL cannot be parsed (a raw , / ? # or @ in a user '
+                   'name or password must be percent-encoded)')
     if check_broker:
-        probe_broker(conf, url or conf.transport_url)
+        try:
+            probe_broker(conf, url or conf.transport_url)
+        except exception.MessagingUnavailable:
+            cleanup()
+            raise
     return TRANSPORT
 
 
 def probe_broker(conf, transport_url):
-    """Connect once to an AMQP broker; raise MessagingUnavailable if down."""
+    """Send one message through the process's transport; raise
+    MessagingUnavailable if the broker cannot take it.
+
+    The probe is a cast to :data:`PROBE_TOPIC`, which no server consumes
+    (the broker drops it), so it connects exactly as every later call
+    does: TLS and the other ``[oslo_messaging_rabbit]`` options, and each
+    host of a ``rabbit://`` URL with several. ``retry`` bounds it to one
+    more attempt per host, so an unreachable broker fails in seconds
+    instead of oslo.messaging's endless reconnect loop.
+    """
     url = messaging.TransportURL.parse(conf, transport_url)
     if url.transport not in ('rabbit', 'amqp', 'kombu'):
         return
-    for host in url.hosts or [None]:
-        amqp_url = 'amqp://%s:%s@%s:%s/%s' % (
-            getattr(host, 'username', None) or 'guest',
-            getattr(host, 'password', None) or 'guest',
-            getattr(host, 'hostname', None) or 'localhost',
-            getattr(host, 'port', None) or 5672,
-            url.virtual_host or '')
-        connection = kombu.Connection(amqp_url,
-                                      connect_timeout=BROKER_CHECK_TIMEOUT)
-        try:
-            connection.ensure_connection(max_retries=1,
-                                         timeout=BROKER_CHECK_TIMEOUT)
-            return
-        except Exception as error:
-            last_error = error
-        finally:
-            connection.release()
-    raise exception.MessagingUnavailable(
-        url=config.redact_url(transport_url),
-        reason='%s: %s' % (type(last_error).__name__, last_error))
+    client = messaging.get_rpc_client(
+        TRANSPORT, messaging.Target(topic=PROBE_TOPIC))
+    # The driver logs each failed attempt as an ERROR; the one error the
+    # caller raises says it all.
+    driver_log = std_logging.getLogger(_DRIVER_LOGGER)
+    level = driver_log.level
+    driver_log.setLevel(std_logging.CRITICAL)
+    try:
+        client.prepare(retry=max(1, len(url.hosts))).cast({}, 'probe')
+    except Exception as error:
+        # kombu's and amqp's own errors as much as oslo.messaging's.
+        raise exception.MessagingUnavailable(
+            url=config.redact_transport_url(transport_url),
+            reason=config.scrub('%s: %s' % (type(error).__name__, error),
+                                [transport_url]))
+    finally:
+        driver_log.setLevel(level)
 
 
 def cleanup():
@@ -135,7 +226,7 @@ def get_server(target, endpoints):
         kwargs['executor'] = 'eventlet'
     return messaging.get_rpc_server(
         TRANSPORT, target, endpoints, serializer=get_serializer(),
-        access_policy=messaging.DefaultRPCAccessPolicy, **kwargs)
+        access_policy=ExposedRPCAccessPolicy, **kwargs)
 
 
 def get_client(target, version_cap=None):

@@ -24,9 +24,9 @@ spent filtering and weighing, and claiming.
 import abc
 import threading
 
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 
 from scheduler import conf
 from scheduler.db import api as db_api
@@ -54,23 +54,35 @@ class _Refused(Exception):
 # stale copy of an earlier request (a scheduler that took the message just
 # before it expired and answered after the conductor had asked again).
 SETTLED_VM_STATES = ('active', 'error', 'resized', 'shelved',
-                     'shelved_offloaded')
+                     'shelved_offloaded', 'deleted')
 _INSTANCE = models.Instance.__table__
 
 
-def _settled(session, consumer_uuid):
-    """The instance's vm_state if it is settled (see SETTLED_VM_STATES);
-    None if it may be scheduled, or is no instance Gantt knows."""
+def _refusal(session, consumer_uuid):
+    """Why a scheduler must not claim for this instance now, or None.
+
+    A settled instance (see SETTLED_VM_STATES) is not being scheduled; a
+    building one that the conductor already placed (``spawning`` on a host,
+    holding the claim of that placement) was answered already: a copy of
+    its request that the broker delivered twice must not move the claim
+    from under the build. An instance Gantt does not know is not refused.
+    """
     row = session.execute(
-        sa.select(_INSTANCE.c.vm_state, _INSTANCE.c.task_state)
+        sa.select(_INSTANCE.c.vm_state, _INSTANCE.c.task_state,
+                  _INSTANCE.c.host)
         .where(_INSTANCE.c.uuid == consumer_uuid)).first()
-    if row is None or row.task_state is not None or \
-            row.vm_state not in SETTLED_VM_STATES:
+    if row is None:
         return None
-    return row.vm_state
+    if row.task_state is None and row.vm_state in SETTLED_VM_STATES:
+        return '%s with no task under way' % row.vm_state
+    if (row.vm_state, row.task_state) == ('building', 'spawning') and \
+            row.host is not None and claims.get_allocations(session,
+                                                            consumer_uuid):
+        return 'placed on %s already, holding its claim' % row.host
+    return None
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_db_error
 def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
                  host=None, refuse_settled=False):
     """One claim in its own transaction: True if the node had room, else
@@ -90,19 +102,19 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     conductors cannot break it.
 
     With ``refuse_settled`` (the scheduler's claims) an instance that is
-    settled (:data:`SETTLED_VM_STATES`, no task) gets InvalidRequest and
-    nothing is written.
+    settled (:data:`SETTLED_VM_STATES`, no task), or already placed by
+    the conductor (see :func:`_refusal`), gets InvalidRequest and nothing
+    is written.
     """
     try:
         with db_api.writer() as session:
             if refuse_settled:
-                state = _settled(session, consumer_uuid)
-                if state is not None:
+                why = _refusal(session, consumer_uuid)
+                if why is not None:
                     raise exception.InvalidRequest(
-                        reason='instance %s is %s with no task under way; '
-                               'refusing to claim for it (a stale copy of '
-                               'an earlier request?)'
-                        % (consumer_uuid, state))
+                        reason='instance %s is %s; refusing to claim for it '
+                               '(a stale copy of an earlier request?)'
+                        % (consumer_uuid, why))
             if group_uuid is not None:
                 conflict = claims.check_group_policy(
                     session, group_uuid, consumer_uuid, host)
@@ -132,7 +144,7 @@ def hard_group_uuid(spec):
     return group.uuid
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_db_error
 def release_in_sql(consumer_node_pairs):
     """Release ``[(consumer_uuid, node_id)]`` in one transaction."""
     with db_api.writer() as session:
@@ -221,7 +233,7 @@ class Scheduler(metaclass=abc.ABCMeta):
             won = claim_in_sql(host_state.id, consumer_uuid, resources,
                                group_uuid, host_state.host,
                                refuse_settled=True)
-        except sa_exc.IntegrityError:
+        except db_exc.DBDuplicateEntry:
             LOG.warning('Instance %(uuid)s already holds an allocation on '
                         'node %(node)s; not claiming there again',
                         {'uuid': consumer_uuid, 'node': host_state.uuid})

@@ -29,7 +29,8 @@ Nothing in a query is executed or looked up by attribute beyond the first
 name: a query naming an unknown command (``["__import__", "os"]``), a
 variable outside the allowed attributes (``$__class__``, ``$consumed``) or
 anything that is not JSON is refused with InvalidRequest before any host
-is looked at::
+is looked at, and so is a query longer than ``MAX_QUERY_LEN`` characters
+or nested deeper than ``MAX_QUERY_DEPTH`` lists (or objects)::
 
     query = parse('[">=", "$free_ram_mb", 1024]')
     query.passes(host_state)            # one host
@@ -50,6 +51,9 @@ LOG = logging.getLogger(__name__)
 _COMPARISONS = {'=': operator.eq, '<': operator.lt, '>': operator.gt,
                 '<=': operator.le, '>=': operator.ge}
 COMMANDS = frozenset(_COMPARISONS) | {'in', 'not', 'or', 'and'}
+# The longest query text, and the deepest nesting, a query may have.
+MAX_QUERY_LEN = 64 * 1024
+MAX_QUERY_DEPTH = 32
 # Integers beyond this are not compared column-wise (float64 is exact
 # below it).
 _EXACT_INT = 2 ** 53
@@ -141,11 +145,40 @@ def parse(text):
     """The Query of a ``query`` hint; InvalidRequest if it is not one."""
     if not isinstance(text, str):
         _refuse('the query hint takes one JSON string')
+    if len(text) > MAX_QUERY_LEN:
+        _refuse('%d characters long; at most %d'
+                % (len(text), MAX_QUERY_LEN))
+    if _nesting(text) > MAX_QUERY_DEPTH:
+        _refuse('nested deeper than %d levels' % MAX_QUERY_DEPTH)
     try:
         tree = json.loads(text)
     except ValueError as error:
         _refuse('not JSON: %s' % error)
     return Query(_compile(tree))
+
+
+def _nesting(text):
+    """How deep the JSON ``text`` nests lists and objects (brackets
+    inside strings do not count); read before json.loads, which would
+    recurse as deep as the text."""
+    level = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == '\\':
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in '[{':
+            level += 1
+            deepest = max(deepest, level)
+        elif char in ']}':
+            level -= 1
+    return deepest
 
 
 def _variables(node):

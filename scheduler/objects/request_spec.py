@@ -16,6 +16,16 @@ from oslo_versionedobjects import fields
 from scheduler.db import claims
 from scheduler import exception
 from scheduler.objects import base
+from scheduler import validation
+
+# The flavor's sizes, and the most each may ask for.
+FLAVOR_SIZE_BOUNDS = (
+    ('vcpus', validation.MAX_VCPUS),
+    ('memory_mb', validation.MAX_MEMORY_MB),
+    ('root_gb', validation.MAX_DISK_GB),
+    ('ephemeral_gb', validation.MAX_DISK_GB),
+    ('swap', validation.MAX_SWAP_MB),
+)
 
 
 @base.GanttObjectRegistry.register
@@ -91,6 +101,36 @@ class InstanceGroup(base.GanttObject):
     }
 
 
+def validate_flavor(flavor, field='flavor'):
+    """Raise InvalidRequest unless ``flavor`` is a Flavor whose sizes are
+    set and within ``scheduler.validation``'s bounds."""
+    validation.instance_of(field, flavor, Flavor)
+    for size, high in FLAVOR_SIZE_BOUNDS:
+        if not flavor.obj_attr_is_set(size):
+            validation.refuse('%s.%s' % (field, size), 'is missing')
+        validation.integer('%s.%s' % (field, size), getattr(flavor, size),
+                           high=high)
+    for name in ('name', 'flavorid'):
+        validation.text('%s.%s' % (field, name), flavor.obj_get(name),
+                        validation.MAX_NAME_LEN, nullable=True)
+    validation.string_dict('%s.extra_specs' % field,
+                           flavor.obj_get('extra_specs', {}))
+    return flavor
+
+
+def validate_image(image, field='image'):
+    """Raise InvalidRequest unless ``image`` is an ImageMeta with bounded
+    strings."""
+    validation.instance_of(field, image, ImageMeta)
+    for name in ('id', 'name'):
+        validation.text('%s.%s' % (field, name), image.obj_get(name),
+                        validation.MAX_NAME_LEN, nullable=True)
+    validation.string_dict('%s.properties' % field,
+                           image.obj_get('properties', {}),
+                           nullable_values=True)
+    return image
+
+
 @base.GanttObjectRegistry.register
 class RequestSpec(base.GanttObject):
     # Version 1.0: Initial version
@@ -137,18 +177,65 @@ class RequestSpec(base.GanttObject):
         return values[0] if len(values) == 1 else values
 
     def validate(self):
-        """Raise InvalidRequest if the spec cannot be scheduled as given."""
-        if not self.obj_attr_is_set('flavor') or self.flavor is None:
-            raise exception.InvalidRequest(reason='the spec has no flavor')
-        for field in ('vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb',
-                      'swap'):
-            if (self.flavor.obj_attr_is_set(field)
-                    and getattr(self.flavor, field) < 0):
-                raise exception.InvalidRequest(
-                    reason='flavor %s is negative' % field)
-        if self.obj_get('num_instances', 1) < 1:
-            raise exception.InvalidRequest(
-                reason='num_instances must be at least 1')
+        """Raise InvalidRequest naming the first field that a filter, a
+        weigher or the claim could not read as given: a missing flavor
+        size, a size out of ``scheduler.validation``'s bounds, a string
+        too long, too many hints or hosts."""
+        if self.obj_get('flavor') is None:
+            validation.refuse('flavor', 'is missing')
+        validate_flavor(self.flavor)
+        validation.integer('num_instances', self.obj_get('num_instances', 1),
+                           low=1, high=validation.MAX_NUM_INSTANCES)
+        for field in ('project_id', 'user_id', 'availability_zone'):
+            validation.text(field, self.obj_get(field),
+                            validation.MAX_NAME_LEN, nullable=True)
+        if self.obj_get('image') is not None:
+            validate_image(self.image)
+        hints = validation.mapping('scheduler_hints',
+                                   self.obj_get('scheduler_hints', {}))
+        for key, values in hints.items():
+            validation.text('scheduler_hints key', key,
+                            validation.MAX_NAME_LEN)
+            validation.strings('scheduler_hints[%r]' % key, values,
+                               max_len=validation.MAX_VALUE_LEN)
+        for field in ('ignore_hosts', 'force_hosts', 'force_nodes'):
+            validation.strings(field, self.obj_get(field), nullable=True)
+        self._validate_parts()
+
+    def _validate_parts(self):
+        destination = self.obj_get('requested_destination')
+        if destination is not None:
+            for field in ('host', 'node'):
+                validation.name('requested_destination.%s' % field,
+                                destination.obj_get(field), nullable=True)
+            validation.strings('requested_destination.aggregates',
+                               destination.obj_get('aggregates'),
+                               nullable=True)
+        retry = self.obj_get('retry')
+        if retry is not None:
+            validation.integer('retry.num_attempts',
+                               retry.obj_get('num_attempts', 0),
+                               high=validation.MAX_ITEMS)
+            for index, pair in enumerate(validation.sequence(
+                    'retry.hosts', retry.obj_get('hosts', []))):
+                validation.strings('retry.hosts[%d]' % index, pair,
+                                   max_items=2)
+        group = self.obj_get('instance_group')
+        if group is not None:
+            for field in ('uuid', 'policy'):
+                if not group.obj_attr_is_set(field):
+                    validation.refuse('instance_group.%s' % field,
+                                      'is missing')
+            validation.text('instance_group.policy', group.policy,
+                            validation.MAX_NAME_LEN)
+            validation.text('instance_group.name', group.obj_get('name'),
+                            validation.MAX_NAME_LEN, nullable=True)
+            validation.string_dict('instance_group.rules',
+                                   group.obj_get('rules', {}))
+            for field in ('members', 'hosts'):
+                validation.strings('instance_group.%s' % field,
+                                   group.obj_get(field, []),
+                                   max_items=validation.MAX_ITEMS * 10)
 
     # -- Nova's legacy dicts (scheduler RPC API 1.0) ------------------------
 
@@ -167,7 +254,8 @@ class RequestSpec(base.GanttObject):
                 reason='filter_properties must be a dict')
         try:
             return cls._from_legacy(request_spec, filter_properties)
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
+        except (KeyError, TypeError, ValueError, AttributeError,
+                OverflowError) as error:
             raise exception.InvalidRequest(
                 reason='malformed legacy request_spec: %s: %s'
                 % (type(error).__name__, error))

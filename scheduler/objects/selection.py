@@ -9,6 +9,12 @@ from oslo_serialization import jsonutils
 from oslo_versionedobjects import fields
 
 from scheduler.objects import base
+from scheduler import validation
+
+# What an allocation_request may ask for, and the most of each.
+_RESOURCE_BOUNDS = {'vcpus': validation.MAX_VCPUS,
+                    'memory_mb': validation.MAX_MEMORY_MB,
+                    'disk_gb': validation.MAX_DISK_GB}
 
 
 @base.GanttObjectRegistry.register
@@ -41,6 +47,33 @@ class Selection(base.GanttObject):
         if not self.allocation_request:
             return {}
         return jsonutils.loads(self.allocation_request)
+
+    def validate(self, field='selection'):
+        """Raise InvalidRequest naming the first field that is missing or
+        malformed (a Selection sent back by a compute, e.g.)."""
+        validation.fields_set(field, self, ('compute_node_uuid',
+                                            'service_host', 'nodename'))
+        validation.name('%s.service_host' % field, self.service_host)
+        validation.name('%s.nodename' % field, self.nodename)
+        request = validation.text('%s.allocation_request' % field,
+                                  self.obj_get('allocation_request'),
+                                  validation.MAX_NAME_LEN, nullable=True)
+        if not request:
+            return self
+        try:
+            wanted = jsonutils.loads(request)
+        except ValueError:
+            validation.refuse('%s.allocation_request' % field,
+                              'is not JSON')
+        validation.mapping('%s.allocation_request' % field, wanted)
+        if set(wanted) != set(_RESOURCE_BOUNDS):
+            validation.refuse('%s.allocation_request' % field,
+                              'must name exactly %s'
+                              % ', '.join(sorted(_RESOURCE_BOUNDS)))
+        for name, high in _RESOURCE_BOUNDS.items():
+            validation.integer('%s.allocation_request.%s' % (field, name),
+                               wanted[name], high=high)
+        return self
 
     def to_legacy_dict(self):
         """The ``{host, nodename, limits}`` dict of the 1.0 API."""

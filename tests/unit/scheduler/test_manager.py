@@ -52,13 +52,13 @@ def _ctxt():
 @pytest.mark.parametrize('kwargs, words', [
     ({'spec_obj': 'not a spec'}, 'must be a RequestSpec'),
     ({'spec_obj': fakes.spec(), 'instance_uuids': ['nope']},
-     'list of UUID strings'),
+     'instance_uuids[0] must be a UUID string'),
     ({'spec_obj': fakes.spec(), 'instance_uuids': 'abc'},
-     'list of UUID strings'),
+     'instance_uuids must be a list'),
     ({'spec_obj': fakes.spec(num_instances=2),
       'instance_uuids': [UUID_1]}, '1 instance_uuids given'),
     ({'spec_obj': fakes.spec(vcpus=-1), 'instance_uuids': [UUID_1]},
-     'negative'),
+     'flavor.vcpus must be at least 0'),
     ({'request_spec': {'num_instances': 1}}, 'no instance_type'),
     ({'request_spec': 'x', 'filter_properties': {}}, 'must be a dict'),
 ])
@@ -197,3 +197,21 @@ def test_stats_line_counts_lost_claims_and_no_valid_host(
     # The line at stop repeats the totals although nothing changed.
     assert lines[1:] == lines[:1]
     assert _parsed(lines[-1]) == mgr.driver.stats
+
+
+def test_a_database_away_past_the_budget_is_a_clear_error(
+        scheduler_manager, cloud, config):
+    # The host cache is full; then the database goes away for good.
+    config.config(connection='postgresql+psycopg2://gantt:s3cret@'
+                             '127.0.0.1:9/gantt', max_retries=0,
+                  db_max_retries=1, db_retry_interval=0, group='database')
+    db_api.dispose_engine()
+    try:
+        error = _expected_error(
+            scheduler_manager.select_destinations,
+            spec_obj=fakes.spec(vcpus=1, memory_mb=512),
+            instance_uuids=[UUID_1], return_objects=True)
+    finally:
+        db_api.dispose_engine()
+    assert isinstance(error, exception.DatabaseUnavailable)
+    assert '127.0.0.1:9' in str(error) and 's3cret' not in str(error)

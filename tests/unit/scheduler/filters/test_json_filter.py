@@ -110,6 +110,28 @@ def test_queries_that_reach_for_code_are_refused(filt, query):
         fakes.passes(filt, _states(), _spec(query))
 
 
+def _nested(depth, inner='["=", 1, 1]'):
+    return '["and", ' * depth + inner + ']' * depth
+
+
+@pytest.mark.parametrize('text, words', [
+    (_nested(json_query.MAX_QUERY_DEPTH), 'nested deeper than'),
+    (_nested(100000), 'characters long'),
+    ('[' * 50000, 'nested deeper than'),
+    ('{"a": ' * 40 + '1' + '}' * 40, 'nested deeper than'),
+])
+def test_deep_or_long_queries_are_refused_before_json_reads_them(
+        filt, text, words):
+    with pytest.raises(exception.InvalidRequest, match=words):
+        filt.host_passes(_states()[0], _spec(text))
+
+
+def test_brackets_inside_strings_do_not_count_as_nesting(filt):
+    query = '["in", "$host", "%s", "a"]' % ('[' * 100)
+    assert json_query.parse(_nested(json_query.MAX_QUERY_DEPTH - 1, query))
+    assert fakes.passes(filt, _states(), _spec(query)) == [True, False, False]
+
+
 def test_keys_below_a_variable_never_reach_attributes():
     # Past the first name, only dictionary keys are looked up.
     query = json_query.parse('["=", "$stats.__class__", 1]')

@@ -1,5 +1,7 @@
 """RequestSpec: resources, legacy dicts, and refusal of malformed input."""
 
+import re
+
 import pytest
 
 from scheduler import exception
@@ -59,7 +61,8 @@ def test_legacy_round_trip_keeps_what_scheduling_needs():
     ({'num_instances': 1}, {}, 'no instance_type'),
     ({'instance_type': {'vcpus': 'many', 'memory_mb': 1}}, {}, 'malformed'),
     ({'instance_type': {'vcpus': 1}}, {}, 'malformed'),
-    ({'instance_type': {'vcpus': -1, 'memory_mb': 1}}, {}, 'negative'),
+    ({'instance_type': {'vcpus': -1, 'memory_mb': 1}}, {},
+         'flavor.vcpus must be at least 0'),
     ({'instance_type': {'vcpus': 1, 'memory_mb': 1}}, 'x', 'must be a dict'),
 ])
 def test_malformed_legacy_dicts_are_refused(request_spec_dict,
@@ -70,10 +73,36 @@ def test_malformed_legacy_dicts_are_refused(request_spec_dict,
 
 
 def test_validate_refuses_missing_flavor_and_zero_instances():
-    with pytest.raises(exception.InvalidRequest, match='no flavor'):
+    with pytest.raises(exception.InvalidRequest, match='flavor is missing'):
         request_spec.RequestSpec(num_instances=1).validate()
     with pytest.raises(exception.InvalidRequest, match='at least 1'):
         _spec(num_instances=0).validate()
+
+
+@pytest.mark.parametrize('mutate, words', [
+    (lambda spec: spec.flavor.obj_reset_changes(), None),
+    (lambda spec: delattr(spec.flavor, 'memory_mb'),
+     'flavor.memory_mb is missing'),
+    (lambda spec: setattr(spec.flavor, 'swap', 10 ** 400),
+     'flavor.swap must be at most'),
+    (lambda spec: setattr(spec, 'num_instances', 10 ** 6),
+     'num_instances must be at most'),
+    (lambda spec: setattr(spec, 'scheduler_hints', {'q': ['x' * 70000]}),
+     "scheduler_hints['q'][0] is 70000 characters long"),
+    (lambda spec: setattr(spec, 'project_id', 'p\x00'),
+     'project_id contains a NUL'),
+    (lambda spec: setattr(spec, 'instance_group',
+                          request_spec.InstanceGroup(name='g')),
+     'instance_group.uuid is missing'),
+])
+def test_validate_names_the_field_a_filter_could_not_read(mutate, words):
+    spec = _spec()
+    mutate(spec)
+    if words is None:
+        assert spec.validate() is None
+        return
+    with pytest.raises(exception.InvalidRequest, match=re.escape(words)):
+        spec.validate()
 
 
 def test_serializer_round_trip_and_refusal():

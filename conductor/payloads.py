@@ -1,0 +1,168 @@
+"""Checks of what compute agents send the conductor (ConductorAPI 1.0).
+
+Each function takes an RPC method's arguments as they arrived and returns
+them checked, or raises InvalidRequest naming the field, before anything
+is written::
+
+    nodes = payloads.checked_nodes(host, nodes)
+    updates = payloads.checked_instance_updates(updates)
+
+What is accepted:
+
+* a heartbeat (``service_update``) of one of Gantt's services
+  (:data:`SERVICE_TOPICS`) on its own topic;
+* inventory (``compute_node_update``): a list of at most :data:`MAX_NODES`
+  nodes ``{uuid, nodename, inventory}``, each inventory field of
+  ``scheduler.db.compute_nodes.INVENTORY_FIELDS`` with its type and range
+  (sizes within ``scheduler.validation``'s bounds, ratios finite and not
+  negative, ``host_ip`` an IP address, stats a dict of strings, metrics
+  ``{name, value, timestamp, source}`` with a finite value);
+* an instance update (``instance_update``): only the spawn report, the
+  one transition a compute makes (``vm_state`` ``active``, ``task_state``
+  None, optionally ``launched_at`` true and a ``fault`` of at most
+  ``validation.MAX_FAULT_LEN`` characters).
+"""
+
+from oslo_utils import netutils
+
+from compute import rpcapi as compute_rpcapi
+from conductor import rpcapi as conductor_rpcapi
+from scheduler.db import compute_nodes as db_compute_nodes
+from scheduler.db import instances as db_instances
+from scheduler import rpcapi as scheduler_rpcapi
+from scheduler import validation
+
+# Gantt's binaries, and the topic each serves.
+SERVICE_TOPICS = {
+    'gantt-compute': compute_rpcapi.RPC_TOPIC,
+    'gantt-conductor': conductor_rpcapi.RPC_TOPIC,
+    'gantt-scheduler': scheduler_rpcapi.RPC_TOPIC,
+}
+
+# Nodes one agent may report (an ironic-like agent has many).
+MAX_NODES = 1000
+MAX_SUPPORTED_INSTANCES = 100
+MAX_IP_LEN = 39
+
+_SIZES = {
+    'vcpus': validation.MAX_VCPUS,
+    'memory_mb': validation.MAX_MEMORY_MB,
+    'local_gb': validation.MAX_DISK_GB,
+    'reserved_vcpus': validation.MAX_VCPUS,
+    'reserved_memory_mb': validation.MAX_MEMORY_MB,
+    'reserved_disk_gb': validation.MAX_DISK_GB,
+    'hypervisor_version': validation.MAX_HYPERVISOR_VERSION,
+    'num_instances': validation.MAX_INSTANCES_PER_NODE,
+    'io_workload': validation.MAX_INSTANCES_PER_NODE,
+}
+_RATIOS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
+           'disk_allocation_ratio')
+_METRIC_KEYS = frozenset(('name', 'value', 'timestamp', 'source'))
+
+
+def checked_service(host, binary, topic):
+    validation.name('host', host)
+    validation.choice('binary', binary, tuple(sorted(SERVICE_TOPICS)))
+    validation.choice('topic', topic, (SERVICE_TOPICS[binary],))
+    return host, binary, topic
+
+
+def checked_nodes(host, nodes):
+    """``nodes`` checked; no two with one uuid or one nodename."""
+    validation.name('host', host)
+    nodes = validation.sequence('nodes', nodes, MAX_NODES)
+    seen = set()
+    for index, node in enumerate(nodes):
+        field = 'nodes[%d]' % index
+        validation.mapping(field, node)
+        missing = {'uuid', 'nodename', 'inventory'} - set(node)
+        extra = set(node) - {'uuid', 'nodename', 'inventory'}
+        if missing or extra:
+            validation.refuse(field, 'must have exactly the keys uuid, '
+                              'nodename and inventory')
+        validation.uuid('%s.uuid' % field, node['uuid'])
+        validation.name('%s.nodename' % field, node['nodename'])
+        checked_inventory('%s.inventory' % field, node['inventory'])
+        for key in ('uuid', 'nodename'):
+            if (key, node[key]) in seen:
+                validation.refuse('%s.%s' % (field, key),
+                                  'is reported twice')
+            seen.add((key, node[key]))
+    return nodes
+
+
+def checked_inventory(field, inventory):
+    validation.mapping(field, inventory)
+    unknown = set(inventory) - set(db_compute_nodes.INVENTORY_FIELDS)
+    if unknown:
+        validation.refuse(field, 'has unknown fields %s'
+                          % ', '.join(sorted(map(repr, unknown))))
+    for name, high in _SIZES.items():
+        if name in inventory:
+            validation.integer('%s.%s' % (field, name), inventory[name],
+                               high=high)
+    for name in _RATIOS:
+        validation.number('%s.%s' % (field, name), inventory.get(name),
+                          high=validation.MAX_ALLOCATION_RATIO,
+                          nullable=True)
+    validation.text('%s.hypervisor_type' % field,
+                    inventory.get('hypervisor_type'),
+                    validation.MAX_NAME_LEN, nullable=True)
+    host_ip = validation.text('%s.host_ip' % field, inventory.get('host_ip'),
+                              MAX_IP_LEN, nullable=True)
+    if host_ip is not None and not (
+            netutils.is_valid_ipv4(host_ip, strict=True)
+            or netutils.is_valid_ipv6(host_ip)):
+        validation.refuse('%s.host_ip' % field, 'is not an IP address')
+    for index, triple in enumerate(validation.sequence(
+            '%s.supported_instances' % field,
+            inventory.get('supported_instances'), MAX_SUPPORTED_INSTANCES,
+            nullable=True) or ()):
+        validation.strings('%s.supported_instances[%d]' % (field, index),
+                           triple, max_items=3)
+    if inventory.get('stats') is not None:
+        validation.string_dict('%s.stats' % field, inventory['stats'],
+                               max_len=validation.MAX_NAME_LEN)
+    _check_metrics('%s.metrics' % field, inventory.get('metrics'))
+    return inventory
+
+
+def _check_metrics(field, metrics):
+    for index, metric in enumerate(validation.sequence(
+            field, metrics, nullable=True) or ()):
+        item = '%s[%d]' % (field, index)
+        validation.mapping(item, metric)
+        if set(metric) - _METRIC_KEYS or 'name' not in metric:
+            validation.refuse(item, 'must have a name and only the keys '
+                              '%s' % ', '.join(sorted(_METRIC_KEYS)))
+        validation.text('%s.name' % item, metric['name'],
+                        validation.MAX_NAME_LEN)
+        validation.number('%s.value' % item, metric.get('value'), low=None,
+                          nullable=True)
+        for key in ('timestamp', 'source'):
+            validation.text('%s.%s' % (item, key), metric.get(key),
+                            validation.MAX_NAME_LEN, nullable=True)
+
+
+def checked_instance_updates(updates):
+    """The spawn report a compute may send, checked (see above)."""
+    validation.mapping('updates', updates)
+    unknown = set(updates) - {'vm_state', 'task_state', 'fault',
+                              'launched_at'}
+    if unknown:
+        validation.refuse('updates', 'may hold only vm_state, task_state, '
+                          'fault and launched_at, not %s'
+                          % ', '.join(sorted(map(repr, unknown))))
+    if 'vm_state' not in updates:
+        validation.refuse('updates.vm_state', 'is missing: a compute '
+                          'reports a spawn (vm_state active)')
+    validation.choice('updates.vm_state', updates['vm_state'],
+                      (db_instances.ACTIVE,))
+    validation.choice('updates.task_state', updates.get('task_state'),
+                      (None,))
+    if 'launched_at' in updates:
+        validation.choice('updates.launched_at', updates['launched_at'],
+                          (True,))
+    validation.text('updates.fault', updates.get('fault'),
+                    validation.MAX_FAULT_LEN, nullable=True)
+    return dict(updates)
