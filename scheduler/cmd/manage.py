@@ -38,9 +38,9 @@ that tests call it in-process::
 """
 
 import sys
-import urllib.parse
 
 from oslo_config import cfg
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
@@ -93,8 +93,10 @@ def db_version():
 
 
 def db_check():
-    """Usage against allocations and capacity, node by node, and claims
-    held by instances or migrations that should hold none; exit 1 if
+    """Usage against allocations and capacity, node by node, and stray
+    claims, each named by its kind (``stray claim (instance in error)``,
+    ``(instance deleted)``, ``(instance offloaded)``, ``(unknown
+    consumer)``, ``(superseded)``, ``(migration ended)``); exit 1 if
     anything is wrong."""
     migration.check_schema()
     with db_api.reader() as session:
@@ -122,6 +124,10 @@ def db_check():
             [list(row) for row in stray]))
         print('\n%d allocation(s) held by consumers that should hold none.'
               % len(stray))
+        for kind in claims.STRAY_KINDS:
+            count = sum(1 for row in stray if row.why == kind)
+            if count:
+                print('  %d %s' % (count, kind))
     return EXIT_FAILURE
 
 
@@ -271,11 +277,13 @@ COMMANDS = {
         'list': Command(manage_server.list_servers, 'List servers.', [
             _arg('host', '--host', help='Only servers on this host.'),
             _arg('state', '--state', help='Only servers in this vm_state '
-                 '(building, active, error).')]),
+                 '(building, active, error).'),
+            _arg('deleted', '--deleted', action='store_true',
+                 help='Include deleted servers.')]),
         'show': Command(manage_server.show, 'Show every field of a server.',
                         [_arg('uuid', metavar='UUID')]),
         # migrate, resize, confirm, revert, live-migrate, evacuate,
-        # rebuild, shelve, unshelve: calls to the conductor.
+        # rebuild, shelve, unshelve, delete: calls to the conductor.
         **manage_server_ops.ACTIONS,
     }),
     'aggregate': manage_aggregate.CATEGORY,
@@ -345,40 +353,27 @@ def _log_to_stderr():
             handler.setLevel(logging.WARNING)
 
 
-def _passwords():
+def _configured_urls():
     try:
         urls = [CONF.database.connection]
         if 'transport_url' in CONF:
             urls.append(CONF.transport_url)
     except cfg.Error:
         return []
-    found = []
-    for url in filter(None, urls):
-        try:
-            netloc = urllib.parse.urlsplit(url).netloc
-        except ValueError:
-            continue
-        for hostpart in netloc.split(','):
-            userinfo = hostpart.rpartition('@')[0]
-            password = userinfo.partition(':')[2]
-            if password:
-                found.extend({password, urllib.parse.unquote(password)})
-    return found
+    return urls
 
 
 def _fail(message):
     """Print one error line on stderr, any configured password masked."""
-    for password in _passwords():
-        message = message.replace(password, '***')
+    message = config.scrub(message, _configured_urls())
     sys.stderr.write('%s: error: %s\n' % (PROG, message))
     return EXIT_FAILURE
 
 
 def _database_error(error):
-    reason = str(getattr(error, 'orig', None) or error).strip()
     return exception.DatabaseUnavailable(
-        url=config.redact_url(CONF.database.connection),
-        reason=reason.splitlines()[0] if reason else type(error).__name__)
+        url=config.redact_database_url(CONF.database.connection),
+        reason=db_api.describe_error(error))
 
 
 def _run_command():
@@ -387,7 +382,7 @@ def _run_command():
         return func(**kwargs)
     except exception.GanttException as error:
         return _fail(str(error))
-    except sa_exc.SQLAlchemyError as error:
+    except (sa_exc.SQLAlchemyError, db_exc.DBError) as error:
         return _fail(str(_database_error(error)))
 
 
@@ -413,6 +408,9 @@ def main(argv=None):
         except cfg.Error as error:
             return _fail(str(error))
         _log_to_stderr()
+        # A command answers at once: one connection attempt, not a
+        # daemon's wait of [database] max_retries x retry_interval.
+        CONF.set_override('max_retries', 1, group='database')
         objects.register_all()
         return _run_command()
     finally:

@@ -1,35 +1,54 @@
-"""Engines and transactions, one engine per process.
+"""Engines, transactions and retries, on oslo.db's enginefacade.
 
 Queries take a session; callers open one with :func:`writer` (a write
 transaction, committed on exit, rolled back on error) or :func:`reader`::
 
     from scheduler.db import api as db_api
-    with db_api.writer() as session:
-        session.execute(...)
 
-The engine is built lazily from ``[database] connection`` and rebuilt after
-a fork, so that scheduler workers never share a connection. SQLite is set up
-for several processes (WAL, a busy timeout, foreign keys on).
+    @db_api.retry_on_db_error
+    def rename(uuid, name):
+        with db_api.writer() as session:
+            session.execute(...)
 
-On a SQLite file, SQLAlchemy rather than the ``sqlite3`` module opens
-transactions: :func:`writer` starts with ``BEGIN IMMEDIATE``, which takes the
-database's write lock up front (waiting up to the busy timeout for it), and
-:func:`reader` with a plain ``BEGIN``. Without that, ``sqlite3`` would run a
-transaction's first SELECTs outside any transaction, and a read-then-write
-(``SELECT ... FOR UPDATE`` then UPDATE, which SQLite does not lock) could act
-on rows another writer had just changed. An in-memory database keeps
-``sqlite3``'s own handling: it is one connection shared by all threads.
+The engine is oslo.db's, built lazily from the ``[database]`` options (the
+same names and defaults as Nova's: ``connection``, ``max_pool_size``,
+``max_overflow``, ``pool_timeout``, ``connection_recycle_time``,
+``max_retries`` and ``retry_interval`` for waiting for the database at
+start (:func:`check_connection`),
+``mysql_sql_mode``...). oslo.db turns driver errors into its own
+exceptions (``DBDeadlock``, ``DBConnectionError``, ``DBDuplicateEntry``)
+whatever the backend, and guards pooled connections against being shared
+by the scheduler's forked workers.
+
+:func:`retry_on_db_error` is the one retry policy of every write: a
+deadlock (or SQLite's busy lock, or a serialization failure) is retried at
+once with a short, jittered backoff; a lost or refused connection is
+retried with ``[database] db_retry_interval`` seconds, doubling when
+``db_inc_retry_interval`` up to ``db_max_retry_interval``, at most
+``db_max_retries`` times. With Nova's defaults (20, 1 s, doubling, 10 s)
+a database may be away for about three minutes before the write fails;
+then the oslo.db error is raised to the caller, which turns it into the
+instance's fault or a remote error. The decorated function must open its
+own transaction, and be safe to run again (Gantt's writes are conditional
+or keyed, so a retried write never applies twice).
+
+On SQLite, :func:`writer` starts with ``BEGIN IMMEDIATE``, which takes the
+database's write lock up front, and :func:`reader` with a plain ``BEGIN``:
+a read-then-write (``SELECT ... FOR UPDATE`` then UPDATE, which SQLite
+does not lock) must not act on rows another writer just changed.
+MariaDB/MySQL sessions run at READ COMMITTED, as Placement's do.
 """
 
 import contextlib
-import os
 import threading
 import time
 
+from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
+from oslo_db.sqlalchemy import enginefacade
+from oslo_db.sqlalchemy import exc_filters
 from oslo_log import log as logging
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
-from sqlalchemy import orm
 
 from scheduler import conf
 from scheduler import config
@@ -38,164 +57,208 @@ from scheduler import exception
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-_lock = threading.Lock()
-_engine = None
-_sessionmakers = None
-_engine_pid = None
-
+# Deadlocks are retried this many times, the first after a few ms.
 DEADLOCK_RETRIES = 10
+DEADLOCK_RETRY_INTERVAL = 0.01
+DEADLOCK_MAX_RETRY_INTERVAL = 0.5
 
 # Execution option: the statement that opens a transaction on SQLite.
 SQLITE_BEGIN = 'gantt_sqlite_begin'
 
-
-def _sqlite_on_connect(dbapi_connection, connection_record):
-    cursor = dbapi_connection.cursor()
-    cursor.execute('PRAGMA foreign_keys=ON')
-    cursor.execute('PRAGMA busy_timeout=30000')
-    cursor.close()
+_lock = threading.Lock()
+_context_manager = None
 
 
-def _sqlite_file_on_connect(dbapi_connection, connection_record):
-    _sqlite_on_connect(dbapi_connection, connection_record)
-    cursor = dbapi_connection.cursor()
-    cursor.execute('PRAGMA journal_mode=WAL')
-    cursor.close()
-    # sqlite3 must not emit BEGIN on its own: _sqlite_begin does.
-    dbapi_connection.isolation_level = None
+class _Context:
+    """What enginefacade hangs a transaction on: one per writer()/reader()
+    block, so that every block is a transaction of its own."""
 
 
 def _sqlite_begin(connection):
-    options = connection.get_execution_options()
-    if options.get('isolation_level') != 'AUTOCOMMIT':
-        connection.exec_driver_sql(options.get(SQLITE_BEGIN, 'BEGIN'))
+    """Open the transaction ourselves (oslo.db's listener then sees it is
+    open): ``BEGIN IMMEDIATE`` for writers, ``BEGIN`` otherwise."""
+    dbapi_connection = connection.connection.driver_connection
+    if not dbapi_connection.in_transaction:
+        statement = connection.get_execution_options().get(SQLITE_BEGIN,
+                                                           'BEGIN')
+        connection.exec_driver_sql(statement)
+    connection.info['in_transaction'] = True
 
 
-def create_engine(url):
-    """Build an engine for ``url`` with Gantt's per-backend settings."""
-    parsed = sa.engine.make_url(url)
-    kwargs = {'future': True}
-    if parsed.get_backend_name() == 'sqlite':
-        kwargs['connect_args'] = {'timeout': 30, 'check_same_thread': False}
-        if parsed.database in (None, '', ':memory:'):
-            kwargs['poolclass'] = sa.pool.StaticPool
+def _sqlite_busy_timeout(dbapi_connection, connection_record):
+    cursor = dbapi_connection.cursor()
+    cursor.execute('PRAGMA busy_timeout=30000')
+    cursor.execute('PRAGMA journal_mode=WAL')
+    cursor.close()
+
+
+def _mysql_read_committed(dbapi_connection, connection_record):
+    cursor = dbapi_connection.cursor()
+    cursor.execute('SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED')
+    cursor.close()
+
+
+def _connect_failure(context):
+    """A failure to open a connection is a lost connection, whatever the
+    driver's words for it (oslo.db matches only some of libpq's): the
+    writes that meet it are retried like the others."""
+    if context.connection is None and isinstance(
+            context.sqlalchemy_exception, sa.exc.OperationalError):
+        context.is_disconnect = True
+        return db_exc.DBConnectionError(context.sqlalchemy_exception)
+    return None
+
+
+def _on_engine_create(engine):
+    # Ours first: oslo.db's filters re-raise what they do not translate.
+    sa.event.remove(engine, 'handle_error', exc_filters.handler)
+    sa.event.listen(engine, 'handle_error', _connect_failure, retval=True)
+    sa.event.listen(engine, 'handle_error', exc_filters.handler,
+                    retval=True)
+    backend = engine.dialect.name
+    if backend == 'sqlite':
+        # oslo.db emits a plain BEGIN; ours chooses the statement.
+        for listener in list(engine.dispatch.begin):
+            if getattr(listener, '__name__', '') == '_sqlite_emit_begin':
+                sa.event.remove(engine, 'begin', listener)
+        sa.event.listen(engine, 'begin', _sqlite_begin)
+        if engine.url.database not in (None, '', ':memory:'):
+            sa.event.listen(engine, 'connect', _sqlite_busy_timeout)
+    elif backend in ('mysql', 'mariadb'):
+        sa.event.listen(engine, 'connect', _mysql_read_committed)
     else:
-        kwargs['pool_size'] = CONF.database.max_pool_size
-        kwargs['max_overflow'] = CONF.database.max_pool_size
-        kwargs['pool_recycle'] = CONF.database.connection_recycle_time
-        kwargs['pool_pre_ping'] = True
-        if parsed.get_backend_name() in ('mysql', 'mariadb'):
-            kwargs['isolation_level'] = 'READ COMMITTED'
-    engine = sa.create_engine(parsed, **kwargs)
-    if parsed.get_backend_name() == 'sqlite':
-        if parsed.database in (None, '', ':memory:'):
-            sa.event.listen(engine, 'connect', _sqlite_on_connect)
-        else:
-            sa.event.listen(engine, 'connect', _sqlite_file_on_connect)
-            sa.event.listen(engine, 'begin', _sqlite_begin)
-    return engine
+        return
+    # Drop any connection made before these listeners, so that every
+    # pooled one has them.
+    engine.pool.dispose()
 
 
-def _engine_and_sessionmakers():
-    global _engine, _sessionmakers, _engine_pid
+def _transaction_context():
+    global _context_manager
     with _lock:
-        if _engine is None or _engine_pid != os.getpid():
+        if _context_manager is None:
             if not CONF.database.connection:
                 raise exception.DatabaseUnavailable(
                     url='(unset)',
                     reason='[database] connection is not set in the '
                            'configuration files')
-            if _engine is not None:
-                # Inherited through fork: drop the parent's connections
-                # without closing them under the parent's feet.
-                _engine.dispose(close=False)
-            _engine = create_engine(CONF.database.connection)
-            writer_engine = _engine.execution_options(
-                **{SQLITE_BEGIN: 'BEGIN IMMEDIATE'})
-            _sessionmakers = {
-                'reader': orm.sessionmaker(bind=_engine,
-                                           expire_on_commit=False),
-                'writer': orm.sessionmaker(bind=writer_engine,
-                                           expire_on_commit=False),
-            }
-            _engine_pid = os.getpid()
-        return _engine, _sessionmakers
+            # enginefacade reads the other [database] options itself.
+            context_manager = enginefacade.transaction_context()
+            # max_retries=0: oslo.db does not connect while it builds
+            # the engine (before our listeners); check_connection() waits
+            # for the database with [database] max_retries instead.
+            context_manager.configure(
+                sqlite_fk=True, on_engine_create=[_on_engine_create],
+                expire_on_commit=False, max_retries=0)
+            _context_manager = context_manager
+        return _context_manager
 
 
 def get_engine():
     """The process's engine for ``[database] connection``."""
-    return _engine_and_sessionmakers()[0]
+    return _transaction_context().writer.get_engine()
 
 
 def dispose_engine():
-    """Close the process's engine; the next use builds a new one."""
-    global _engine, _sessionmakers, _engine_pid
+    """Close the process's engine; the next use builds a new one (after
+    the options changed, e.g. in tests)."""
+    global _context_manager
     with _lock:
-        if _engine is not None:
-            _engine.dispose()
-        _engine = _sessionmakers = _engine_pid = None
-
-
-def _session(kind):
-    return _engine_and_sessionmakers()[1][kind]()
+        context_manager, _context_manager = _context_manager, None
+    if context_manager is not None:
+        context_manager.dispose_pool()
 
 
 @contextlib.contextmanager
 def writer():
     """A session in a write transaction: commit on success, else roll back."""
-    session = _session('writer')
-    try:
-        with session.begin():
-            yield session
-    finally:
-        session.close()
+    with _transaction_context().writer.using(_Context()) as session:
+        if session.bind.dialect.name == 'sqlite':
+            session.connection(
+                execution_options={SQLITE_BEGIN: 'BEGIN IMMEDIATE'})
+        yield session
 
 
 @contextlib.contextmanager
 def reader():
     """A session for reads; nothing it does is committed."""
-    session = _session('reader')
-    try:
+    with _transaction_context().reader.using(_Context()) as session:
         yield session
-    finally:
-        session.rollback()
-        session.close()
 
 
-def is_deadlock(error):
-    """True for the errors a retried transaction can get past."""
-    text = str(getattr(error, 'orig', error)).lower()
-    return ('deadlock' in text or 'database is locked' in text or
-            'could not serialize' in text or 'lock wait timeout' in text)
+def retry_on_db_error(func):
+    """Run ``func`` again (it opens its own transaction) when it meets a
+    deadlock, or a lost connection within the ``[database]`` retry
+    budget; the oslo.db error once the budget is spent.
 
+    The options are read at each call, never at import time.
+    """
+    on_deadlock = oslo_db_api.wrap_db_retry(
+        max_retries=DEADLOCK_RETRIES, retry_interval=DEADLOCK_RETRY_INTERVAL,
+        inc_retry_interval=True,
+        max_retry_interval=DEADLOCK_MAX_RETRY_INTERVAL,
+        retry_on_deadlock=True, jitter=True)(func)
 
-def retry_on_deadlock(func):
-    """Run ``func`` again (it must open its own transaction) on deadlock."""
     def wrapper(*args, **kwargs):
-        for attempt in range(DEADLOCK_RETRIES):
-            try:
-                return func(*args, **kwargs)
-            except sa_exc.OperationalError as error:
-                if not is_deadlock(error) or attempt == DEADLOCK_RETRIES - 1:
-                    raise
-                LOG.debug('Deadlock in %s, retrying (attempt %d)',
-                          func.__name__, attempt + 1)
-                time.sleep(0.01 * (attempt + 1))
+        database = CONF.database
+        on_disconnect = oslo_db_api.wrap_db_retry(
+            max_retries=database.db_max_retries,
+            retry_interval=database.db_retry_interval,
+            inc_retry_interval=database.db_inc_retry_interval,
+            max_retry_interval=database.db_max_retry_interval,
+            retry_on_disconnect=True)(on_deadlock)
+        return on_disconnect(*args, **kwargs)
+
     wrapper.__name__ = func.__name__
+    wrapper.__qualname__ = func.__qualname__
     wrapper.__doc__ = func.__doc__
     return wrapper
 
 
+# The errors a write meets when the database goes away (after retries).
+CONNECTION_ERRORS = (db_exc.DBConnectionError, db_exc.DBDeadlock)
+
+
+def describe_error(error):
+    """One line saying why the database refused, secrets masked."""
+    inner = getattr(error, 'inner_exception', None) or error
+    reason = str(getattr(inner, 'orig', None) or inner).strip()
+    reason = reason.splitlines()[0] if reason else type(error).__name__
+    return config.scrub(reason, [CONF.database.connection])
+
+
 def check_connection():
-    """Connect once; raise DatabaseUnavailable naming the (redacted) URL."""
+    """Connect, waiting for the database as a starting daemon does; raise
+    DatabaseUnavailable naming the (redacted) URL when it stays away.
+
+    A refused or lost connection is tried ``[database] max_retries``
+    times in all (-1: until it works), ``retry_interval`` seconds apart,
+    each wait logged; any other error fails at once.
+    """
     url = CONF.database.connection
-    try:
-        with get_engine().connect() as conn:
-            conn.execute(sa.text('SELECT 1'))
-    except exception.DatabaseUnavailable:
-        raise
-    except Exception as error:
-        reason = str(getattr(error, 'orig', None) or error).strip()
-        reason = reason.splitlines()[0] if reason else type(error).__name__
-        raise exception.DatabaseUnavailable(url=config.redact_url(url),
-                                            reason=reason)
+    attempts = CONF.database.max_retries
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            with get_engine().connect() as conn:
+                conn.execute(sa.text('SELECT 1'))
+            return
+        except exception.DatabaseUnavailable:
+            raise
+        except db_exc.DBConnectionError as error:
+            if attempts != -1 and attempt >= max(attempts, 1):
+                raise exception.DatabaseUnavailable(
+                    url=config.redact_database_url(url),
+                    reason=describe_error(error))
+            LOG.warning('The database at %s is unreachable (%s); trying '
+                        'again in %s s (attempt %d of %s)',
+                        config.redact_database_url(url),
+                        describe_error(error),
+                        CONF.database.retry_interval, attempt,
+                        'unlimited' if attempts == -1 else attempts)
+            time.sleep(CONF.database.retry_interval)
+        except Exception as error:
+            raise exception.DatabaseUnavailable(
+                url=config.redact_database_url(url),
+                reason=describe_error(error))

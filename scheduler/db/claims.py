@@ -252,41 +252,127 @@ def find_inconsistent_nodes(session):
     return problems
 
 
-# Instance states in which an instance holds no claim, and migration
-# statuses after which a migration holds none.
-_UNCLAIMED_VM_STATES = ('error', 'shelved_offloaded', 'deleted')
+# What ``find_stray_allocations`` calls each kind of claim that no live
+# consumer holds legitimately.
+STRAY_ERROR = 'stray claim (instance in error)'
+STRAY_DELETED = 'stray claim (instance deleted)'
+STRAY_OFFLOADED = 'stray claim (instance offloaded)'
+STRAY_UNKNOWN = 'stray claim (unknown consumer)'
+STRAY_SUPERSEDED = 'stray claim (superseded)'
+STRAY_MIGRATION_ENDED = 'stray claim (migration ended)'
+STRAY_KINDS = (STRAY_ERROR, STRAY_DELETED, STRAY_OFFLOADED, STRAY_UNKNOWN,
+               STRAY_SUPERSEDED, STRAY_MIGRATION_ENDED)
+
 _ENDED_MIGRATIONS = ('confirmed', 'reverted', 'completed', 'done', 'error',
                      'failed')
+_MOVING_MIGRATIONS = ('pre-migrating', 'accepted', 'finished')
+
+StrayAllocation = collections.namedtuple(
+    'StrayAllocation', 'consumer_uuid host node why')
 
 
-def find_stray_allocations(session):
-    """Allocations no live consumer should hold: those of instances in
-    ERROR or offloaded, and of migrations that ended. A list of
-    ``(consumer_uuid, host, node, why)``. (Allocations of consumers Gantt
-    has no record of are not listed: a client may claim through the
-    scheduler API without a conductor.)
-    """
+def _stray_candidates(session, created_before=None, consumer_uuid=None,
+                      compute_node_id=None):
+    """Every allocation (or those asked for) with what is known of its
+    consumer: the instance or migration it is, and whether the instance
+    has a move in progress."""
     instance = models.Instance.__table__
-    migration = models.Migration.__table__
-    stray = []
-    rows = session.execute(
-        sa.select(_ALLOC.c.consumer_uuid, _NODE.c.host,
-                  _NODE.c.hypervisor_hostname, instance.c.vm_state)
+    migration = models.Migration.__table__.alias('consumer_migration')
+    moving = models.Migration.__table__.alias('moving_migration')
+    in_progress = (sa.select(moving.c.id)
+                   .where(moving.c.instance_uuid == _ALLOC.c.consumer_uuid,
+                          moving.c.status.in_(_MOVING_MIGRATIONS))
+                   .exists())
+    query = (
+        sa.select(_ALLOC.c.consumer_uuid, _ALLOC.c.compute_node_id,
+                  _NODE.c.host.label('alloc_host'),
+                  _NODE.c.hypervisor_hostname.label('alloc_node'),
+                  instance.c.id.label('instance_id'), instance.c.vm_state,
+                  instance.c.task_state, instance.c.host, instance.c.node,
+                  instance.c.deleted, migration.c.id.label('migration_id'),
+                  migration.c.status, in_progress.label('moving'))
         .join(_NODE, _NODE.c.id == _ALLOC.c.compute_node_id)
-        .join(instance, instance.c.uuid == _ALLOC.c.consumer_uuid)
-        .where(instance.c.vm_state.in_(_UNCLAIMED_VM_STATES))
-        .order_by(_ALLOC.c.consumer_uuid))
-    stray.extend((row.consumer_uuid, row.host, row.hypervisor_hostname,
-                  'instance is %s' % row.vm_state) for row in rows)
-    rows = session.execute(
-        sa.select(_ALLOC.c.consumer_uuid, _NODE.c.host,
-                  _NODE.c.hypervisor_hostname, migration.c.status,
-                  migration.c.migration_type)
-        .join(_NODE, _NODE.c.id == _ALLOC.c.compute_node_id)
-        .join(migration, migration.c.uuid == _ALLOC.c.consumer_uuid)
-        .where(migration.c.status.in_(_ENDED_MIGRATIONS))
-        .order_by(_ALLOC.c.consumer_uuid))
-    stray.extend((row.consumer_uuid, row.host, row.hypervisor_hostname,
-                  '%s migration is %s' % (row.migration_type, row.status))
-                 for row in rows)
-    return stray
+        .outerjoin(instance, instance.c.uuid == _ALLOC.c.consumer_uuid)
+        .outerjoin(migration, migration.c.uuid == _ALLOC.c.consumer_uuid)
+        .order_by(_ALLOC.c.consumer_uuid, _NODE.c.host))
+    if created_before is not None:
+        query = query.where(_ALLOC.c.created_at < created_before)
+    if consumer_uuid is not None:
+        query = query.where(_ALLOC.c.consumer_uuid == consumer_uuid)
+    if compute_node_id is not None:
+        query = query.where(_ALLOC.c.compute_node_id == compute_node_id)
+    return session.execute(query).all()
+
+
+def _instance_stray_kind(row):
+    if row.deleted or row.vm_state == 'deleted':
+        return STRAY_DELETED
+    if row.vm_state == 'building' or row.task_state is not None:
+        return None   # a build or an operation is under way
+    if row.vm_state == 'shelved_offloaded':
+        return STRAY_OFFLOADED
+    if row.vm_state == 'error' and not row.host:
+        return STRAY_ERROR
+    if row.moving:
+        return None
+    if row.alloc_host != row.host or (
+            row.node and row.alloc_node != row.node):
+        return STRAY_SUPERSEDED
+    return None
+
+
+def stray_kind(row):
+    """Which kind of stray claim the candidate ``row`` is; None if its
+    consumer holds it legitimately."""
+    if row.instance_id is not None:
+        return _instance_stray_kind(row)
+    if row.migration_id is not None:
+        return (STRAY_MIGRATION_ENDED if row.status in _ENDED_MIGRATIONS
+                else None)
+    return STRAY_UNKNOWN
+
+
+def stray_claims(session, created_before=None):
+    """``[(candidate row, kind)]`` of the stray allocations (see
+    :func:`find_stray_allocations`); a row has ``consumer_uuid``,
+    ``compute_node_id``, ``alloc_host`` and ``alloc_node``."""
+    return [(row, kind) for row in _stray_candidates(session, created_before)
+            for kind in (stray_kind(row),) if kind is not None]
+
+
+def find_stray_allocations(session, created_before=None):
+    """Allocations no consumer holds legitimately, each as a
+    :class:`StrayAllocation` whose ``why`` is one of :data:`STRAY_KINDS`:
+
+    * an instance in ERROR without a host (a failed build), deleted, or
+      shelved-offloaded, with no operation under way;
+    * a consumer that is neither an instance nor a migration (e.g. a
+      ``select_destinations`` for an instance that does not exist);
+    * superseded: a settled instance holding a claim on a node other than
+      its own, with no move in progress;
+    * a migration that ended.
+
+    An instance still building, or with a task under way, is never
+    listed. With ``created_before`` only older allocations are.
+    """
+    return [StrayAllocation(row.consumer_uuid, row.alloc_host,
+                            row.alloc_node, kind)
+            for row, kind in stray_claims(session, created_before)]
+
+
+def release_if_stray(session, consumer_uuid, compute_node_id,
+                     created_before=None):
+    """Release the consumer's allocation on the node if it is (still)
+    stray; ``(kind, Resources)`` released, or None. Checking and
+    releasing happen in the caller's transaction, and
+    :func:`release_resources` gives back what one transaction deleted,
+    so two callers at once release it once."""
+    rows = _stray_candidates(session, created_before, consumer_uuid,
+                             compute_node_id)
+    kind = stray_kind(rows[0]) if rows else None
+    if kind is None:
+        return None
+    released = release_resources(session, consumer_uuid, compute_node_id)
+    if not released:
+        return None
+    return kind, released[0][1]

@@ -4,7 +4,9 @@ States follow Nova's vm_state values: ``building`` until a compute reports
 the spawn, then ``active``; ``error`` with ``fault`` saying why. Moves add
 ``resized`` (a cold migration or resize waiting for confirm or revert),
 ``shelved`` (stopped, still holding its host) and ``shelved_offloaded`` (no
-host, no claim). ``task_state`` says which operation is under way; an
+host, no claim); a delete ends in ``deleted``, the row kept with
+``deleted`` set to its id (Nova's soft delete, :func:`soft_delete`).
+``task_state`` says which operation is under way; an
 operation starts only from ``task_state`` None, so that two operations on
 one instance cannot interleave (:func:`update` with ``expected_task_state``).
 """
@@ -22,6 +24,10 @@ ERROR = 'error'
 RESIZED = 'resized'
 SHELVED = 'shelved'
 SHELVED_OFFLOADED = 'shelved_offloaded'
+DELETED = 'deleted'
+
+# vm_states in which an instance holds no claim.
+HOLDS_NO_CLAIM = (ERROR, SHELVED_OFFLOADED, DELETED)
 
 # task_state values of the move operations (Nova's names).
 RESIZE_PREP = 'resize_prep'
@@ -34,6 +40,7 @@ REBUILD_SPAWNING = 'rebuild_spawning'
 SHELVING = 'shelving'
 SHELVING_OFFLOADING = 'shelving_offloading'
 UNSHELVING = 'unshelving'
+DELETING = 'deleting'
 
 # expected_task_state=NO_TASK: only if task_state is NULL.
 NO_TASK = 'none'
@@ -73,12 +80,13 @@ def get(session, uuid):
 
 
 def update(session, uuid, expected_vm_state=None, expected_task_state=None,
-           **values):
+           refused_task_state=None, **values):
     """Update fields of one instance; InstanceNotFound if missing.
 
     With ``expected_vm_state`` (a state or a tuple of states) and/or
     ``expected_task_state`` (:data:`NO_TASK` for NULL) the update happens
-    only if the instance is still so; returns False when it was not.
+    only if the instance is still so, and with ``refused_task_state``
+    only if its task_state is not that one; returns False when it was not.
     """
     unknown = set(values) - set(UPDATABLE_FIELDS)
     if unknown:
@@ -94,6 +102,10 @@ def update(session, uuid, expected_vm_state=None, expected_task_state=None,
         query = query.where(_INSTANCE.c.task_state.is_(None))
     elif expected_task_state is not None:
         query = query.where(_INSTANCE.c.task_state == expected_task_state)
+    if refused_task_state is not None:
+        query = query.where(sa.or_(
+            _INSTANCE.c.task_state.is_(None),
+            _INSTANCE.c.task_state != refused_task_state))
     values['updated_at'] = models.utcnow()
     result = session.execute(query.values(**values))
     if result.rowcount == 0:
@@ -102,9 +114,12 @@ def update(session, uuid, expected_vm_state=None, expected_task_state=None,
     return True
 
 
-def list_instances(session, uuids=None, host=None, vm_state=None):
+def list_instances(session, uuids=None, host=None, vm_state=None,
+                   include_deleted=True):
     query = sa.select(_INSTANCE).order_by(_INSTANCE.c.created_at,
                                           _INSTANCE.c.id)
+    if not include_deleted:
+        query = query.where(_INSTANCE.c.deleted == 0)
     if uuids is not None:
         query = query.where(_INSTANCE.c.uuid.in_(list(uuids)))
     if host is not None:
@@ -130,6 +145,27 @@ def on_hosts(session, hosts=None):
         rows.extend(session.execute(
             query.where(_INSTANCE.c.host.in_(hosts[start:start + 500]))))
     return rows
+
+
+def soft_delete(session, uuid):
+    """Mark the instance deleted as Nova does (``vm_state`` deleted,
+    ``deleted`` = its row id, ``deleted_at`` now), off its host, no task.
+    The caller releases its claims in the same transaction."""
+    now = models.utcnow()
+    session.execute(
+        sa.update(_INSTANCE).where(_INSTANCE.c.uuid == uuid)
+        .values(vm_state=DELETED, task_state=None, host=None, node=None,
+                deleted=_INSTANCE.c.id, deleted_at=now, updated_at=now))
+
+
+def stuck_deleting(session, changed_before):
+    """Instances left in task_state ``deleting`` since before the given
+    naive UTC time (a delete an outage interrupted), oldest first."""
+    return session.execute(
+        sa.select(_INSTANCE)
+        .where(_INSTANCE.c.task_state == DELETING,
+               _INSTANCE.c.updated_at < changed_before)
+        .order_by(_INSTANCE.c.updated_at)).all()
 
 
 def stuck_building(session, created_before):

@@ -178,6 +178,11 @@ class Instance(TimestampMixin, Base):
     fault: orm.Mapped[Optional[str]] = orm.mapped_column(sa.Text)
     launched_at: orm.Mapped[Optional[datetime.datetime]] = (
         orm.mapped_column(Timestamp))
+    # Nova's soft delete: the row's id once deleted, 0 while it exists.
+    deleted_at: orm.Mapped[Optional[datetime.datetime]] = (
+        orm.mapped_column(Timestamp))
+    deleted: orm.Mapped[int] = orm.mapped_column(default=0,
+                                                 server_default='0')
 
 
 class InstanceGroup(TimestampMixin, Base):

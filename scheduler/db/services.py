@@ -6,8 +6,8 @@ seconds and is not forced down (:func:`is_up`).
 
 import datetime
 
+from oslo_db import exception as db_exc
 import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 
 from scheduler import conf
 from scheduler.db import models
@@ -42,7 +42,7 @@ def report_alive(session, host, binary, topic):
                     host=host, binary=binary, topic=topic, disabled=False,
                     forced_down=False, last_seen_up=now, report_count=1,
                     created_at=now, updated_at=now))
-        except sa_exc.IntegrityError:
+        except db_exc.DBDuplicateEntry:
             _heartbeat(session, host, binary, topic, now)
     return get_service(session, host, binary)
 

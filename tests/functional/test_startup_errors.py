@@ -102,8 +102,11 @@ def test_unknown_filter(cluster):
 
 @pytest.mark.parametrize('binary', DAEMONS)
 def test_unreachable_database(cluster, binary):
+    # A daemon waits for its database at start ([database] max_retries
+    # times retry_interval, 100 s by default), then gives up.
     exited = run(cluster, binary, 'no-db-' + binary,
-                 '[database]\nconnection = %s\n' % UNREACHABLE_DB)
+                 '[database]\nconnection = %s\nmax_retries = 2\n'
+                 'retry_interval = 1\n' % UNREACHABLE_DB)
     line = error_line(binary, exited)
     assert 'postgresql+psycopg2://gantt:***@127.0.0.1:1/gantt' in line, line
     assert SECRET not in exited.stdout + exited.stderr
@@ -130,4 +133,4 @@ def test_database_not_migrated(cluster, backend, binary):
     line = error_line(binary, exited)
     assert "run 'gantt-manage db sync'" in line, line
     # The database is named, so the operator knows which one to migrate.
-    assert gantt_config.redact_url(url) in line, line
+    assert gantt_config.redact_database_url(url) in line, line

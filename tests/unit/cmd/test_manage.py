@@ -74,6 +74,11 @@ def test_db_check_ok_then_usage_that_disagrees_with_allocations(database,
                                                                 run):
     with db_api.writer() as session:
         node_id = add_node(session)
+        db_instances.create(session, NODE_UUID[::-1], flavor={'vcpus': 2},
+                            request_spec=None)
+        db_instances.update(session, NODE_UUID[::-1], vm_state='active',
+                            task_state=None, host='compute1',
+                            node='compute1')
         assert claims.claim_resources(session, node_id, NODE_UUID[::-1],
                                       claims.Resources(2, 1024, 10))
     ok = run('db', 'check')
@@ -99,13 +104,15 @@ def test_db_check_reports_claims_of_failed_instances(database, run):
         node_id = add_node(session)
         db_instances.create(session, failed_uuid, flavor={'vcpus': 1},
                             request_spec=None)
-        db_instances.update(session, failed_uuid, vm_state='error')
+        db_instances.update(session, failed_uuid, vm_state='error',
+                            task_state=None)
         assert claims.claim_resources(session, node_id, failed_uuid,
                                       claims.Resources(1, 512, 1))
     bad = run('db', 'check')
     assert bad.code == 1
     [row] = output.table(bad.out)
-    assert row == [failed_uuid, 'compute1', 'compute1', 'instance is error']
+    assert row == [failed_uuid, 'compute1', 'compute1',
+                   'stray claim (instance in error)']
     assert ('1 allocation(s) held by consumers that should hold none.'
             in bad.out)
     # Usage itself is consistent: no node table.

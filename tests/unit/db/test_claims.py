@@ -3,6 +3,7 @@
 import threading
 import uuid
 
+from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
@@ -130,7 +131,7 @@ def test_second_claim_of_a_consumer_on_a_node_is_refused(any_database):
     assert claim(node, (1, 1024, 10), consumer) is True
     before = node_state(node)
 
-    with pytest.raises(sa.exc.IntegrityError):
+    with pytest.raises(db_exc.DBDuplicateEntry):
         claim(node, (1, 1024, 10), consumer)
 
     assert node_state(node) == before

@@ -21,7 +21,8 @@ def _instance(vm_state=None):
         db_instances.create(session, instance_uuid, flavor={'vcpus': 1},
                             request_spec=None)
         if vm_state:
-            db_instances.update(session, instance_uuid, vm_state=vm_state)
+            db_instances.update(session, instance_uuid, vm_state=vm_state,
+                                task_state=None)
     return instance_uuid
 
 
@@ -75,6 +76,9 @@ def test_failed_claim_keeps_the_earlier_allocation(any_database):
 def test_stray_allocations_are_reported(any_database):
     node = helpers.make_node()
     active = _instance('active')
+    with db_api.writer() as session:
+        db_instances.update(session, active, host='host1',
+                            node='host1-node')
     failed = _instance('error')
     offloaded = _instance('shelved_offloaded')
     unknown = str(uuid.uuid4())
@@ -89,9 +93,10 @@ def test_stray_allocations_are_reported(any_database):
     with db_api.reader() as session:
         stray = claims.find_stray_allocations(session)
     assert sorted((consumer, why) for consumer, _h, _n, why in stray) == \
-        sorted([(failed, 'instance is error'),
-                (offloaded, 'instance is shelved_offloaded'),
-                (done.uuid, 'migration migration is confirmed')])
+        sorted([(failed, claims.STRAY_ERROR),
+                (offloaded, claims.STRAY_OFFLOADED),
+                (unknown, claims.STRAY_UNKNOWN),
+                (done.uuid, claims.STRAY_MIGRATION_ENDED)])
 
 
 @pytest.mark.parametrize('vm_state, task_state, refused', [
@@ -123,4 +128,30 @@ def test_scheduler_claims_refuse_settled_instances(database, vm_state,
     # A consumer Gantt has no instance for is never refused.
     other = helpers.make_node('other')
     assert base.claim_in_sql(other, str(uuid.uuid4()), resources,
+                             refuse_settled=True) is True
+
+
+def test_a_second_copy_of_an_answered_request_cannot_move_the_claim(
+        database):
+    # The broker delivered select_destinations twice: the first answer
+    # was placed (spawning on its host, holding the claim); the copy is
+    # refused and the claim stays where the build goes.
+    first, second = helpers.make_node('h1'), helpers.make_node('h2')
+    instance = _instance()
+    resources = claims.Resources(1, 512, 1)
+    assert base.claim_in_sql(first, instance, resources,
+                             refuse_settled=True) is True
+    with db_api.writer() as session:
+        db_instances.update(session, instance, task_state='spawning',
+                            host='h1', node='h1')
+    with pytest.raises(exception.InvalidRequest,
+                       match='placed on h1 already'):
+        base.claim_in_sql(second, instance, resources, refuse_settled=True)
+    assert [node for node, _ in helpers.allocations(instance)] == [first]
+
+    # A legacy reschedule released the failed host's claim first: asking
+    # the scheduler again is allowed.
+    with db_api.writer() as session:
+        claims.release_resources(session, instance)
+    assert base.claim_in_sql(second, instance, resources,
                              refuse_settled=True) is True

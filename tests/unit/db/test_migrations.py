@@ -10,6 +10,7 @@ import uuid
 from alembic import autogenerate
 from alembic import command
 from alembic import migration as alembic_migration
+from oslo_db import exception as db_exc
 import pytest
 import sqlalchemy as sa
 
@@ -135,7 +136,7 @@ def test_deleting_a_parent_cascades(any_database):
 
 
 def test_foreign_keys_are_enforced(any_database):
-    with pytest.raises(sa.exc.IntegrityError):
+    with pytest.raises(db_exc.DBReferenceError):
         with db_api.writer() as session:
             session.add(models.Allocation(consumer_uuid=str(uuid.uuid4()),
                                           compute_node_id=12345))
@@ -243,7 +244,7 @@ def test_not_synced_message_hides_password(config):
     'mysql+pymysql://gantt:s3cret@127.0.0.1:1/gantt',
 ])
 def test_check_schema_on_unreachable_database(config, url):
-    config.config(connection=url, group='database')
+    config.config(connection=url, max_retries=1, group='database')
     db_api.dispose_engine()
     try:
         with pytest.raises(exception.DatabaseUnavailable) as raised:

@@ -1,0 +1,143 @@
+"""The database layer: transactions on enginefacade, and retried writes.
+
+Connections are really lost here: the test's own server-side session is
+ended from an admin connection (``pg_terminate_backend`` on PostgreSQL,
+``KILL`` on MariaDB) in the middle of a transaction.
+"""
+
+import contextlib
+import sqlite3
+
+from oslo_db import exception as db_exc
+import pytest
+import sqlalchemy as sa
+
+from scheduler.db import api as db_api
+from scheduler.db import models
+from scheduler import exception
+from tests.fixtures import databases
+
+SERVICES = models.Service.__table__
+
+
+@pytest.fixture(params=['postgresql', 'mariadb'])
+def server_database(request, config):
+    config.config(db_retry_interval=0, db_inc_retry_interval=False,
+                  group='database')
+    with contextlib.ExitStack() as stack:
+        try:
+            url = stack.enter_context(
+                databases.migrated_database(request.param, config))
+        except databases.ServerDown as error:
+            pytest.fail(str(error), pytrace=False)
+        yield request.param, url
+
+
+def _kill_own_session(backend, session):
+    """End the server session behind ``session``'s connection."""
+    if backend == 'postgresql':
+        pid = session.execute(sa.text('SELECT pg_backend_pid()')).scalar()
+        statement = 'SELECT pg_terminate_backend(%d)' % pid
+    else:
+        pid = session.execute(sa.text('SELECT CONNECTION_ID()')).scalar()
+        statement = 'KILL %d' % pid
+    with databases._admin_connection(backend) as admin:
+        admin.exec_driver_sql(statement)
+
+
+def _writer_that_loses_its_connection(backend, losses):
+    attempts = []
+
+    @db_api.retry_on_db_error
+    def add_service():
+        attempts.append(1)
+        with db_api.writer() as session:
+            if len(attempts) <= losses:
+                _kill_own_session(backend, session)
+            session.execute(sa.insert(SERVICES).values(
+                host='h1', binary='gantt-scheduler', topic='scheduler',
+                disabled=False, forced_down=False, report_count=0,
+                created_at=models.utcnow()))
+    return add_service, attempts
+
+
+def _service_rows():
+    with db_api.reader() as session:
+        return session.execute(sa.select(SERVICES.c.host)).all()
+
+
+def test_a_write_that_loses_its_connection_is_retried(server_database):
+    backend, _url = server_database
+    add_service, attempts = _writer_that_loses_its_connection(backend, 1)
+    add_service()
+    assert len(attempts) == 2
+    assert [row.host for row in _service_rows()] == ['h1']
+
+
+def test_a_write_fails_loudly_once_the_budget_is_spent(server_database,
+                                                       config):
+    backend, _url = server_database
+    config.config(db_max_retries=2, group='database')
+    add_service, attempts = _writer_that_loses_its_connection(backend, 99)
+    with pytest.raises(db_exc.DBConnectionError):
+        add_service()
+    assert len(attempts) == 3
+    assert _service_rows() == []
+
+
+def test_an_unreachable_server_is_a_connection_error(config):
+    config.config(connection='postgresql+psycopg2://u:p@127.0.0.1:9/x',
+                  max_retries=0, db_max_retries=1, db_retry_interval=0,
+                  group='database')
+    db_api.dispose_engine()
+    calls = []
+
+    @db_api.retry_on_db_error
+    def read():
+        calls.append(1)
+        with db_api.reader() as session:
+            session.execute(sa.text('SELECT 1'))
+
+    try:
+        with pytest.raises(db_exc.DBConnectionError):
+            read()
+    finally:
+        db_api.dispose_engine()
+    assert len(calls) == 2
+
+
+def test_a_sqlite_writer_takes_the_write_lock_at_once(database):
+    path = sa.engine.make_url(database).database
+    other = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        with db_api.reader() as session:
+            session.execute(sa.select(SERVICES.c.id)).all()
+            other.execute('BEGIN IMMEDIATE')   # a reader locks nothing
+            other.execute('ROLLBACK')
+        with db_api.writer() as session:
+            session.execute(sa.select(SERVICES.c.id)).all()
+            with pytest.raises(sqlite3.OperationalError, match='locked'):
+                other.execute('BEGIN IMMEDIATE')
+    finally:
+        other.close()
+
+
+@pytest.mark.parametrize('url', [
+    'postgresql+psycopg2://u:p@127.0.0.1:9/x',
+    'mysql+pymysql://u:p@127.0.0.1:9/x',
+])
+def test_check_connection_waits_max_retries_then_names_the_database(
+        config, url, caplog):
+    config.config(connection=url, max_retries=3, retry_interval=0,
+                  group='database')
+    db_api.dispose_engine()
+    try:
+        with pytest.raises(exception.DatabaseUnavailable) as raised:
+            db_api.check_connection()
+    finally:
+        db_api.dispose_engine()
+    waits = [record for record in caplog.records
+             if 'unreachable' in record.getMessage()]
+    assert len(waits) == 2, [r.getMessage() for r in caplog.records]
+    assert 'u:***@127.0.0.1:9/x' in str(raised.value)
+    assert ':p@' not in str(raised.value)
