@@ -18,10 +18,20 @@ instance stays, or the instance is reaped and the late ACTIVE report is
 refused (``ConductorManager.instance_update``), after which the compute
 forgets the instance.
 
+It also releases stray claims (:func:`reap_stray_claims`): claims that no
+consumer holds legitimately (:func:`scheduler.db.claims.find_stray_allocations`
+names the kinds: an instance in ERROR without a host, deleted or
+shelved-offloaded; an unknown consumer; a superseded claim; a migration
+that ended) and that are older than ``[conductor]
+stray_allocation_grace_period``. Each is re-checked and released in one
+transaction, so two conductors release it once, and logged at WARNING
+with its kind.
+
 Example::
 
     CONF.set_override('instance_build_timeout', 300)
     reaped = reaper.reap_stuck_builds(ctxt)   # how many went to ERROR
+    released = reaper.reap_stray_claims(ctxt) # how many claims went
 """
 
 import datetime
@@ -68,7 +78,35 @@ def reap_stuck_builds(ctxt):
     return reaped
 
 
-@db_api.retry_on_deadlock
+def reap_stray_claims(ctxt):
+    """Release the stray claims older than ``[conductor]
+    stray_allocation_grace_period``; how many this conductor released."""
+    cutoff = models.utcnow() - datetime.timedelta(
+        seconds=CONF.conductor.stray_allocation_grace_period)
+    with db_api.reader() as session:
+        found = [(row.consumer_uuid, row.compute_node_id, row.alloc_host,
+                  row.alloc_node)
+                 for row, _kind in claims.stray_claims(session, cutoff)]
+    released = 0
+    for consumer_uuid, node_id, host, node in found:
+        outcome = _release_stray(consumer_uuid, node_id, cutoff)
+        if outcome is None:
+            continue   # no longer stray, or another conductor was quicker
+        kind, amounts = outcome
+        released += 1
+        LOG.warning('Released a %s: consumer %s held %s', kind,
+                    consumer_uuid, _describe([(host, node, amounts)]))
+    return released
+
+
+@db_api.retry_on_db_error
+def _release_stray(consumer_uuid, node_id, cutoff):
+    with db_api.writer() as session:
+        return claims.release_if_stray(session, consumer_uuid, node_id,
+                                       cutoff)
+
+
+@db_api.retry_on_db_error
 def _reap(instance_uuid, timeout):
     """ERROR and release, if the instance is still building; what was
     released (``[(host, node, Resources)]``), or None if it was not."""

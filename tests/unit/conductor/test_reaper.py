@@ -2,7 +2,6 @@
 are released, and a spawn reported after that is refused."""
 
 import datetime
-import threading
 
 import pytest
 import sqlalchemy as sa
@@ -15,6 +14,7 @@ from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
 from scheduler.db import models
 from tests.unit import inprocess
+from tests.unit.db import test_claims
 
 FLAVOR = {'vcpus': 1, 'memory_mb': 512, 'root_gb': 10}
 ONE = claims.Resources(1, 512, 10)
@@ -117,18 +117,8 @@ def test_zero_timeout_reaps_nothing(stuck_builds):
 def test_concurrent_reapers_reap_each_instance_once(stuck_builds,
                                                     any_database):
     ctxt = gantt_context.get_admin_context()
-    barrier = threading.Barrier(4)
-    counts = []
 
-    def reap():
-        barrier.wait()
-        counts.append(reaper.reap_stuck_builds(ctxt))
-
-    threads = [threading.Thread(target=reap) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(30)
+    counts = test_claims.race(4, lambda i: reaper.reap_stuck_builds(ctxt))
 
     assert sorted(counts)[-1] >= 1 and sum(counts) == 2
     _instances, allocations, usage = _state()
