@@ -168,7 +168,7 @@ def init(conf, check_broker=False, url=None):
 
 
 def probe_broker(conf, transport_url):
-    """Send one message through the process's transport; raise
+    """Send one message through a transport of its own; raise
     MessagingUnavailable if the broker cannot take it.
 
     The probe is a cast to :data:`PROBE_TOPIC`, which no server consumes
@@ -181,8 +181,12 @@ def probe_broker(conf, transport_url):
     url = messaging.TransportURL.parse(conf, transport_url)
     if url.transport not in ('rabbit', 'amqp', 'kombu'):
         return
+    # A transport of its own, closed before returning: a connection left
+    # in the process's pool would be shared by the workers forked next.
+    transport = messaging.get_rpc_transport(
+        conf, url=transport_url, allowed_remote_exmods=ALLOWED_EXMODS)
     client = messaging.get_rpc_client(
-        TRANSPORT, messaging.Target(topic=PROBE_TOPIC))
+        transport, messaging.Target(topic=PROBE_TOPIC))
     # The driver logs each failed attempt as an ERROR; the one error the
     # caller raises says it all.
     driver_log = std_logging.getLogger(_DRIVER_LOGGER)
@@ -197,6 +201,7 @@ def probe_broker(conf, transport_url):
             reason=config.scrub('%s: %s' % (type(error).__name__, error),
                                 [transport_url]))
     finally:
+        transport.cleanup()
         driver_log.setLevel(level)
 
 

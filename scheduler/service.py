@@ -26,6 +26,7 @@ import time
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
+from oslo_service import backend as service_backend
 from oslo_service import service as oslo_service
 
 from scheduler import conf
@@ -183,11 +184,30 @@ def stop_all(servers):
         thread.join()
 
 
+def _reload_worker_in_place(wrapper):
+    """SIGHUP in a worker of the threading backend: re-read the config
+    files and apply the mutable options in the running process, as the
+    eventlet backend (and Nova) does.
+
+    oslo.service's threading backend would end the worker and let
+    cotyledon fork a new one; its respawn bookkeeping races with the
+    reload (``pop from empty list`` in its supervisor thread, after which
+    no worker is ever respawned), and every request in flight would see
+    its worker go away.
+    """
+    CONF.mutate_config_files()
+    wrapper.service_instance.reset()
+
+
 def serve(server, workers=None):
     """Launch ``server`` in ``workers`` processes under oslo.service."""
     global _launcher
     if _launcher is not None:
         raise RuntimeError('serve() can only be called once')
+    if service_backend.get_backend_type() == \
+            service_backend.BackendType.THREADING:
+        from oslo_service.backend._threading import service as threading
+        threading.ServiceWrapper.reload = _reload_worker_in_place
     _launcher = oslo_service.launch(CONF, server, workers=workers or 1,
                                     restart_method='mutate')
 

@@ -17,6 +17,7 @@ from oslo_service import backend as service_backend
 
 from scheduler import conf
 from scheduler import config
+from scheduler.db import api as db_api
 from scheduler import exception
 from scheduler import objects
 from scheduler import rpc
@@ -76,5 +77,8 @@ def run_daemon(binary, topic, make_manager, workers=None,
     workers = (workers() if workers else None) or \
         processutils.get_worker_count()
     LOG.info('%s serving topic %s with %d worker(s)', binary, topic, workers)
+    # The checks above opened database connections in this process; the
+    # workers forked next must each open their own, never share a socket.
+    db_api.dispose_engine()
     service.serve(server, workers=workers)
     service.wait()
