@@ -25,9 +25,24 @@ and ask it before a live migration (``check_can_live_migrate_destination``,
 refused with ``[fake_virt] refuse_live_migration``). The fake keeps no disk
 or network state, so these only change what the agent counts and reports.
 
-A build the conductor gave up on meanwhile (``[DEFAULT]
-instance_build_timeout``) is not taken: the conductor refuses the ACTIVE
-report and the agent forgets the instance.
+A delete (compute API 1.2, ``terminate_instance``) makes the agent forget
+the instance and tell the schedulers. A build the conductor gave up on
+meanwhile (``[DEFAULT] instance_build_timeout``), or one deleted while it
+spawned, is not taken: the conductor refuses the ACTIVE report and the
+agent forgets the instance.
+
+Reports survive outages. A spawn report the conductor does not take (the
+broker, the conductor or its database is away) is sent again with
+backoff, for up to :data:`REPORT_RETRY_SECONDS`; and every ``[DEFAULT]
+sync_power_state_interval`` seconds the agent sends the conductor every
+instance it runs (conductor API 1.1 ``sync_instances``), which marks
+active the ones whose report was lost and says which ones to forget. An
+instance that runs thus reaches ``active`` at most one sync interval
+after the outage ends.
+
+Only the compute API's methods (``@rpc.expose``) are callable over RPC;
+their arguments are checked first, a malformed ``build_and_run_instance``
+cast is logged at ERROR and dropped.
 """
 
 import collections
@@ -46,8 +61,12 @@ from scheduler import conf
 from scheduler import context as gantt_context
 from scheduler import exception
 from scheduler.objects import instance_info as instance_info_obj
+from scheduler.objects import request_spec as request_spec_obj
+from scheduler.objects import selection as selection_obj
+from scheduler import rpc
 from scheduler import rpcapi as scheduler_rpcapi
 from scheduler import service
+from scheduler import validation
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -57,6 +76,13 @@ BINARY = 'gantt-compute'
 # Seconds between instance syncs when the option says 0 ("the default
 # interval of periodic tasks", as in Nova).
 DEFAULT_SYNC_INTERVAL = 60
+
+# How long a spawn report is retried before the periodic sync is left
+# to repair it, and the longest pause between two tries.
+REPORT_RETRY_SECONDS = 60
+REPORT_RETRY_MAX_INTERVAL = 10
+# What _report_spawned answers when nobody took the report.
+UNREPORTED = object()
 
 # Namespace of the node UUIDs, so that a restarted agent reports the same
 # nodes without keeping any state on disk.
@@ -88,6 +114,8 @@ class ComputeManager(service.Manager):
         self.build_failure_rate = build_failure_rate
         self._instances = {}   # instance uuid -> node
         self._projects = {}    # instance uuid -> project id
+        self._specs = {}       # instance uuid -> its RequestSpec
+        self._spawning = {}    # instance uuid -> node, while it spawns
         self._building = collections.Counter()   # node -> builds running
         self._failed_builds = {}   # node -> builds failed since a success
         self._lock = threading.Lock()
@@ -116,7 +144,33 @@ class ComputeManager(service.Manager):
                                      run_immediately=True),
                 service.PeriodicTask('sync_scheduler_instance_info',
                                      sync_interval,
-                                     self.sync_scheduler_instance_info)]
+                                     self.sync_scheduler_instance_info),
+                service.PeriodicTask('sync_instances_with_conductor',
+                                     CONF.sync_power_state_interval,
+                                     self.sync_instances_with_conductor)]
+
+    def sync_instances_with_conductor(self, context):
+        """Send every instance this agent runs to the conductor; forget
+        the ones it says ended, announce the ones it marked active."""
+        with self._lock:
+            # Builds under way count: the conductor must not take them
+            # for builds that never arrived.
+            running = dict(self._spawning)
+            running.update(self._instances)
+            specs = dict(self._specs)
+        outcome = self.conductor_api.sync_instances(context, self.host,
+                                                    running)
+        if not outcome:
+            return
+        for uuid in outcome.get('forget', ()):
+            LOG.warning('Forgetting instance %s: the conductor says it '
+                        'was deleted, timed out or is unknown', uuid)
+            self._untrack(context, uuid)
+        for uuid in outcome.get('activated', ()):
+            LOG.info('Instance %s is active (its spawn report was lost)',
+                     uuid)
+            if uuid in specs:
+                self._announce(context, uuid, specs[uuid])
 
     def sync_scheduler_instance_info(self, context):
         """Tell the schedulers every instance this agent runs."""
@@ -207,21 +261,24 @@ class ComputeManager(service.Manager):
         self.conductor_api.compute_node_update(context, self.host, nodes)
         LOG.debug('Reported %d node(s) of %s', len(nodes), self.host)
 
+    @rpc.expose
     def build_and_run_instance(self, ctxt, instance_uuid, node,
                                request_spec, host_list):
+        """Cast: spawn the instance on ``node``; a malformed message is
+        logged and dropped, a node this agent does not run goes back to
+        the conductor as a failed build."""
+        try:
+            _check_build(instance_uuid, node, request_spec, host_list)
+        except exception.InvalidRequest as error:
+            LOG.error('Dropped build_and_run_instance: %s', error)
+            return
         if node not in self.nodes:
             self._build_failed(ctxt, instance_uuid, node, request_spec,
                                host_list, 'node %s is not run by %s'
                                % (node, self.host))
             return
-        with self._lock:
-            self._building[node] += 1
-        try:
-            if self._fake('spawn_time'):
-                time.sleep(self._fake('spawn_time'))
-        finally:
-            with self._lock:
-                self._building[node] -= 1
+        if not self._spawn(instance_uuid, node):
+            return
         failure_rate = (CONF.fake_virt.build_failure_rate
                         if self.build_failure_rate is None
                         else self.build_failure_rate)
@@ -233,9 +290,12 @@ class ComputeManager(service.Manager):
             # Nova resets the count of failed builds on a success.
             self._failed_builds[node] = 0
         self._track(instance_uuid, node, request_spec)
-        accepted = self.conductor_api.instance_update(
-            ctxt, instance_uuid,
-            {'vm_state': 'active', 'task_state': None, 'launched_at': True})
+        accepted = self._report_spawned(ctxt, instance_uuid)
+        if accepted is UNREPORTED:
+            LOG.warning('Could not report the spawn of %s for %d s; the '
+                        'next sync with the conductor will', instance_uuid,
+                        REPORT_RETRY_SECONDS)
+            return
         if accepted is False:
             LOG.warning('The conductor gave up on instance %s before its '
                         'spawn ended (build timeout); forgetting it',
@@ -245,11 +305,57 @@ class ComputeManager(service.Manager):
         LOG.info('Spawned instance %s on %s', instance_uuid, node)
         self._announce(ctxt, instance_uuid, request_spec)
 
+    def _spawn(self, instance_uuid, node):
+        """The fake spawn; False (nothing done) if this agent builds or
+        runs the instance already (a build message delivered twice)."""
+        with self._lock:
+            if instance_uuid in self._spawning or \
+                    instance_uuid in self._instances:
+                LOG.warning('Ignoring a second build of %s: it is already '
+                            'here', instance_uuid)
+                return False
+            self._spawning[instance_uuid] = node
+            self._building[node] += 1
+        try:
+            if self._fake('spawn_time'):
+                time.sleep(self._fake('spawn_time'))
+        finally:
+            with self._lock:
+                self._building[node] -= 1
+                self._spawning.pop(instance_uuid, None)
+        return True
+
+    def _report_spawned(self, ctxt, instance_uuid):
+        """Tell the conductor the instance is active; its answer (True,
+        or False when it gave up on the build), or :data:`UNREPORTED` if
+        it could not be told within :data:`REPORT_RETRY_SECONDS`."""
+        deadline = time.monotonic() + REPORT_RETRY_SECONDS
+        pause = 0.5
+        while True:
+            try:
+                return self.conductor_api.instance_update(
+                    ctxt, instance_uuid,
+                    {'vm_state': 'active', 'task_state': None,
+                     'launched_at': True})
+            except exception.NotFound:
+                return False
+            except exception.InvalidRequest:
+                raise
+            except Exception as error:
+                if time.monotonic() + pause > deadline:
+                    return UNREPORTED
+                LOG.warning('Reporting the spawn of %s failed (%s); trying '
+                            'again in %.1f s', instance_uuid,
+                            type(error).__name__, pause)
+                time.sleep(pause)
+                pause = min(pause * 2, REPORT_RETRY_MAX_INTERVAL)
+
     def _track(self, instance_uuid, node, request_spec):
         with self._lock:
             self._instances[instance_uuid] = node
             self._projects[instance_uuid] = request_spec.obj_get(
                 'project_id')
+            self._specs[instance_uuid] = request_spec
 
     def _announce(self, ctxt, instance_uuid, request_spec):
         if CONF.filter_scheduler.track_instance_changes:
@@ -262,6 +368,7 @@ class ComputeManager(service.Manager):
         with self._lock:
             node = self._instances.pop(instance_uuid, None)
             self._projects.pop(instance_uuid, None)
+            self._specs.pop(instance_uuid, None)
         if node is not None and \
                 CONF.filter_scheduler.track_instance_changes:
             self.scheduler_api.delete_instance_info(ctxt, self.host,
@@ -270,9 +377,13 @@ class ComputeManager(service.Manager):
 
     # -- compute API 1.1: the conductor's move operations ------------------
 
-    @messaging.expected_exceptions(exception.MigrationPreCheckError)
+    @rpc.expose
+    @messaging.expected_exceptions(exception.MigrationPreCheckError,
+                                   exception.InvalidRequest)
     def check_can_live_migrate_destination(self, ctxt, instance_uuid,
                                            node):
+        validation.uuid('instance_uuid', instance_uuid)
+        validation.name('node', node)
         if node not in self.nodes:
             raise exception.MigrationPreCheckError(
                 reason='node %s is not run by %s' % (node, self.host))
@@ -282,8 +393,14 @@ class ComputeManager(service.Manager):
                        'refuse_live_migration)' % self.host)
         return True
 
+    @rpc.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
     def receive_instance(self, ctxt, instance_uuid, node, request_spec):
+        validation.uuid('instance_uuid', instance_uuid)
+        validation.name('node', node)
+        validation.instance_of('request_spec', request_spec,
+                               request_spec_obj.RequestSpec)
+        request_spec.validate()
         if node not in self.nodes:
             raise exception.InvalidRequest(
                 reason='node %s is not run by %s' % (node, self.host))
@@ -292,10 +409,26 @@ class ComputeManager(service.Manager):
         self._announce(ctxt, instance_uuid, request_spec)
         return True
 
+    @rpc.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
     def remove_instance(self, ctxt, instance_uuid):
         """Forget the instance; whether this agent ran it."""
+        validation.uuid('instance_uuid', instance_uuid)
         removed = self._untrack(ctxt, instance_uuid)
         LOG.info('Instance %s left %s', instance_uuid, self.host)
+        return removed
+
+    # -- compute API 1.2 ---------------------------------------------------
+
+    @rpc.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    def terminate_instance(self, ctxt, instance_uuid):
+        """Forget an instance being deleted and tell the schedulers;
+        whether this agent ran it. Asking again changes nothing."""
+        validation.uuid('instance_uuid', instance_uuid)
+        removed = self._untrack(ctxt, instance_uuid)
+        LOG.info('Instance %s terminated on %s%s', instance_uuid, self.host,
+                 '' if removed else ' (it was not running here)')
         return removed
 
     def _build_failed(self, ctxt, instance_uuid, node, request_spec,
@@ -313,3 +446,15 @@ class ComputeManager(service.Manager):
         self.compute_task_api.build_instances(
             ctxt, [instance_uuid], request_spec, host_lists=[host_list],
             failure={'host': self.host, 'node': node, 'reason': reason})
+
+
+def _check_build(instance_uuid, node, request_spec, host_list):
+    """The arguments of build_and_run_instance, checked."""
+    validation.uuid('instance_uuid', instance_uuid)
+    validation.name('node', node)
+    validation.instance_of('request_spec', request_spec,
+                           request_spec_obj.RequestSpec)
+    request_spec.validate()
+    for index, selection in enumerate(validation.objects(
+            'host_list', host_list, selection_obj.Selection)):
+        selection.validate('host_list[%d]' % index)

@@ -14,6 +14,8 @@ API version history:
   evacuation, rebuild, unshelve or revert) and
   ``remove_instance(instance_uuid)`` (it left: confirm on the source,
   revert on the destination, the end of a live migration, an offload).
+* 1.2 - ``terminate_instance(instance_uuid)``, a call: the instance is
+  being deleted; the agent forgets it (idempotent).
 """
 
 import oslo_messaging as messaging
@@ -24,7 +26,7 @@ from scheduler import rpc
 CONF = conf.CONF
 
 RPC_TOPIC = 'compute'
-RPC_API_VERSION = '1.1'
+RPC_API_VERSION = '1.2'
 
 
 class ComputeAPI:
@@ -65,4 +67,10 @@ class ComputeAPI:
         """The instance left ``host``."""
         cctxt = self.client.prepare(server=host, version='1.1')
         return cctxt.call(ctxt, 'remove_instance',
+                          instance_uuid=instance_uuid)
+
+    def terminate_instance(self, ctxt, host, instance_uuid):
+        """The instance is being deleted: ``host`` forgets it."""
+        cctxt = self.client.prepare(server=host, version='1.2')
+        return cctxt.call(ctxt, 'terminate_instance',
                           instance_uuid=instance_uuid)

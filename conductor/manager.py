@@ -5,15 +5,25 @@ heartbeats, inventory and instance state here and never open SQL
 themselves. ``ComputeTaskManager`` (namespace ``compute_task``) sees
 compute operations through; its methods are thin and hand off to
 ``conductor/tasks``.
+
+Only the methods marked ``@rpc.expose`` are callable over RPC. Each checks
+its arguments first (``conductor/payloads.py`` for what computes send,
+``scheduler/validation.py`` and ``RequestSpec.validate`` for the rest):
+a call gets InvalidRequest naming the field, a cast (``build_instances``)
+is logged at ERROR and dropped, and nothing is written for either. A
+compute's build failure counts only for an instance still building on
+the node it names.
 """
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
-from oslo_utils import uuidutils
 
 from compute import rpcapi as compute_rpcapi
+from conductor import payloads
 from conductor import rpcapi as conductor_rpcapi
 from conductor.tasks import build
+from conductor.tasks import instance_sync
+from conductor.tasks import delete
 from conductor.tasks import live_migrate
 from conductor.tasks import migrate
 from conductor.tasks import reaper
@@ -27,14 +37,14 @@ from scheduler.db import services as db_services
 from scheduler import conf
 from scheduler import exception
 from scheduler.objects import request_spec as request_spec_obj
+from scheduler.objects import selection as selection_obj
+from scheduler import rpc
 from scheduler import rpcapi as scheduler_rpcapi
 from scheduler import service
+from scheduler import validation
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
-
-# What a compute may change on an instance it runs.
-COMPUTE_WRITABLE_FIELDS = ('vm_state', 'task_state', 'fault', 'launched_at')
 
 
 class ConductorManager(service.Manager):
@@ -49,62 +59,98 @@ class ConductorManager(service.Manager):
     def init_host(self):
         self.compute_task_mgr.init_host()
 
+    def cleanup_host(self):
+        self.compute_task_mgr.cleanup_host()
+
     def periodic_tasks(self):
         return [service.PeriodicTask(
             'conductor_periodic_tasks', CONF.conductor.periodic_task_interval,
             self.compute_task_mgr.run_periodic_tasks)]
 
+    @rpc.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
     def service_update(self, ctxt, host, binary, topic):
-        if not all(isinstance(v, str) and v for v in (host, binary, topic)):
-            raise exception.InvalidRequest(
-                reason='host, binary and topic must be non-empty strings')
+        payloads.checked_service(host, binary, topic)
         with db_api.writer() as session:
             row = db_services.report_alive(session, host, binary, topic)
         return {'disabled': bool(row.disabled)}
 
+    @rpc.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
     def compute_node_update(self, ctxt, host, nodes):
-        if not isinstance(nodes, list) or not all(
-                isinstance(n, dict) and isinstance(n.get('inventory'), dict)
-                and n.get('uuid') and n.get('nodename') for n in nodes):
-            raise exception.InvalidRequest(
-                reason='nodes must be a list of {uuid, nodename, inventory}')
-        try:
-            with db_api.writer() as session:
-                for node in nodes:
-                    db_compute_nodes.report_inventory(
-                        session, node['uuid'], host, node['nodename'],
-                        node['inventory'])
-        except ValueError as error:
-            raise exception.InvalidRequest(reason=str(error))
+        nodes = payloads.checked_nodes(host, nodes)
+        with db_api.writer() as session:
+            for index, node in enumerate(nodes):
+                _check_node_owner(session, 'nodes[%d]' % index, host, node)
+            for node in nodes:
+                db_compute_nodes.report_inventory(
+                    session, node['uuid'], host, node['nodename'],
+                    node['inventory'])
         return len(nodes)
 
+    @rpc.expose
     @messaging.expected_exceptions(exception.InvalidRequest,
                                    exception.InstanceNotFound)
     def instance_update(self, ctxt, instance_uuid, updates):
-        if not isinstance(updates, dict) or \
-                set(updates) - set(COMPUTE_WRITABLE_FIELDS):
-            raise exception.InvalidRequest(
-                reason='a compute may update only %s'
-                % ', '.join(COMPUTE_WRITABLE_FIELDS))
-        updates = dict(updates)
+        """A compute reports a spawn: ``building`` -> ``active``."""
+        validation.uuid('instance_uuid', instance_uuid)
+        updates = payloads.checked_instance_updates(updates)
         if 'launched_at' in updates:
             updates['launched_at'] = models.utcnow()
-        # A spawn report counts only for an instance still building: one
-        # the conductor timed out meanwhile stays in ERROR, its claim gone,
-        # and the compute forgets it when it reads False.
-        expected = (db_instances.BUILDING
-                    if updates.get('vm_state') == db_instances.ACTIVE
-                    else None)
-        with db_api.writer() as session:
-            applied = db_instances.update(session, instance_uuid,
-                                          expected_vm_state=expected,
-                                          **updates)
+        # A spawn report counts only for an instance still building and
+        # not being deleted: one the conductor timed out meanwhile stays in
+        # ERROR, its claim gone, and the compute forgets it when it reads
+        # False.
+        spawned = updates.get('vm_state') == db_instances.ACTIVE
+        applied = _update_instance(instance_uuid, spawned, updates)
         if not applied:
             LOG.warning('Refused %s for instance %s: it is no longer '
                         'building', updates, instance_uuid)
         return applied
+
+    @rpc.expose
+    @messaging.expected_exceptions(exception.InvalidRequest)
+    def sync_instances(self, ctxt, host, instances):
+        """1.1: the instances a compute runs (``{uuid: node}``); answers
+        ``{'activated': [...], 'forget': [...]}`` (see
+        :mod:`conductor.tasks.instance_sync`)."""
+        validation.name('host', host)
+        validation.mapping('instances', instances,
+                           max_items=validation.MAX_INSTANCES_PER_NODE)
+        for uuid, node in instances.items():
+            validation.uuid('instances key', uuid)
+            validation.name('instances[%s]' % uuid, node)
+        return instance_sync.sync_host_instances(host, instances)
+
+
+@db_api.retry_on_db_error
+def _update_instance(instance_uuid, spawned, updates):
+    """Apply a compute's change; whether it holds. A spawn report that
+    finds the instance already active (the same report again: a retry
+    after a lost answer or connection) holds."""
+    with db_api.writer() as session:
+        if db_instances.update(
+                session, instance_uuid,
+                expected_vm_state=db_instances.BUILDING if spawned else None,
+                refused_task_state=db_instances.DELETING if spawned else None,
+                **updates):
+            return True
+        row = db_instances.get(session, instance_uuid)
+        return (updates.get('vm_state') == db_instances.ACTIVE ==
+                row.vm_state)
+
+
+def _check_node_owner(session, field, host, node):
+    """A node keeps its host, and a host's nodename its uuid."""
+    by_uuid = db_compute_nodes.get_node_by_uuid(session, node['uuid'])
+    if by_uuid is not None and by_uuid.host != host:
+        validation.refuse('%s.uuid' % field, 'is a node of host %s, not %s'
+                          % (by_uuid.host, host))
+    by_name = db_compute_nodes.get_node_by_name(session, host,
+                                                node['nodename'])
+    if by_name is not None and by_name.uuid != node['uuid']:
+        validation.refuse('%s.nodename' % field, 'is node %s of host %s'
+                          % (by_name.uuid, host))
 
 
 # What operations on existing servers may raise to their caller.
@@ -116,18 +162,9 @@ OPERATION_EXCEPTIONS = (
 )
 
 
-def _check_uuid(instance_uuid):
-    if not isinstance(instance_uuid, str) or \
-            not uuidutils.is_uuid_like(instance_uuid):
-        raise exception.InvalidRequest(
-            reason='instance_uuid must be a UUID string, not %r'
-            % (instance_uuid,))
-
-
-def _check_host(host):
-    if host is not None and (not isinstance(host, str) or not host):
-        raise exception.InvalidRequest(
-            reason='host must be a non-empty string or None')
+def _check_flags(**flags):
+    for name, value in flags.items():
+        validation.choice(name, value, (True, False))
 
 
 class ComputeTaskManager:
@@ -143,6 +180,7 @@ class ComputeTaskManager:
         self.live_migrate_task = None
         self.rebuild_task = None
         self.shelve_task = None
+        self.delete_task = None
 
     def init_host(self):
         # RPC clients need the transport, which exists once the service
@@ -155,19 +193,49 @@ class ComputeTaskManager:
                                                               compute_api)
         self.rebuild_task = rebuild.RebuildTask(scheduler_api, compute_api)
         self.shelve_task = shelve.ShelveTask(scheduler_api, compute_api)
+        self.delete_task = delete.DeleteTask(scheduler_api, compute_api)
+
+    def cleanup_host(self):
+        if self.build_task is not None:
+            self.build_task.stop()
 
     def run_periodic_tasks(self, context):
         reaper.reap_stuck_builds(context)
+        reaper.reap_stray_claims(context)
+        self.delete_task.finish_interrupted(context)
         self.shelve_task.offload_expired(context)
 
+    @rpc.expose
+    @messaging.expected_exceptions(exception.InvalidRequest,
+                                   exception.DatabaseUnavailable)
+    def schedule_and_build_instances(self, ctxt, instance_uuids,
+                                     request_spec):
+        """1.2: accept a build (its instances recorded), answer, then
+        schedule it in the background; the instance UUIDs.
+
+        Asking again with the same request is safe: it is accepted and
+        scheduled once.
+        """
+        instance_uuids = _checked_build(instance_uuids, request_spec,
+                                        None, None)
+        if self.build_task.accept(instance_uuids, request_spec):
+            self.build_task.schedule_later(ctxt, instance_uuids,
+                                           request_spec)
+        return list(instance_uuids)
+
+    @rpc.expose
     def build_instances(self, ctxt, instance_uuids, request_spec,
                         host_lists=None, failure=None):
-        if not isinstance(request_spec, request_spec_obj.RequestSpec):
-            LOG.error('build_instances refused: request_spec is %s, not a '
-                      'RequestSpec', type(request_spec).__name__)
+        """Cast: a first build (``failure`` None), or a compute's report
+        that the build of ``instance_uuids[0]`` failed on it."""
+        try:
+            instance_uuids = _checked_build(instance_uuids, request_spec,
+                                            host_lists, failure)
+        except exception.InvalidRequest as error:
+            LOG.error('Dropped build_instances: %s', error)
             return
         if failure is None:
-            self.build_task.build(ctxt, list(instance_uuids), request_spec)
+            self.build_task.build(ctxt, instance_uuids, request_spec)
             return
         for uuid in instance_uuids:
             self.build_task.reschedule(ctxt, uuid, request_spec,
@@ -175,65 +243,129 @@ class ComputeTaskManager:
 
     # -- 1.1: operations on existing servers (calls) -------------------------
 
+    @rpc.expose
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def migrate_server(self, ctxt, instance_uuid, flavor=None, live=False,
                        host=None, force=False):
-        _check_uuid(instance_uuid)
-        _check_host(host)
+        validation.uuid('instance_uuid', instance_uuid)
+        validation.name('host', host, nullable=True)
+        _check_flags(live=live, force=force)
         if live:
             if flavor is not None:
                 raise exception.InvalidRequest(
                     reason='a live migration cannot resize')
             return self.live_migrate_task.execute(ctxt, instance_uuid, host,
-                                                  bool(force))
-        if flavor is not None and not isinstance(flavor,
-                                                 request_spec_obj.Flavor):
-            raise exception.InvalidRequest(
-                reason='flavor must be a Flavor object, not %s'
-                % type(flavor).__name__)
+                                                  force)
+        if flavor is not None:
+            request_spec_obj.validate_flavor(flavor)
         if host is not None or force:
             raise exception.InvalidRequest(
                 reason='a cold migration or resize takes no host')
         return self.migrate_task.migrate(ctxt, instance_uuid, flavor)
 
+    @rpc.expose
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def confirm_resize(self, ctxt, instance_uuid):
-        _check_uuid(instance_uuid)
+        validation.uuid('instance_uuid', instance_uuid)
         return self.migrate_task.confirm(ctxt, instance_uuid)
 
+    @rpc.expose
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def revert_resize(self, ctxt, instance_uuid):
-        _check_uuid(instance_uuid)
+        validation.uuid('instance_uuid', instance_uuid)
         return self.migrate_task.revert(ctxt, instance_uuid)
 
+    @rpc.expose
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def rebuild_instance(self, ctxt, instance_uuid, image=None,
                          evacuate=False, host=None, force=False):
-        _check_uuid(instance_uuid)
-        _check_host(host)
-        if image is not None and not isinstance(image,
-                                                request_spec_obj.ImageMeta):
-            raise exception.InvalidRequest(
-                reason='image must be an ImageMeta object, not %s'
-                % type(image).__name__)
+        validation.uuid('instance_uuid', instance_uuid)
+        validation.name('host', host, nullable=True)
+        _check_flags(evacuate=evacuate, force=force)
+        if image is not None:
+            request_spec_obj.validate_image(image)
         if evacuate:
             if image is not None:
                 raise exception.InvalidRequest(
                     reason='an evacuation keeps the image')
             return self.rebuild_task.evacuate(ctxt, instance_uuid, host,
-                                              bool(force))
+                                              force)
         if host is not None or force:
             raise exception.InvalidRequest(
                 reason='a rebuild stays on its host; only an evacuation '
                        'takes one')
         return self.rebuild_task.rebuild(ctxt, instance_uuid, image)
 
+    @rpc.expose
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def shelve_instance(self, ctxt, instance_uuid):
-        _check_uuid(instance_uuid)
+        validation.uuid('instance_uuid', instance_uuid)
         return self.shelve_task.shelve(ctxt, instance_uuid)
 
+    @rpc.expose
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def unshelve_instance(self, ctxt, instance_uuid):
-        _check_uuid(instance_uuid)
+        validation.uuid('instance_uuid', instance_uuid)
         return self.shelve_task.unshelve(ctxt, instance_uuid)
+
+    # -- 1.2 ----------------------------------------------------------------
+
+    @rpc.expose
+    @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
+    def delete_instance(self, ctxt, instance_uuid):
+        validation.uuid('instance_uuid', instance_uuid)
+        return self.delete_task.delete(ctxt, instance_uuid)
+
+
+def _checked_build(instance_uuids, request_spec, host_lists, failure):
+    """The arguments of build_instances checked; the uuids as a list."""
+    uuids = validation.sequence('instance_uuids', instance_uuids,
+                                validation.MAX_NUM_INSTANCES)
+    for index, uuid in enumerate(uuids):
+        validation.uuid('instance_uuids[%d]' % index, uuid)
+    if not uuids or len(set(uuids)) != len(uuids):
+        validation.refuse('instance_uuids', 'must be distinct and at '
+                          'least one')
+    validation.instance_of('request_spec', request_spec,
+                           request_spec_obj.RequestSpec)
+    request_spec.validate()
+    if failure is None:
+        if host_lists is not None:
+            validation.refuse('host_lists', 'goes only with a failure')
+        if len(uuids) != request_spec.num_instances:
+            validation.refuse('instance_uuids', 'has %d uuids for '
+                              'num_instances=%d'
+                              % (len(uuids), request_spec.num_instances))
+        return uuids
+    validation.mapping('failure', failure)
+    if set(failure) - {'host', 'node', 'reason'}:
+        validation.refuse('failure', 'may hold only host, node and reason')
+    validation.name('failure.host', failure.get('host'))
+    validation.name('failure.node', failure.get('node'))
+    validation.text('failure.reason', failure.get('reason'),
+                    validation.MAX_FAULT_LEN, nullable=True)
+    if len(uuids) != 1:
+        validation.refuse('instance_uuids', 'names one instance with a '
+                          'failure')
+    for index, host_list in enumerate(validation.sequence(
+            'host_lists', host_lists or [], max_items=1)):
+        for number, selection in enumerate(validation.objects(
+                'host_lists[%d]' % index, host_list, selection_obj.Selection,
+                max_items=validation.MAX_ITEMS)):
+            selection.validate('host_lists[%d][%d]' % (index, number))
+    _check_building_on(uuids[0], failure['host'], failure['node'])
+    return uuids
+
+
+def _check_building_on(instance_uuid, host, node):
+    """A build failure counts for an instance building on that node."""
+    with db_api.reader() as session:
+        rows = db_instances.list_instances(session, uuids=[instance_uuid])
+    if not rows:
+        validation.refuse('instance_uuids[0]', 'names no instance')
+    row = rows[0]
+    if row.vm_state != db_instances.BUILDING or \
+            (row.host, row.node) != (host, node):
+        validation.refuse('failure', 'is for %s/%s but instance %s is %s '
+                          'on %s/%s' % (host, node, instance_uuid,
+                                        row.vm_state, row.host, row.node))

@@ -6,6 +6,9 @@ ConductorAPI (no namespace), what compute agents call instead of SQL:
 
 * 1.0 - Initial version: ``service_update``, ``compute_node_update``,
   ``instance_update``.
+* 1.1 - ``sync_instances(host, instances)``: the instances a compute runs
+  (``{uuid: node}``); the conductor marks active the ones still building
+  there and answers ``{'activated': [...], 'forget': [...]}``.
 
 ComputeTaskAPI (namespace ``compute_task``), what API clients
 (``gantt-manage``) and compute agents call:
@@ -18,13 +21,25 @@ ComputeTaskAPI (namespace ``compute_task``), what API clients
   migrate, resize with a Flavor, live migrate), ``confirm_resize``,
   ``revert_resize``, ``rebuild_instance(instance_uuid, image, evacuate,
   host, force)``, ``shelve_instance``, ``unshelve_instance``.
+* 1.2 - Added:
+
+  * ``delete_instance(instance_uuid)``, a call: Nova's delete; answers
+    the instance afterwards (``vm_state`` deleted, or still
+    ``task_state`` deleting when its compute did not answer and the
+    conductor finishes it later).
+  * ``schedule_and_build_instances(instance_uuids, request_spec)``, a
+    call that answers once the instances are recorded (the build is
+    accepted) and schedules them in the background; asking again with
+    the same request is safe.
 
 Example::
 
     api = rpcapi.ComputeTaskAPI()
-    api.build_instances(ctxt, [uuid], spec)   # a cast: returns at once
+    api.schedule_and_build_instances(ctxt, [uuid], spec)  # recorded
+    api.build_instances(ctxt, [uuid], spec)   # 1.0: a cast, nothing said
 """
 
+from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from scheduler import conf
@@ -32,10 +47,14 @@ from scheduler import exception
 from scheduler import rpc
 
 CONF = conf.CONF
+LOG = logging.getLogger(__name__)
 
 RPC_TOPIC = 'conductor'
-CONDUCTOR_API_VERSION = '1.0'
-COMPUTE_TASK_API_VERSION = '1.1'
+CONDUCTOR_API_VERSION = '1.1'
+COMPUTE_TASK_API_VERSION = '1.2'
+# How many times schedule_and_build_instances is sent again after a
+# timeout (accepting is idempotent).
+BUILD_CALL_RETRIES = 2
 COMPUTE_TASK_NAMESPACE = 'compute_task'
 
 
@@ -67,6 +86,15 @@ class ConductorAPI:
         return self.client.call(ctxt, 'instance_update',
                                 instance_uuid=instance_uuid, updates=updates)
 
+    def sync_instances(self, ctxt, host, instances):
+        """1.1: the instances ``host`` runs, ``{uuid: node}``; answers
+        ``{'activated': [...], 'forget': [...]}``, or None when the
+        conductor is capped below 1.1 (nothing is sent)."""
+        if not self.client.can_send_version('1.1'):
+            return None
+        return self.client.prepare(version='1.1').call(
+            ctxt, 'sync_instances', host=host, instances=instances)
+
 
 class ComputeTaskAPI:
     """Long-running compute operations the conductor sees through."""
@@ -91,6 +119,33 @@ class ComputeTaskAPI:
                          instance_uuids=list(instance_uuids),
                          request_spec=request_spec, host_lists=host_lists,
                          failure=failure)
+
+    def schedule_and_build_instances(self, ctxt, instance_uuids,
+                                     request_spec):
+        """1.2: build servers; returns once the conductor recorded them.
+
+        Raises InvalidRequest (a bad request) or DatabaseUnavailable (the
+        conductor's database is away) when the build is refused. If the
+        conductor does not answer within ``rpc_response_timeout``, the
+        call is sent again (the same request is accepted once); a
+        MessagingTimeout after that leaves the outcome unknown.
+        """
+        if not self.client.can_send_version('1.2'):
+            raise exception.InvalidRequest(
+                reason='schedule_and_build_instances needs compute_task '
+                       'API 1.2; [upgrade_levels] conductor caps it at %s'
+                % CONF.upgrade_levels.conductor)
+        cctxt = self.client.prepare(version='1.2')
+        for attempt in range(BUILD_CALL_RETRIES + 1):
+            try:
+                return cctxt.call(ctxt, 'schedule_and_build_instances',
+                                  instance_uuids=list(instance_uuids),
+                                  request_spec=request_spec)
+            except messaging.MessagingTimeout:
+                if attempt == BUILD_CALL_RETRIES:
+                    raise
+                LOG.warning('No conductor answered the build of %s in '
+                            'time; asking again', instance_uuids)
 
     # -- 1.1: operations on existing servers ---------------------------------
 
@@ -142,3 +197,16 @@ class ComputeTaskAPI:
     def unshelve_instance(self, ctxt, instance_uuid):
         return self._call_1_1(ctxt, 'unshelve_instance',
                               instance_uuid=instance_uuid)
+
+    # -- 1.2 --------------------------------------------------------------
+
+    def delete_instance(self, ctxt, instance_uuid):
+        """Delete a server and release everything it holds; answers the
+        instance afterwards. Deleting a deleted server answers it again."""
+        if not self.client.can_send_version('1.2'):
+            raise exception.InvalidRequest(
+                reason='delete_instance needs compute_task API 1.2; '
+                       '[upgrade_levels] conductor caps it at %s'
+                % CONF.upgrade_levels.conductor)
+        return self.client.prepare(version='1.2').call(
+            ctxt, 'delete_instance', instance_uuid=instance_uuid)

@@ -21,16 +21,34 @@ Nova's did before alternates, with the hosts tried so far in the request
 (``retry``; RetryFilter keeps them out), until ``[scheduler]
 max_attempts``.
 
+Accepting a build and scheduling it are two steps. :meth:`BuildTask.accept`
+validates the request and records its instances (``building``, task
+``scheduling``), waiting for the database within the ``[database]`` retry
+budget; only then is the request accepted. The ``schedule_and_build_instances``
+call (compute_task API 1.2) answers the caller at that point and schedules
+in the background; the ``build_instances`` cast (1.0) schedules in the
+handler. A request that cannot be recorded is refused with the reason:
+to the caller of the call, in the log for a cast. Accepting is idempotent:
+the same instances with the same request, asked again (a client whose
+call timed out), are accepted once and scheduled once.
+
 Example::
 
     task = build.BuildTask(scheduler_api, compute_api)
-    task.build(ctxt, [uuid], spec)
+    if task.accept([uuid], spec):      # False: accepted earlier
+        task.schedule(ctxt, [uuid], spec)
 """
 
+from concurrent import futures
+import json
+import threading
+
+from oslo_db import exception as db_exc
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from scheduler import conf
+from scheduler import config
 from scheduler.db import api as db_api
 from scheduler.drivers import base as scheduler_base
 from scheduler.db import claims
@@ -42,6 +60,13 @@ from scheduler.objects import request_spec as request_spec_obj
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
+
+# What _take_placement answers when the instance lost the chosen claim.
+SUPERSEDED = 'superseded'
+
+# Threads scheduling accepted builds (oslo.messaging's default
+# executor_thread_pool_size: as many as handle RPC requests).
+DEFAULT_WORKERS = 64
 
 
 def error_text(error):
@@ -97,20 +122,73 @@ def load_group(request_spec, joining=()):
 
 
 class BuildTask:
-    def __init__(self, scheduler_api, compute_api):
+    def __init__(self, scheduler_api, compute_api, workers=None):
         self.scheduler_api = scheduler_api
         self.compute_api = compute_api
+        # Schedules accepted requests in the background (API 1.2); as
+        # many threads as the RPC server's own pool by default.
+        self._workers = workers
+        self._executor = None
+        self._executor_lock = threading.Lock()
+
+    def stop(self):
+        """Let the builds accepted so far finish scheduling."""
+        with self._executor_lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=True)
 
     def build(self, ctxt, instance_uuids, request_spec):
-        """First build of ``instance_uuids`` (all of one request)."""
+        """First build of ``instance_uuids`` (all of one request), as the
+        ``build_instances`` cast asks: accept, then schedule here."""
         try:
-            request_spec.validate()
-            self._record(instance_uuids, request_spec)
-        except exception.InvalidRequest as error:
+            accepted = self.accept(instance_uuids, request_spec)
+        except (exception.InvalidRequest,
+                exception.DatabaseUnavailable) as error:
             LOG.error('Refused build of %s: %s', instance_uuids, error)
             return
+        if accepted:
+            self.schedule(ctxt, instance_uuids, request_spec)
+
+    def accept(self, instance_uuids, request_spec):
+        """Validate the request and record its instances; True if they
+        were recorded now, False if this same request was accepted
+        before (nothing to do).
+
+        :raises: InvalidRequest (a bad request, or instances that exist
+            for another request), DatabaseUnavailable (the database was
+            away for longer than the retry budget)
+        """
+        request_spec.validate()
         try:
-            db_api.retry_on_deadlock(join_group)(instance_uuids,
+            return _record(instance_uuids, request_spec)
+        except db_exc.DBError as error:
+            raise exception.DatabaseUnavailable(
+                url=config.redact_database_url(CONF.database.connection),
+                reason=db_api.describe_error(error))
+
+    def schedule_later(self, ctxt, instance_uuids, request_spec):
+        """Schedule accepted instances in the background."""
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = futures.ThreadPoolExecutor(
+                    max_workers=self._workers or DEFAULT_WORKERS,
+                    thread_name_prefix='build')
+            self._executor.submit(self._schedule_logged, ctxt,
+                                  instance_uuids, request_spec)
+
+    def _schedule_logged(self, ctxt, instance_uuids, request_spec):
+        try:
+            self.schedule(ctxt, instance_uuids, request_spec)
+        except Exception:
+            # The reaper ends what is left building, with a fault.
+            LOG.exception('Scheduling %s failed', instance_uuids)
+
+    def schedule(self, ctxt, instance_uuids, request_spec):
+        """Join the server group, ask the scheduler, cast the builds;
+        every outcome ends on the instances."""
+        try:
+            db_api.retry_on_db_error(join_group)(instance_uuids,
                                                  request_spec)
         except (db_groups.InstanceGroupNotFound,
                 exception.InvalidRequest) as error:
@@ -135,14 +213,13 @@ class BuildTask:
             return
         except messaging.MessagingTimeout:
             LOG.error('The scheduler did not answer for %s', instance_uuids)
-            self._release_and_fail(
+            self._fail_all(
                 instance_uuids, 'The scheduler did not answer in time.')
             return
         except Exception as error:
             LOG.exception('Scheduling %s failed', instance_uuids)
-            self._release_and_fail(instance_uuids,
-                                   'Scheduling failed: %s'
-                                   % error_text(error))
+            self._fail_all(instance_uuids, 'Scheduling failed: %s'
+                           % error_text(error))
             return
         for uuid, alternates in zip(instance_uuids, selections):
             self._send_to(ctxt, uuid, request_spec, alternates[0],
@@ -171,6 +248,14 @@ class BuildTask:
             self._reschedule_legacy(ctxt, instance_uuid, request_spec,
                                     retry, reason)
             return
+        self._place_on_alternates(ctxt, instance_uuid, request_spec,
+                                  remaining, retry, reason)
+
+    def _place_on_alternates(self, ctxt, instance_uuid, request_spec,
+                             remaining, retry, reason):
+        """Claim the first alternate that still fits and send the build
+        there; MaxRetriesExceeded when none does."""
+        remaining = list(remaining)
         while remaining:
             candidate = remaining.pop(0)
             if self._claim_alternate(instance_uuid, candidate,
@@ -219,26 +304,35 @@ class BuildTask:
             return
         except messaging.MessagingTimeout:
             LOG.error('The scheduler did not answer for %s', instance_uuid)
-            self._release_and_fail([instance_uuid],
-                                   'The scheduler did not answer in time.')
+            self._fail_all([instance_uuid],
+                           'The scheduler did not answer in time.')
             return
         except Exception as error:
             LOG.exception('Rescheduling %s failed', instance_uuid)
-            self._release_and_fail([instance_uuid], 'Scheduling failed: %s'
-                                   % error_text(error))
+            self._fail_all([instance_uuid], 'Scheduling failed: %s'
+                           % error_text(error))
             return
         self._send_to(ctxt, instance_uuid, request_spec, selection, [])
 
     @staticmethod
-    @db_api.retry_on_deadlock
+    @db_api.retry_on_db_error
     def _take_placement(instance_uuid, selection):
         """Point the instance at its host if it is still building; else
         (the reaper timed it out while it was scheduled) release the claim
-        just made. Whether the build goes on."""
+        just made. Whether the build goes on, or :data:`SUPERSEDED` when
+        the instance no longer holds the claim of ``selection`` (a copy of
+        its request that the broker delivered twice replaced it)."""
         with db_api.writer() as session:
+            node = db_compute_nodes.get_node_by_name(
+                session, selection.service_host, selection.nodename)
+            held = {node_id for node_id, _amounts
+                    in claims.get_allocations(session, instance_uuid)}
+            if node is not None and node.id not in held:
+                return SUPERSEDED
             if db_instances.update(
                     session, instance_uuid,
                     expected_vm_state=db_instances.BUILDING,
+                    refused_task_state=db_instances.DELETING,
                     host=selection.service_host, node=selection.nodename,
                     task_state='spawning'):
                 return True
@@ -259,24 +353,22 @@ class BuildTask:
 
     # -- helpers ------------------------------------------------------------
 
-    @staticmethod
-    def _record(instance_uuids, request_spec):
-        flavor = request_spec.flavor
-        flavor_dict = {name: getattr(flavor, name) for name in flavor.fields
-                       if flavor.obj_attr_is_set(name)}
-        with db_api.writer() as session:
-            for uuid in instance_uuids:
-                db_instances.create(
-                    session, uuid, flavor=flavor_dict,
-                    request_spec=request_spec.obj_to_primitive(),
-                    project_id=request_spec.obj_get('project_id'),
-                    user_id=request_spec.obj_get('user_id'),
-                    availability_zone=request_spec.obj_get(
-                        'availability_zone'))
-
     def _send_to(self, ctxt, instance_uuid, request_spec, selection,
                  alternates):
-        if not self._take_placement(instance_uuid, selection):
+        placed = self._take_placement(instance_uuid, selection)
+        if placed is SUPERSEDED:
+            reason = ('its claim on %s was replaced by a duplicate of its '
+                      'request' % selection.service_host)
+            LOG.warning('Instance %s is not sent to %s/%s: %s; trying its '
+                        'alternates', instance_uuid, selection.service_host,
+                        selection.nodename, reason)
+            retry = self._record_attempt(request_spec,
+                                         selection.service_host,
+                                         selection.nodename)
+            self._place_on_alternates(ctxt, instance_uuid, request_spec,
+                                      alternates, retry, reason)
+            return
+        if not placed:
             return
         LOG.info('Instance %s goes to %s/%s', instance_uuid,
                  selection.service_host, selection.nodename)
@@ -285,6 +377,7 @@ class BuildTask:
             request_spec, list(alternates))
 
     @staticmethod
+    @db_api.retry_on_db_error
     def _release_failed_claim(instance_uuid, host, nodename):
         with db_api.writer() as session:
             node = db_compute_nodes.get_node_by_name(session, host, nodename)
@@ -318,15 +411,79 @@ class BuildTask:
         return bool(won)
 
     @staticmethod
+    @db_api.retry_on_db_error
     def _fail_all(instance_uuids, reason):
+        """End the builds in ERROR with ``reason``, releasing every claim
+        each instance holds in the same transaction (a scheduler asked
+        twice after a timeout may have claimed with its first answer).
+        An instance that stopped building meanwhile (deleted, timed out)
+        keeps its state; a claim it holds all the same is released."""
         with db_api.writer() as session:
             for uuid in instance_uuids:
-                db_instances.update(session, uuid, vm_state='error',
-                                    task_state=None, host=None, node=None,
-                                    fault=reason)
+                if db_instances.update(
+                        session, uuid,
+                        expected_vm_state=db_instances.BUILDING,
+                        refused_task_state=db_instances.DELETING,
+                        vm_state=db_instances.ERROR, task_state=None,
+                        host=None, node=None, fault=reason) or \
+                        db_instances.get(session, uuid).vm_state in \
+                        db_instances.HOLDS_NO_CLAIM:
+                    released = claims.release_resources(session, uuid)
+                    if released:
+                        LOG.info('Released %d claim(s) of failed build %s',
+                                 len(released), uuid)
 
-    def _release_and_fail(self, instance_uuids, reason):
+
+def _record(instance_uuids, request_spec):
+    """Record the instances of a request in one transaction; True if
+    recorded now, False if they already were, for this same request.
+
+    A write retried after a lost connection may find its own earlier
+    commit; a client asking again finds its first request's rows: both
+    are the same request, recorded once.
+    """
+    flavor = request_spec.flavor
+    flavor_dict = {name: getattr(flavor, name) for name in flavor.fields
+                   if flavor.obj_attr_is_set(name)}
+    primitive = request_spec.obj_to_primitive()
+
+    @db_api.retry_on_db_error
+    def write():
         with db_api.writer() as session:
+            existing = db_instances.list_instances(session,
+                                                   uuids=instance_uuids)
+            if existing:
+                if len(existing) == len(instance_uuids) and all(
+                        _same_request(row.request_spec, primitive)
+                        for row in existing):
+                    return False
+                raise exception.InvalidRequest(
+                    reason='instance %s already exists'
+                    % ', '.join(sorted(row.uuid for row in existing)))
             for uuid in instance_uuids:
-                claims.release_resources(session, uuid)
-        self._fail_all(instance_uuids, reason)
+                db_instances.create(
+                    session, uuid, flavor=flavor_dict,
+                    request_spec=primitive,
+                    project_id=request_spec.obj_get('project_id'),
+                    user_id=request_spec.obj_get('user_id'),
+                    availability_zone=request_spec.obj_get(
+                        'availability_zone'))
+            return True
+
+    return write()
+
+
+def _same_request(stored, primitive):
+    """Whether two RequestSpec primitives describe the same request (the
+    lists of changed fields aside, whose order is a set's)."""
+    return (_without_changes(stored) ==
+            _without_changes(json.loads(json.dumps(primitive))))
+
+
+def _without_changes(value):
+    if isinstance(value, dict):
+        return {key: _without_changes(item) for key, item in value.items()
+                if key != 'versioned_object.changes'}
+    if isinstance(value, list):
+        return [_without_changes(item) for item in value]
+    return value

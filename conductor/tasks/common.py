@@ -130,14 +130,14 @@ def node_of(host, nodename=None):
     return nodes[0]
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_db_error
 def release(consumer_uuid):
     """Drop every allocation of ``consumer_uuid``; what was released."""
     with db_api.writer() as session:
         return claims.release_resources(session, consumer_uuid)
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_db_error
 def move_allocations(from_consumer, to_consumer):
     """Hand ``from_consumer``'s allocations to ``to_consumer``."""
     with db_api.writer() as session:

@@ -56,7 +56,7 @@ SIZE_FIELDS = ('vcpus', 'memory_mb', 'root_gb', 'ephemeral_gb', 'swap')
 
 # -- what the move operations share (live_migrate uses these too) ----------
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_db_error
 def record(row, migration_type, new_flavor=None):
     """Record a migration of the instance ``row`` from its host and hand
     the instance's allocations to the migration's consumer, in one
@@ -76,7 +76,7 @@ def record(row, migration_type, new_flavor=None):
     return migration
 
 
-@db_api.retry_on_deadlock
+@db_api.retry_on_db_error
 def undo(instance_uuid, migration_uuid, reason):
     """Put a move that failed back, in one transaction: drop what the
     instance claimed meanwhile, give it back the source's claim, mark the

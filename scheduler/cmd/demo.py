@@ -113,7 +113,8 @@ def _start_cluster(host_count):
 
 
 def _boot(server_count, rng):
-    """Cast build requests of 1-3 servers each; return all instance UUIDs."""
+    """Ask for builds of 1-3 servers each (each answered once the
+    conductor recorded it); return all instance UUIDs."""
     api = conductor_rpcapi.ComputeTaskAPI()
     ctxt = gantt_context.get_admin_context()
     uuids = []
@@ -125,7 +126,7 @@ def _boot(server_count, rng):
             flavor=request_spec_obj.Flavor(name=name, vcpus=vcpus,
                                            memory_mb=ram, root_gb=disk))
         batch = [uuidutils.generate_uuid() for _ in range(count)]
-        api.build_instances(ctxt, batch, spec)
+        api.schedule_and_build_instances(ctxt, batch, spec)
         uuids.extend(batch)
     return uuids
 

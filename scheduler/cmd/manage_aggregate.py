@@ -77,7 +77,7 @@ def notify_schedulers(method, *args):
         sys.stderr.write('gantt-manage: warning: could not tell the '
                          'schedulers (%s); they see the change at their '
                          'next host cache refresh.\n'
-                         % config.redact_url(str(error)))
+                         % config.mask_secrets(str(error)))
         return False
     finally:
         if owns_transport:

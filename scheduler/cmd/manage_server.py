@@ -1,11 +1,12 @@
 """``gantt-manage server ...``: ask the conductor for servers; look at them.
 
-``server create`` is the only gantt-manage command that uses RPC: it builds a
-RequestSpec from the sizes given, casts ``build_instances`` to the conductor
-(namespace ``compute_task``) and prints the new instance UUIDs. The conductor
-records the instance rows itself when it receives the cast, so with
-``--wait`` the rows are polled until none is ``building``, tolerating rows
-that do not exist yet::
+``server create`` builds a RequestSpec from the sizes given, calls
+``schedule_and_build_instances`` on the conductor (namespace
+``compute_task``, API 1.2), which answers once it has recorded the
+instances, and prints their UUIDs: a printed UUID is a build that was
+accepted and ends ACTIVE or ERROR with a reason. A refused build (a bad
+request, the conductor's database away) prints one error line and exits
+1. With ``--wait`` the rows are polled until none is ``building``::
 
     gantt-manage server create --vcpus 2 --ram 4096 --disk 40 --count 3 \\
         --hint group=<server group uuid> --wait --timeout 60
@@ -21,9 +22,8 @@ IP address, ``cidr`` a suffix such as ``/24``, ``query`` JSON; other keys
 pass as they are. The same arguments describe the request that
 ``gantt-manage explain`` explains.
 
-``build_instances`` has no way to carry display names, so with ``--name``
-gantt-manage names the rows itself once the conductor has recorded them (it
-waits for that, at most ``--timeout`` seconds, even without ``--wait``).
+The build call carries no display names, so with ``--name`` gantt-manage
+names the rows itself once the conductor has recorded them.
 
 ``server list`` and ``server show`` read the instances table directly.
 """
@@ -141,16 +141,21 @@ def build_request_spec(vcpus, ram, disk, count, az, hints, project,
     return spec
 
 
-def cast_build(instance_uuids, spec):
-    """Cast build_instances to the conductor; MessagingUnavailable if not."""
+def request_build(instance_uuids, spec):
+    """Ask the conductor to build; returns once it accepted the build.
+
+    :raises: InvalidRequest or DatabaseUnavailable (refused),
+        MessagingUnavailable (no conductor answered)
+    """
     owns_transport = rpc.TRANSPORT is None
     try:
         rpc.init(CONF, check_broker=True)
-        conductor_rpcapi.ComputeTaskAPI().build_instances(
+        conductor_rpcapi.ComputeTaskAPI().schedule_and_build_instances(
             gantt_context.get_admin_context(), instance_uuids, spec)
     except messaging.MessagingException as error:
         raise exception.MessagingUnavailable(
-            url=config.redact_url(CONF.transport_url), reason=error)
+            url=config.redact_transport_url(CONF.transport_url),
+            reason=config.mask_secrets(str(error)))
     finally:
         # A transport this command did not make (an in-process caller's)
         # is left to its owner.
@@ -166,9 +171,9 @@ def create(vcpus, ram, disk, count, az, hints, name, project, wait,
                               image_properties)
     names = display_names(name, count)
     if wait or names:
-        # Fail before casting rather than leave builds nobody watches.
+        # Fail before asking rather than leave builds nobody watches.
         migration.check_schema()
-    cast_build(instance_uuids, spec)
+    request_build(instance_uuids, spec)
     print('\n'.join(instance_uuids), flush=True)
     if not wait and not names:
         return 0
@@ -239,10 +244,12 @@ def landing_table(instance_uuids, rows):
         ['UUID', 'Name', 'State', 'Host', 'Node', 'Fault'], table)
 
 
-def list_servers(host, state):
+def list_servers(host, state, deleted=False):
+    """The servers (without the deleted ones unless ``deleted``)."""
     with db_api.reader() as session:
         rows = db_instances.list_instances(
-            session, host=host, vm_state=state.lower() if state else None)
+            session, host=host, vm_state=state.lower() if state else None,
+            include_deleted=deleted or (state or '').lower() == 'deleted')
     if not rows:
         print('No servers found.')
         return 0

@@ -1,7 +1,8 @@
-"""``gantt-manage server migrate|resize|confirm|...``: move existing servers.
+"""``gantt-manage server migrate|resize|...|delete``: act on existing servers.
 
 Each command is one RPC call to the conductor's ``compute_task`` API 1.1
-(see ``conductor/rpcapi.py``), which sees the operation through and answers
+(``delete``: 1.2; see ``conductor/rpcapi.py``) per server, which sees the
+operation through and answers
 the instance as it is afterwards, with the migration record it made for a
 move. gantt-manage prints that answer as a Field/Value table::
 
@@ -14,6 +15,12 @@ move. gantt-manage prints that answer as a Field/Value table::
     gantt-manage server rebuild <uuid> --image-property hw_arch=x86_64
     gantt-manage server shelve <uuid>
     gantt-manage server unshelve <uuid>
+    gantt-manage server delete <uuid> [<uuid>...]   # -> deleted
+
+``server delete`` prints one row per server (its state afterwards:
+``deleted``, or still ``deleting`` if its compute did not answer and the
+conductor finishes the delete later); a server it could not delete gets
+one error line, and the others are deleted all the same.
 
 Malformed arguments (a UUID that is not one, a negative size, ``--force``
 without ``--host``) are usage errors (exit 2) found before anything is
@@ -94,7 +101,8 @@ def call_conductor(method, **kwargs):
         raise _conductor_failed(error.exc_type, error.value)
     except messaging.MessagingException as error:
         raise exception.MessagingUnavailable(
-            url=config.redact_url(CONF.transport_url), reason=error)
+            url=config.redact_transport_url(CONF.transport_url),
+            reason=config.mask_secrets(str(error)))
     except Exception as error:
         # Builtin exceptions (NotImplementedError...) cross RPC as
         # themselves, their text followed by the remote traceback.
@@ -262,6 +270,36 @@ def unshelve(uuid):
     return operate('unshelve', uuid, 'unshelve_instance')
 
 
+def delete(uuids):
+    """Delete each server; exit 0, 1 if any was refused, 2 if the
+    conductor did not answer for any."""
+    rows, code = [], EXIT_OK
+    for uuid in uuids:
+        try:
+            answer = call_conductor('delete_instance', instance_uuid=uuid)
+        except messaging.MessagingTimeout:
+            sys.stderr.write(
+                "%s: error: the conductor did not answer within "
+                "rpc_response_timeout (%ss); the outcome of the delete of "
+                "server %s is unknown: check '%s server show %s'\n"
+                % (PROG, CONF.rpc_response_timeout, uuid, PROG, uuid))
+            code = EXIT_NO_ANSWER
+            continue
+        except exception.MessagingUnavailable:
+            raise
+        except exception.GanttException as error:
+            sys.stderr.write('%s: error: server %s: %s\n'
+                             % (PROG, uuid, error))
+            code = max(code, EXIT_FAILURE)
+            continue
+        rows.append([answer.get('uuid'), answer.get('vm_state'),
+                     answer.get('task_state'), answer.get('fault')])
+    if rows:
+        print(manage_table.format_table(['UUID', 'State', 'Task', 'Fault'],
+                                        rows))
+    return code
+
+
 # -- the command table ------------------------------------------------------
 
 _arg = manage_args.arg
@@ -320,5 +358,8 @@ ACTIONS = {
     'shelve': manage_args.Command(shelve, 'Shelve a server.', [_UUID]),
     'unshelve': manage_args.Command(
         unshelve, 'Unshelve a server (scheduled again if offloaded).',
-        [_UUID]),
+        [_UUID]),    'delete': manage_args.Command(
+        delete, 'Delete servers, releasing everything they hold.', [
+            _arg('uuids', metavar='UUID', nargs='+', type=instance_uuid,
+                 help='UUID of a server.')]),
 }

@@ -61,6 +61,34 @@ Possible values:
 * 0: never time builds out.
 * A positive integer: seconds since the instance was created.
 """),
+    cfg.IntOpt('sync_power_state_interval',
+               default=60,
+               min=-1,
+               help="""
+Seconds between a compute's syncs of its instances with the conductor.
+
+Each sync sends the instances the compute runs, with their nodes; the
+conductor marks ``active`` those it still has ``building`` on this host (a
+spawn report that was lost to a database or broker outage), and answers
+which ones the compute should forget (deleted, unknown, or timed out in
+ERROR). A spawn report that fails is also retried at once, with backoff;
+the sync is what repairs the rest, so a running instance reaches its true
+state within this interval after the outage ends.
+
+Nova's option of this name syncs power states, every 600 s by default.
+Gantt's default is 60 s: it must stay well below ``[DEFAULT]
+instance_build_timeout``, or a build whose report was lost could be timed
+out while it runs.
+
+Possible values:
+
+* -1 or 0: never sync.
+* A positive integer: seconds between syncs.
+
+Related options:
+
+* ``instance_build_timeout``
+"""),
     cfg.IntOpt('reserved_host_cpus',
                default=0,
                min=0,

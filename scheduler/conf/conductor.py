@@ -36,7 +36,55 @@ Possible values:
                help="""
 Seconds between two runs of the conductor's periodic tasks: timing out
 instances stuck in ``building`` (``[DEFAULT] instance_build_timeout``) and
-offloading shelved instances (``[DEFAULT] shelved_offload_time``).
+offloading shelved instances (``[DEFAULT] shelved_offload_time``),
+releasing stray claims and finishing interrupted deletes.
+"""),
+    cfg.IntOpt('stray_allocation_grace_period',
+               default=300,
+               min=0,
+               help="""
+Seconds a claim must exist before the conductor may release it as stray.
+
+The conductor's periodic task releases claims that no consumer holds
+legitimately: those of an instance in ERROR without a host, deleted or
+shelved-offloaded, of a consumer that is neither an instance nor a
+migration, of a settled instance on a node other than its own
+(superseded), and of a migration that ended. The age is measured from the
+claim's creation, so that a claim made a moment ago for a request still
+in flight is never touched. ``gantt-manage db check`` lists the same
+claims whatever their age.
+
+Possible values:
+
+* 0: release stray claims at the next periodic run.
+* A positive integer: seconds; keep it well above
+  ``rpc_response_timeout``.
+
+Related options:
+
+* ``[conductor] periodic_task_interval``
+* ``[DEFAULT] instance_build_timeout``
+"""),
+    cfg.IntOpt('delete_retry_interval',
+               default=60,
+               min=1,
+               help="""
+Seconds after which the conductor finishes a delete left half-way.
+
+A delete that an outage interrupted (the conductor died, the compute did
+not answer, the database went away) leaves its instance in task_state
+``deleting``. The conductor's periodic task finishes every delete whose
+instance has not changed for this many seconds: it tells the compute if
+its service is up, then releases the claims and marks the instance
+deleted, as the delete would have.
+
+Possible values:
+
+* A positive integer: seconds.
+
+Related options:
+
+* ``[conductor] periodic_task_interval``
 """),
 ]
 

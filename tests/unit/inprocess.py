@@ -134,6 +134,14 @@ class Cluster:
 
     def boot(self, vcpus, memory_mb, root_gb, count=1, **kwargs):
         uuids = [uuidutils.generate_uuid() for _ in range(count)]
+        conductor_rpcapi.ComputeTaskAPI().schedule_and_build_instances(
+            gantt_context.get_admin_context(), uuids,
+            self.spec(vcpus, memory_mb, root_gb, count, **kwargs))
+        return uuids
+
+    def cast_boot(self, vcpus, memory_mb, root_gb, count=1, **kwargs):
+        """Like :meth:`boot` through the 1.0 ``build_instances`` cast."""
+        uuids = [uuidutils.generate_uuid() for _ in range(count)]
         conductor_rpcapi.ComputeTaskAPI().build_instances(
             gantt_context.get_admin_context(), uuids,
             self.spec(vcpus, memory_mb, root_gb, count, **kwargs))

@@ -29,9 +29,11 @@ class FakeScheduler:
     def __init__(self):
         self.received = queue.Queue()
 
+    @rpc.expose
     def update_aggregates(self, ctxt, aggregates):
         self.received.put(('update_aggregates', aggregates))
 
+    @rpc.expose
     def delete_aggregate(self, ctxt, aggregate):
         self.received.put(('delete_aggregate', aggregate))
 

@@ -26,8 +26,8 @@ GROUP = '3e1f0b6a-9c2d-4e5f-8a7b-6c5d4e3f2a1b'
 
 
 class FakeConductor:
-    """Records build_instances casts; ``outcome`` writes rows like the
-    real conductor and computes would."""
+    """Records the builds asked for (the 1.2 call, or the 1.0 cast);
+    ``outcome`` writes rows like the real conductor and computes would."""
 
     target = messaging.Target(
         namespace=conductor_rpcapi.COMPUTE_TASK_NAMESPACE,
@@ -37,6 +37,7 @@ class FakeConductor:
         self.received = queue.Queue()
         self.outcome = None
 
+    @rpc.expose
     def build_instances(self, ctxt, instance_uuids, request_spec,
                         host_lists=None, failure=None):
         if self.outcome is not None:
@@ -44,13 +45,19 @@ class FakeConductor:
         self.received.put((instance_uuids, request_spec, host_lists,
                            failure))
 
+    @rpc.expose
+    def schedule_and_build_instances(self, ctxt, instance_uuids,
+                                     request_spec):
+        self.build_instances(ctxt, instance_uuids, request_spec)
+        return instance_uuids
+
 
 @pytest.fixture
 def fake_conductor(serve_as_conductor):
     return serve_as_conductor(FakeConductor())
 
 
-def test_server_create_casts_the_request_spec(fake_conductor, run):
+def test_server_create_sends_the_request_spec(fake_conductor, run):
     result = run('server', 'create', '--vcpus', '2', '--ram', '4096',
                  '--disk', '40', '--count', '3', '--az', 'az1',
                  '--hint', 'group=%s' % GROUP, '--hint', 'foo=a',

@@ -26,6 +26,7 @@ from tests.unit.cmd import output
 
 CONF = conf.CONF
 UUID = '6f1e2d3c-4b5a-4978-8a6b-5c4d3e2f1a0b'
+UNKNOWN = '00000000-0000-4000-8000-0000000000aa'
 
 MIGRATION = {'uuid': '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d',
              'migration_type': 'migration', 'status': 'finished',
@@ -73,29 +74,43 @@ class FakeConductor:
             raise self.error
         return self.answer
 
+    @rpc.expose
     @messaging.expected_exceptions(exception.GanttException)
     def migrate_server(self, ctxt, **kwargs):
         return self._answer('migrate_server', **kwargs)
 
+    @rpc.expose
     @messaging.expected_exceptions(exception.GanttException)
     def confirm_resize(self, ctxt, **kwargs):
         return self._answer('confirm_resize', **kwargs)
 
+    @rpc.expose
     @messaging.expected_exceptions(exception.GanttException)
     def revert_resize(self, ctxt, **kwargs):
         return self._answer('revert_resize', **kwargs)
 
+    @rpc.expose
     @messaging.expected_exceptions(exception.GanttException)
     def rebuild_instance(self, ctxt, **kwargs):
         return self._answer('rebuild_instance', **kwargs)
 
+    @rpc.expose
     @messaging.expected_exceptions(exception.GanttException)
     def shelve_instance(self, ctxt, **kwargs):
         return self._answer('shelve_instance', **kwargs)
 
+    @rpc.expose
     @messaging.expected_exceptions(exception.GanttException)
     def unshelve_instance(self, ctxt, **kwargs):
         return self._answer('unshelve_instance', **kwargs)
+
+    @rpc.expose
+    @messaging.expected_exceptions(exception.GanttException)
+    def delete_instance(self, ctxt, **kwargs):
+        if kwargs['instance_uuid'] == UNKNOWN:
+            self.received.put(('delete_instance', kwargs))
+            raise over_the_wire(exception.InstanceNotFound(uuid=UNKNOWN))
+        return self._answer('delete_instance', **kwargs)
 
 
 @pytest.fixture
@@ -386,3 +401,32 @@ def test_help_lists_the_new_actions(config, run):
                    'evacuate', 'rebuild', 'shelve', 'unshelve'):
         assert '\n    %s ' % action in result.out or \
             '\n    %s\n' % action in result.out, action
+
+
+# -- delete -------------------------------------------------------------------
+
+def test_delete_calls_delete_instance_for_each_server(fake_conductor, run):
+    fake_conductor.answer = answer('deleted', host=None)
+    result = run('server', 'delete', UUID, UUID.upper())
+    assert result.code == 0, result.err
+    assert output.table(result.out) == [[UUID, 'deleted', '-', '-']] * 2
+    assert [received(fake_conductor) for _ in range(2)] == [
+        ('delete_instance', {'instance_uuid': UUID})] * 2
+
+
+def test_delete_of_an_unknown_server_is_one_line_and_exit_1(fake_conductor,
+                                                            run):
+    fake_conductor.answer = answer('deleted', host=None)
+    result = run('server', 'delete', UNKNOWN, UUID)
+    assert result.code == 1
+    assert result.err == ('gantt-manage: error: server %s: Instance %s '
+                          'could not be found.\n' % (UNKNOWN, UNKNOWN))
+    # The other server is deleted all the same.
+    assert output.table(result.out) == [[UUID, 'deleted', '-', '-']]
+
+
+def test_delete_with_a_bad_uuid_sends_nothing(fake_conductor, run):
+    result = run('server', 'delete', UUID, 'not-a-uuid')
+    assert result.code == 2
+    assert "'not-a-uuid' is not a UUID" in result.err
+    assert fake_conductor.received.empty()

@@ -109,3 +109,14 @@ def test_sync_interval_zero_means_the_default_and_negative_never(config):
     config.config(scheduler_instance_sync_interval=-1,
                   group='filter_scheduler')
     assert spacing() < 0
+
+
+def test_a_build_delivered_twice_spawns_once(config):
+    agent = _agent()
+    agent.build_failure_rate = 0.0
+    for _ in range(2):
+        agent.build_and_run_instance(None, UUIDS[0], 'c1', _spec(), [])
+    reports = [call for call in agent.conductor_api.calls
+               if call[0] == 'instance_update']
+    assert len(reports) == 1
+    assert agent._instances == {UUIDS[0]: 'c1'}

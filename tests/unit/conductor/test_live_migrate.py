@@ -176,7 +176,7 @@ def test_bad_live_migration_requests_change_nothing(cluster_config):
                            match='force needs a host'):
             _live(uuid, force=True)
         with pytest.raises(exception.InvalidRequest,
-                           match='host must be a non-empty string'):
+                           match='host must be a string, not int'):
             _live(uuid, host=42)
         with pytest.raises(exception.InvalidRequest, match='cannot resize'):
             _live(uuid, flavor={'vcpus': 2})

@@ -257,8 +257,8 @@ def test_malformed_requests_name_the_problem_and_change_nothing(
             ({'vcpus': 2}, 'flavor must be a Flavor object, not dict'),
             (_flavor(1, 1024, 10), 'the size of the current one'),
             (_flavor(0, 1024, 10), 'vcpus of at least 1'),
-            (request_spec.Flavor(vcpus=2), 'memory_mb of at least 1'),
-            (_flavor(2, 1024, -1), 'negative root_gb'),
+            (request_spec.Flavor(vcpus=2), 'flavor.memory_mb is missing'),
+            (_flavor(2, 1024, -1), 'flavor.root_gb must be at least 0'),
         ]
         for flavor, message in bad_flavors:
             with pytest.raises(exception.InvalidRequest, match=message):
