@@ -12,6 +12,17 @@ the installed console scripts, started as subprocesses::
         c.wait_for_computes(['cmp1'])
         c.discover_hosts()
         result = c.manage('server', 'create', '--vcpus', '1', ...)
+
+A test that takes the database or the broker away gives the cluster its
+own (``tests/fixtures/postgresql.py``, a RabbitMQ node of its own): with
+``db_url`` the cluster uses that database (made by the caller, who drops
+it) instead of creating one; with ``transport_url`` it uses that broker
+as it is, and makes no virtual host (:meth:`Cluster.queue_depths` then
+cannot look at the queues)::
+
+    with postgresql.PostgresCluster() as pg:
+        with cluster.Cluster(tmp_path, db_url=pg.create_database()) as c:
+            ...
 """
 
 import collections
@@ -110,13 +121,25 @@ class Process:
 
 
 class Cluster:
-    def __init__(self, workdir, backend, eventlet=False, extra_conf=''):
+    def __init__(self, workdir, backend=None, eventlet=False, extra_conf='',
+                 db_url=None, transport_url=None):
+        """``backend`` names the database server to create a database on
+        ('sqlite', 'postgresql', 'mariadb'); or give ``db_url``, an empty
+        database of the caller's. ``transport_url``: a broker of the
+        caller's instead of a new vhost on the shared RabbitMQ."""
+        if backend is None and db_url is None:
+            raise ValueError('a Cluster needs a backend or a db_url')
         self.workdir = str(workdir)
-        self.backend = backend
+        self.backend = backend or databases.backend_of(db_url)
         self.eventlet = eventlet
-        self.vhost = 'gantt-test-%s' % uuid.uuid4().hex[:12]
-        self.transport_url = RABBIT + self.vhost
-        self.db_url = None
+        self.vhost = None
+        if transport_url is None:
+            self.vhost = 'gantt-test-%s' % uuid.uuid4().hex[:12]
+            transport_url = RABBIT + self.vhost
+        self.transport_url = transport_url
+        self.db_url = db_url
+        # Databases this cluster created, and therefore drops.
+        self._own_database = db_url is None
         self.processes = []
         self.extra_conf = extra_conf
         self._engine = None
@@ -125,12 +148,15 @@ class Cluster:
     # -- set-up and tear-down ----------------------------------------------
 
     def __enter__(self):
-        _rabbitmqctl('add_vhost', self.vhost)
-        self._vhost_made = True
+        if self.vhost is not None:
+            _rabbitmqctl('add_vhost', self.vhost)
+            self._vhost_made = True
         try:
-            _rabbitmqctl('set_permissions', '-p', self.vhost, 'guest', '.*',
-                         '.*', '.*')
-            self.db_url = databases.create_database(self.backend)
+            if self.vhost is not None:
+                _rabbitmqctl('set_permissions', '-p', self.vhost, 'guest',
+                             '.*', '.*', '.*')
+            if self._own_database:
+                self.db_url = databases.create_database(self.backend)
             self.conf_path = self.write_conf('gantt.conf', self._base_conf())
             self.manage('db', 'sync')
         except BaseException:
@@ -147,7 +173,7 @@ class Cluster:
         finally:
             if self._engine is not None:
                 self._engine.dispose()
-            if self.db_url:
+            if self.db_url and self._own_database:
                 databases.drop_database(self.db_url)
             if self._vhost_made:
                 _rabbitmqctl('delete_vhost', self.vhost)
@@ -314,7 +340,11 @@ class Cluster:
 
     def queue_depths(self):
         """``{queue name: messages}`` in the cluster's vhost: those ready
-        and those delivered but not yet acknowledged."""
+        and those delivered but not yet acknowledged (the shared broker
+        only: not with a ``transport_url`` of the caller's)."""
+        if self.vhost is None:
+            raise RuntimeError('queue_depths() reads the shared broker; '
+                               'this cluster runs on %s' % self.transport_url)
         result = subprocess.run(
             ['rabbitmqctl', '-q', 'list_queues', '-p', self.vhost,
              '--no-table-headers', 'name', 'messages'],
@@ -331,7 +361,8 @@ class Cluster:
     @property
     def engine(self):
         if self._engine is None:
-            self._engine = sa.create_engine(self.db_url)
+            # pre-ping: the tests' connections survive a database restart.
+            self._engine = sa.create_engine(self.db_url, pool_pre_ping=True)
         return self._engine
 
     def query(self, sql, **params):
