@@ -16,16 +16,11 @@ snapshot keeps a consistent view::
     counts = table.instance_counts(spec.instance_group.members)
 """
 
-import collections
 import copy
 
-InstanceInfo = collections.namedtuple('InstanceInfo',
-                                      'flavor_id image_properties')
-InstanceInfo.__doc__ = """What the scheduler keeps of one instance.
+from scheduler import placement_types
 
-``flavor_id`` is the flavor's ``flavorid``, or its name when it has none;
-``image_properties`` the properties of the image it booted from.
-"""
+InstanceInfo = placement_types.InstanceInfo
 
 NO_INSTANCES = {}
 
@@ -33,15 +28,7 @@ NO_INSTANCES = {}
 _DELTA_LIMIT = 4096
 
 
-def info_from_flavor_and_image(flavor, image_properties):
-    """An InstanceInfo from a flavor (object or dict) and image props."""
-    if isinstance(flavor, dict):
-        flavor_id = flavor.get('flavorid') or flavor.get('name')
-    elif flavor is not None:
-        flavor_id = flavor.obj_get('flavorid') or flavor.obj_get('name')
-    else:
-        flavor_id = None
-    return InstanceInfo(flavor_id, dict(image_properties or {}))
+info_from_flavor_and_image = placement_types.info_from_flavor_and_image
 
 
 def _primitive_data(primitive, *path):

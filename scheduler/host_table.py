@@ -32,9 +32,9 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import conf
-from scheduler.db import claims
 from scheduler import host_instances
 from scheduler import host_table_per_state as per_state
+from scheduler import placement_types
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ RESOURCE_ATTRS = {
     'disk_gb': ('total_usable_disk_gb', 'local_gb_used', 'reserved_disk_gb',
                 'disk_allocation_ratio'),
 }
-RESOURCES = claims.Resources._fields
+RESOURCES = placement_types.Resources._fields
 
 
 def to_microseconds(when):
@@ -255,7 +255,7 @@ class HostState:
         return service_is_up(self.service, now, down_time)
 
     def consumed(self, resources):
-        """A copy with ``resources`` (claims.Resources) taken by one more
+        """A copy with ``resources`` (placement_types.Resources) taken by one more
         instance, as Nova's consume_from_request counts it."""
         state = copy.copy(self)
         state.vcpus_used = self.vcpus_used + resources.vcpus

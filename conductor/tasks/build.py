@@ -50,7 +50,6 @@ from oslo_log import log as logging
 from scheduler import conf
 from scheduler import config
 from scheduler.db import api as db_api
-from scheduler.drivers import base as scheduler_base
 from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instance_groups as db_groups
@@ -398,9 +397,9 @@ class BuildTask:
             LOG.info('Alternate %s/%s is gone', selection.service_host,
                      selection.nodename)
             return False
-        won = scheduler_base.claim_in_sql(
+        won = claims.claim_in_sql(
             node.id, instance_uuid, claims.Resources(**wanted),
-            scheduler_base.hard_group_uuid(request_spec), node.host)
+            claims.hard_group_uuid(request_spec), node.host)
         if isinstance(won, claims.GroupConflict):
             LOG.info('Alternate %s would break the policy of its server '
                      'group for %s (%s); skipping it',

@@ -43,9 +43,9 @@ from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import instances as db_instances
 from scheduler.db import moves
-from scheduler.drivers import filter_scheduler
 from scheduler import exception
 from scheduler.objects import request_spec as request_spec_obj
+from scheduler import placement_types
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -165,7 +165,7 @@ class LiveMigrateTask:
                 # force the host and ask for the filters all the same.
                 spec.force_hosts = [host]
                 hints = dict(spec.obj_get('scheduler_hints', {}))
-                hints[filter_scheduler.CHECK_TYPE_HINT] = ['live_migrate']
+                hints[placement_types.CHECK_TYPE_HINT] = ['live_migrate']
                 spec.scheduler_hints = hints
         try:
             [selections] = self.scheduler_api.select_destinations(

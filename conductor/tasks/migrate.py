@@ -43,7 +43,6 @@ from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instance_groups as db_groups
 from scheduler.db import instances as db_instances
 from scheduler.db import moves
-from scheduler.drivers import base as scheduler_base
 from scheduler import exception
 from scheduler.objects import request_spec as request_spec_obj
 
@@ -95,9 +94,9 @@ def claim_on(node, instance_uuid, spec):
     """Claim ``spec``'s resources on ``node`` (a compute node row) for the
     instance, checking its server group's hard policy: True, False (no
     room) or a GroupConflict (false too)."""
-    return scheduler_base.claim_in_sql(
+    return claims.claim_in_sql(
         node.id, instance_uuid, spec.resources(),
-        scheduler_base.hard_group_uuid(spec), node.host)
+        claims.hard_group_uuid(spec), node.host)
 
 
 def load_group(spec):

@@ -14,7 +14,7 @@ The destination is either forced (``host`` with ``force``: claimed
 directly, no filters) or scheduled (``host`` without ``force`` narrows
 the request to that host; without ``host`` any host but the source). The
 new claim replaces the one on the dead host in the same transaction
-(Placement's replace semantics, :func:`scheduler.drivers.base.claim_in_sql`),
+(Placement's replace semantics, :func:`scheduler.db.claims.claim_in_sql`),
 and a refused claim writes nothing, so a failed evacuation leaves the
 instance, its claim on the dead host, and the usage as they were. The
 move is recorded as an ``evacuation`` migration: ``accepted``, then
@@ -41,7 +41,6 @@ from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
 from scheduler.db import moves
 from scheduler.db import services as db_services
-from scheduler.drivers import base as scheduler_base
 from scheduler import exception
 from scheduler.objects import request_spec as request_spec_obj
 
@@ -249,9 +248,9 @@ class RebuildTask:
     def _claim_forced(instance_uuid, spec, node):
         """Claim on ``node`` without the filters; the claim replaces the
         instance's one on the dead host in its transaction."""
-        won = scheduler_base.claim_in_sql(
+        won = claims.claim_in_sql(
             node.id, instance_uuid, spec.resources(),
-            scheduler_base.hard_group_uuid(spec), node.host)
+            claims.hard_group_uuid(spec), node.host)
         if isinstance(won, claims.GroupConflict):
             raise exception.NoValidHost(
                 reason='Unable to evacuate instance %s to %s: %s'

@@ -21,20 +21,18 @@ cheaply whether anything changed since it last looked::
             print(agg.name, sorted(agg.hosts), agg.availability_zone)
 """
 
-import dataclasses
-from typing import Optional
-
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler.db import models
+from scheduler import placement_types
 
 _AGG = models.Aggregate.__table__
 _HOST = models.AggregateHost.__table__
 _META = models.AggregateMetadata.__table__
 
-AZ_KEY = 'availability_zone'
+AZ_KEY = placement_types.AZ_KEY
 
 
 class AggregateNotFound(exception.NotFound):
@@ -60,19 +58,8 @@ class AvailabilityZoneConflict(exception.InvalidRequest):
                "zone(s) %(others)s.")
 
 
-@dataclasses.dataclass(frozen=True)
-class Aggregate:
-    """An aggregate as readers see it; changing it changes nothing in SQL."""
-
-    id: int
-    uuid: str
-    name: str
-    hosts: frozenset
-    metadata: dict
-
-    @property
-    def availability_zone(self) -> Optional[str]:
-        return self.metadata.get(AZ_KEY)
+# The read-only record readers get (defined with the shared types).
+Aggregate = placement_types.Aggregate
 
 
 def _build(rows, host_rows, meta_rows):

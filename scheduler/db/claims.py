@@ -13,21 +13,33 @@ that report no ratio of their own::
     with db_api.writer() as session:
         won = claims.claim_resources(session, node_id, instance_uuid,
                                      claims.Resources(2, 4096, 40))
+
+The drivers and the conductor's tasks claim through :func:`claim_in_sql`,
+one claim in its own transaction (replacing the consumer's earlier
+allocations, checking a hard server-group policy, refusing a settled
+instance), and give claims back with :func:`release_in_sql`.
 """
 
 import collections
 
 import sqlalchemy as sa
 
+from oslo_log import log as logging
+
 from scheduler import conf
+from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler import exception
+from scheduler import placement_types
 
 CONF = conf.CONF
+LOG = logging.getLogger(__name__)
 
-Resources = collections.namedtuple('Resources', 'vcpus memory_mb disk_gb')
+Resources = placement_types.Resources
 
 _NODE = models.ComputeNode.__table__
 _ALLOC = models.Allocation.__table__
+_INSTANCE = models.Instance.__table__
 
 # resource field -> (used column, total column, ratio column, reserved
 # column, option name of the default ratio)
@@ -140,7 +152,7 @@ def move_allocations(session, from_consumer, to_consumer):
 _GROUP = models.InstanceGroup.__table__
 _MEMBER = models.InstanceGroupMember.__table__
 
-HARD_POLICIES = ('affinity', 'anti-affinity')
+HARD_POLICIES = placement_types.HARD_POLICIES
 
 
 class GroupConflict:
@@ -376,3 +388,116 @@ def release_if_stray(session, consumer_uuid, compute_node_id,
     if not released:
         return None
     return kind, released[0][1]
+
+
+# -- a claim in its own transaction: what the drivers and the conductor's
+# tasks call ------------------------------------------------------------------
+
+class _Refused(Exception):
+    """Rolls a claim's transaction back (its release included)."""
+
+    def __init__(self, outcome):
+        super().__init__(str(outcome))
+        self.outcome = outcome
+
+
+# An instance in one of these vm_states with no task under way is settled:
+# no operation is scheduling it, so a claim for it can only come from a
+# stale copy of an earlier request (a scheduler that took the message just
+# before it expired and answered after the conductor had asked again).
+SETTLED_VM_STATES = ('active', 'error', 'resized', 'shelved',
+                     'shelved_offloaded', 'deleted')
+
+
+def _refusal(session, consumer_uuid):
+    """Why a scheduler must not claim for this instance now, or None.
+
+    A settled instance (see SETTLED_VM_STATES) is not being scheduled; a
+    building one that the conductor already placed (``spawning`` on a host,
+    holding the claim of that placement) was answered already: a copy of
+    its request that the broker delivered twice must not move the claim
+    from under the build. An instance Gantt does not know is not refused.
+    """
+    row = session.execute(
+        sa.select(_INSTANCE.c.vm_state, _INSTANCE.c.task_state,
+                  _INSTANCE.c.host)
+        .where(_INSTANCE.c.uuid == consumer_uuid)).first()
+    if row is None:
+        return None
+    if row.task_state is None and row.vm_state in SETTLED_VM_STATES:
+        return '%s with no task under way' % row.vm_state
+    if (row.vm_state, row.task_state) == ('building', 'spawning') and \
+            row.host is not None and get_allocations(session,
+                                                            consumer_uuid):
+        return 'placed on %s already, holding its claim' % row.host
+    return None
+
+
+@db_api.retry_on_db_error
+def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
+                 host=None, refuse_settled=False):
+    """One claim in its own transaction: True if the node had room, else
+    False, or a :class:`GroupConflict` (which is
+    false too) when ``group_uuid``'s hard policy forbids ``host``.
+
+    A consumer that already holds allocations gives them back first, in the
+    same transaction, as Placement replaces a consumer's allocations: the
+    conductor asks again when a scheduler stopped or died after claiming
+    but before answering, and the earlier answer is void. A claim that
+    fails writes nothing: the earlier allocations stay. (Move operations
+    keep the source's allocation under a migration's own consumer UUID.)
+
+    With ``group_uuid`` the group's row is locked and its policy checked
+    in the same transaction (:func:`check_group_policy`), so that
+    members of one group claimed in parallel by several schedulers or
+    conductors cannot break it.
+
+    With ``refuse_settled`` (the scheduler's claims) an instance that is
+    settled (:data:`SETTLED_VM_STATES`, no task), or already placed by
+    the conductor (see :func:`_refusal`), gets InvalidRequest and nothing
+    is written.
+    """
+    try:
+        with db_api.writer() as session:
+            if refuse_settled:
+                why = _refusal(session, consumer_uuid)
+                if why is not None:
+                    raise exception.InvalidRequest(
+                        reason='instance %s is %s; refusing to claim for it '
+                               '(a stale copy of an earlier request?)'
+                        % (consumer_uuid, why))
+            if group_uuid is not None:
+                conflict = check_group_policy(
+                    session, group_uuid, consumer_uuid, host)
+                if conflict is not None:
+                    raise _Refused(conflict)
+            released = release_resources(session, consumer_uuid)
+            if not claim_resources(session, node_id, consumer_uuid,
+                                          resources):
+                raise _Refused(False)
+    except _Refused as refused:
+        return refused.outcome
+    if released:
+        # An evacuation or unshelve from SHELVED leaves the old claim by
+        # design; a build's earlier copy of this request by accident.
+        LOG.info('The claim for %s replaced its earlier allocations on '
+                 'node(s) %s', consumer_uuid,
+                 ', '.join(str(node) for node, _ in released))
+    return True
+
+
+def hard_group_uuid(spec):
+    """The UUID of the spec's server group if its policy is enforced at
+    claim time (affinity, anti-affinity), else None."""
+    group = spec.obj_get('instance_group') if spec is not None else None
+    if group is None or group.obj_get('policy') not in HARD_POLICIES:
+        return None
+    return group.uuid
+
+
+@db_api.retry_on_db_error
+def release_in_sql(consumer_node_pairs):
+    """Release ``[(consumer_uuid, node_id)]`` in one transaction."""
+    with db_api.writer() as session:
+        for consumer_uuid, node_id in consumer_node_pairs:
+            release_resources(session, consumer_uuid, node_id)

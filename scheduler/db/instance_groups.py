@@ -31,14 +31,14 @@ import sqlalchemy as sa
 
 from scheduler import exception
 from scheduler.db import models
+from scheduler import placement_types
 
 _GROUP = models.InstanceGroup.__table__
 _MEMBER = models.InstanceGroupMember.__table__
 _INSTANCE = models.Instance.__table__
 
-POLICIES = ('affinity', 'anti-affinity', 'soft-affinity',
-            'soft-anti-affinity')
-MAX_SERVER_PER_HOST = 'max_server_per_host'
+POLICIES = placement_types.GROUP_POLICIES
+MAX_SERVER_PER_HOST = placement_types.MAX_SERVER_PER_HOST
 
 
 class InstanceGroupNotFound(exception.NotFound):

@@ -1,4 +1,7 @@
-"""The scheduler driver contract, and the claim helpers drivers share.
+"""The scheduler driver contract.
+
+Claims go through :func:`scheduler.db.claims.claim_in_sql`, which the
+conductor's tasks call too.
 
 The RPC manager builds one driver per process from the ``[scheduler]
 driver`` entry point and calls it::
@@ -26,130 +29,16 @@ import threading
 
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
-import sqlalchemy as sa
 
 from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import claims
-from scheduler.db import models
-from scheduler import exception
 from scheduler.db import services as db_services
 from scheduler import host_manager as host_manager_mod
 from scheduler.objects import selection as selection_obj
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
-
-
-class _Refused(Exception):
-    """Rolls a claim's transaction back (its release included)."""
-
-    def __init__(self, outcome):
-        super().__init__(str(outcome))
-        self.outcome = outcome
-
-
-# An instance in one of these vm_states with no task under way is settled:
-# no operation is scheduling it, so a claim for it can only come from a
-# stale copy of an earlier request (a scheduler that took the message just
-# before it expired and answered after the conductor had asked again).
-SETTLED_VM_STATES = ('active', 'error', 'resized', 'shelved',
-                     'shelved_offloaded', 'deleted')
-_INSTANCE = models.Instance.__table__
-
-
-def _refusal(session, consumer_uuid):
-    """Why a scheduler must not claim for this instance now, or None.
-
-    A settled instance (see SETTLED_VM_STATES) is not being scheduled; a
-    building one that the conductor already placed (``spawning`` on a host,
-    holding the claim of that placement) was answered already: a copy of
-    its request that the broker delivered twice must not move the claim
-    from under the build. An instance Gantt does not know is not refused.
-    """
-    row = session.execute(
-        sa.select(_INSTANCE.c.vm_state, _INSTANCE.c.task_state,
-                  _INSTANCE.c.host)
-        .where(_INSTANCE.c.uuid == consumer_uuid)).first()
-    if row is None:
-        return None
-    if row.task_state is None and row.vm_state in SETTLED_VM_STATES:
-        return '%s with no task under way' % row.vm_state
-    if (row.vm_state, row.task_state) == ('building', 'spawning') and \
-            row.host is not None and claims.get_allocations(session,
-                                                            consumer_uuid):
-        return 'placed on %s already, holding its claim' % row.host
-    return None
-
-
-@db_api.retry_on_db_error
-def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
-                 host=None, refuse_settled=False):
-    """One claim in its own transaction: True if the node had room, else
-    False, or a :class:`scheduler.db.claims.GroupConflict` (which is
-    false too) when ``group_uuid``'s hard policy forbids ``host``.
-
-    A consumer that already holds allocations gives them back first, in the
-    same transaction, as Placement replaces a consumer's allocations: the
-    conductor asks again when a scheduler stopped or died after claiming
-    but before answering, and the earlier answer is void. A claim that
-    fails writes nothing: the earlier allocations stay. (Move operations
-    keep the source's allocation under a migration's own consumer UUID.)
-
-    With ``group_uuid`` the group's row is locked and its policy checked
-    in the same transaction (:func:`claims.check_group_policy`), so that
-    members of one group claimed in parallel by several schedulers or
-    conductors cannot break it.
-
-    With ``refuse_settled`` (the scheduler's claims) an instance that is
-    settled (:data:`SETTLED_VM_STATES`, no task), or already placed by
-    the conductor (see :func:`_refusal`), gets InvalidRequest and nothing
-    is written.
-    """
-    try:
-        with db_api.writer() as session:
-            if refuse_settled:
-                why = _refusal(session, consumer_uuid)
-                if why is not None:
-                    raise exception.InvalidRequest(
-                        reason='instance %s is %s; refusing to claim for it '
-                               '(a stale copy of an earlier request?)'
-                        % (consumer_uuid, why))
-            if group_uuid is not None:
-                conflict = claims.check_group_policy(
-                    session, group_uuid, consumer_uuid, host)
-                if conflict is not None:
-                    raise _Refused(conflict)
-            released = claims.release_resources(session, consumer_uuid)
-            if not claims.claim_resources(session, node_id, consumer_uuid,
-                                          resources):
-                raise _Refused(False)
-    except _Refused as refused:
-        return refused.outcome
-    if released:
-        # An evacuation or unshelve from SHELVED leaves the old claim by
-        # design; a build's earlier copy of this request by accident.
-        LOG.info('The claim for %s replaced its earlier allocations on '
-                 'node(s) %s', consumer_uuid,
-                 ', '.join(str(node) for node, _ in released))
-    return True
-
-
-def hard_group_uuid(spec):
-    """The UUID of the spec's server group if its policy is enforced at
-    claim time (affinity, anti-affinity), else None."""
-    group = spec.obj_get('instance_group') if spec is not None else None
-    if group is None or group.obj_get('policy') not in claims.HARD_POLICIES:
-        return None
-    return group.uuid
-
-
-@db_api.retry_on_db_error
-def release_in_sql(consumer_node_pairs):
-    """Release ``[(consumer_uuid, node_id)]`` in one transaction."""
-    with db_api.writer() as session:
-        for consumer_uuid, node_id in consumer_node_pairs:
-            claims.release_resources(session, consumer_uuid, node_id)
 
 
 def make_selection(host_state, resources, claimed):
@@ -230,7 +119,7 @@ class Scheduler(metaclass=abc.ABCMeta):
         grows and the caller tries its next host.
         """
         try:
-            won = claim_in_sql(host_state.id, consumer_uuid, resources,
+            won = claims.claim_in_sql(host_state.id, consumer_uuid, resources,
                                group_uuid, host_state.host,
                                refuse_settled=True)
         except db_exc.DBDuplicateEntry:
@@ -264,7 +153,7 @@ class Scheduler(metaclass=abc.ABCMeta):
             return
         LOG.info('Releasing %d claim(s) of a request that could not be '
                  'placed entirely', len(claimed))
-        release_in_sql(claimed)
+        claims.release_in_sql(claimed)
         self.count('claims_released', len(claimed))
         self.host_manager.forget_instances(claimed)
         self.host_manager.refresh_nodes({node for _uuid, node in claimed})

@@ -44,6 +44,7 @@ from oslo_utils import uuidutils
 import numpy as np
 
 from scheduler import conf
+from scheduler.db import claims
 from scheduler.drivers import base
 from scheduler.drivers import explain as explain_mod
 from scheduler import exception
@@ -51,12 +52,13 @@ from scheduler import filters
 from scheduler.filters import retry_filter
 from scheduler import host_instances
 from scheduler import loadables
+from scheduler import placement_types
 from scheduler import weights
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-CHECK_TYPE_HINT = '_nova_check_type'
+CHECK_TYPE_HINT = placement_types.CHECK_TYPE_HINT
 # The first step NoValidHost names for the 2nd..nth instance of a request.
 EARLIER_INSTANCES = 'earlier instances of the request'
 # Rankings sort everything below this many hosts; above, only the best.
@@ -395,7 +397,7 @@ class _Request:
         if not self.claiming:
             return order[0]
         uuid = self.uuids[index]
-        group_uuid = base.hard_group_uuid(self.spec)
+        group_uuid = claims.hard_group_uuid(self.spec)
         conflict = None
         started = time.perf_counter()
         try:

@@ -14,7 +14,7 @@ they were placed::
 
 from oslo_log import log as logging
 
-from scheduler.db import instance_groups
+from scheduler import placement_types
 from scheduler import filters
 
 LOG = logging.getLogger(__name__)
@@ -25,14 +25,14 @@ POLICY = 'anti-affinity'
 def max_server_per_host(group):
     """The group's ``max_server_per_host`` rule; 1 when it has none."""
     value = (group.obj_get('rules') or {}).get(
-        instance_groups.MAX_SERVER_PER_HOST)
+        placement_types.MAX_SERVER_PER_HOST)
     if value is None:
         return 1
     try:
         return max(1, int(value))
     except (TypeError, ValueError):
         LOG.warning('Server group %s has an invalid %s rule %r; using 1',
-                    group.obj_get('uuid'), instance_groups.MAX_SERVER_PER_HOST,
+                    group.obj_get('uuid'), placement_types.MAX_SERVER_PER_HOST,
                     value)
         return 1
 

@@ -14,14 +14,14 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import filters
-from scheduler import host_instances
+from scheduler import placement_types
 
 LOG = logging.getLogger(__name__)
 
 
 def requested_flavor(spec):
     """The requested flavor's id, as instances record theirs."""
-    return host_instances.info_from_flavor_and_image(
+    return placement_types.info_from_flavor_and_image(
         spec.obj_get('flavor'), None).flavor_id
 
 

@@ -11,8 +11,8 @@ state, so that no scheduler waits for its next host cache refresh::
 
 from oslo_versionedobjects import fields
 
-from scheduler.db import aggregates as db_aggregates
 from scheduler.objects import base
+from scheduler import placement_types
 
 
 @base.GanttObjectRegistry.register
@@ -30,15 +30,15 @@ class Aggregate(base.GanttObject):
 
     @classmethod
     def from_db(cls, aggregate):
-        """From a :class:`scheduler.db.aggregates.Aggregate`."""
+        """From a :class:`scheduler.placement_types.Aggregate`."""
         return cls(id=aggregate.id, uuid=aggregate.uuid, name=aggregate.name,
                    hosts=sorted(aggregate.hosts),
                    metadata=dict(aggregate.metadata))
 
     def to_db(self):
-        """The read-only :class:`scheduler.db.aggregates.Aggregate` the
+        """The read-only :class:`scheduler.placement_types.Aggregate` the
         host cache keeps."""
-        return db_aggregates.Aggregate(
+        return placement_types.Aggregate(
             id=self.id, uuid=self.uuid, name=self.name,
             hosts=frozenset(self.obj_get('hosts', [])),
             metadata=dict(self.obj_get('metadata', {})))

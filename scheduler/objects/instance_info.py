@@ -10,7 +10,7 @@ affinity filters and weighers know at once what runs where::
 
 from oslo_versionedobjects import fields
 
-from scheduler import host_instances
+from scheduler import placement_types
 from scheduler.objects import base
 
 
@@ -29,14 +29,14 @@ class InstanceInfo(base.GanttObject):
     def from_spec(cls, instance_uuid, spec):
         """The instance ``instance_uuid`` built from RequestSpec ``spec``."""
         image = spec.obj_get('image')
-        info = host_instances.info_from_flavor_and_image(
+        info = placement_types.info_from_flavor_and_image(
             spec.obj_get('flavor'),
             image.obj_get('properties') if image else None)
         return cls(uuid=instance_uuid, flavor_id=info.flavor_id,
                    image_properties=info.image_properties)
 
     def to_host_info(self):
-        """The :class:`scheduler.host_instances.InstanceInfo` kept per host."""
-        return host_instances.InstanceInfo(
+        """The :class:`scheduler.placement_types.InstanceInfo` kept per host."""
+        return placement_types.InstanceInfo(
             self.obj_get('flavor_id'), dict(self.obj_get('image_properties',
                                                          {})))

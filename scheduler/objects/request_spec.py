@@ -13,9 +13,9 @@ import math
 
 from oslo_versionedobjects import fields
 
-from scheduler.db import claims
 from scheduler import exception
 from scheduler.objects import base
+from scheduler import placement_types
 from scheduler import validation
 
 # The flavor's sizes, and the most each may ask for.
@@ -167,7 +167,7 @@ class RequestSpec(base.GanttObject):
         flavor = self.flavor
         disk_gb = (flavor.root_gb + flavor.ephemeral_gb
                    + int(math.ceil(flavor.swap / 1024.0)))
-        return claims.Resources(flavor.vcpus, flavor.memory_mb, disk_gb)
+        return placement_types.Resources(flavor.vcpus, flavor.memory_mb, disk_gb)
 
     def get_scheduler_hint(self, name, default=None):
         """A hint's value: a lone value for one-element lists, as Nova."""

@@ -10,7 +10,6 @@ from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import instances as db_instances
 from scheduler.db import moves
-from scheduler.drivers import base
 from scheduler import exception
 from tests.unit.db import test_claims as helpers
 
@@ -58,14 +57,14 @@ def test_failed_claim_keeps_the_earlier_allocation(any_database):
     small = helpers.make_node('small', vcpus=1)
     big = helpers.make_node('big')
     consumer = str(uuid.uuid4())
-    assert base.claim_in_sql(big, consumer, claims.Resources(1, 512, 1))
+    assert claims.claim_in_sql(big, consumer, claims.Resources(1, 512, 1))
     # Replacing it with a claim that does not fit writes nothing.
-    assert base.claim_in_sql(small, consumer,
+    assert claims.claim_in_sql(small, consumer,
                              claims.Resources(2, 512, 1)) is False
     assert helpers.allocations(consumer) == [
         (big, claims.Resources(1, 512, 1))]
     # One that fits replaces it, in the same transaction.
-    assert base.claim_in_sql(small, consumer,
+    assert claims.claim_in_sql(small, consumer,
                              claims.Resources(1, 512, 1)) is True
     assert helpers.allocations(consumer) == [
         (small, claims.Resources(1, 512, 1))]
@@ -119,15 +118,15 @@ def test_scheduler_claims_refuse_settled_instances(database, vm_state,
         with pytest.raises(exception.InvalidRequest,
                            match='%s is %s with no task' % (instance,
                                                             vm_state)):
-            base.claim_in_sql(node, instance, resources,
+            claims.claim_in_sql(node, instance, resources,
                               refuse_settled=True)
         assert helpers.allocations(instance) == []
     else:
-        assert base.claim_in_sql(node, instance, resources,
+        assert claims.claim_in_sql(node, instance, resources,
                                  refuse_settled=True) is True
     # A consumer Gantt has no instance for is never refused.
     other = helpers.make_node('other')
-    assert base.claim_in_sql(other, str(uuid.uuid4()), resources,
+    assert claims.claim_in_sql(other, str(uuid.uuid4()), resources,
                              refuse_settled=True) is True
 
 
@@ -139,19 +138,19 @@ def test_a_second_copy_of_an_answered_request_cannot_move_the_claim(
     first, second = helpers.make_node('h1'), helpers.make_node('h2')
     instance = _instance()
     resources = claims.Resources(1, 512, 1)
-    assert base.claim_in_sql(first, instance, resources,
+    assert claims.claim_in_sql(first, instance, resources,
                              refuse_settled=True) is True
     with db_api.writer() as session:
         db_instances.update(session, instance, task_state='spawning',
                             host='h1', node='h1')
     with pytest.raises(exception.InvalidRequest,
                        match='placed on h1 already'):
-        base.claim_in_sql(second, instance, resources, refuse_settled=True)
+        claims.claim_in_sql(second, instance, resources, refuse_settled=True)
     assert [node for node, _ in helpers.allocations(instance)] == [first]
 
     # A legacy reschedule released the failed host's claim first: asking
     # the scheduler again is allowed.
     with db_api.writer() as session:
         claims.release_resources(session, instance)
-    assert base.claim_in_sql(second, instance, resources,
+    assert claims.claim_in_sql(second, instance, resources,
                              refuse_settled=True) is True

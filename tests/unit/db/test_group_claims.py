@@ -1,7 +1,7 @@
 """Server-group claims racing on every backend.
 
 Threads released at once claim members of one group through
-:func:`scheduler.drivers.base.claim_in_sql`, the way scheduler workers and
+:func:`scheduler.db.claims.claim_in_sql`, the way scheduler workers and
 processes do: each tries the hosts in its own order and moves on when a
 claim is refused, as the filter scheduler does after a lost race. The
 group's row lock must make them take turns, so that the policy holds
@@ -20,7 +20,6 @@ from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import instance_groups
 from scheduler.db import models
-from scheduler.drivers import base
 from tests.unit.db import test_claims
 
 _ALLOC = models.Allocation.__table__
@@ -63,7 +62,7 @@ def claim_somewhere(nodes, member, group_uuid, first, refusals):
     hosts = sorted(nodes)
     for step in range(len(hosts)):
         host = hosts[(first + step) % len(hosts)]
-        won = base.claim_in_sql(nodes[host], member, SMALL, group_uuid,
+        won = claims.claim_in_sql(nodes[host], member, SMALL, group_uuid,
                                 host)
         if won is True:
             return host
@@ -108,7 +107,7 @@ def test_anti_affinity_race_on_one_host_has_one_winner(any_database):
     members = [str(uuid.uuid4()) for _ in range(8)]
     group = make_group('anti-affinity', members)
 
-    results = test_claims.race(8, lambda i: base.claim_in_sql(
+    results = test_claims.race(8, lambda i: claims.claim_in_sql(
         nodes['host1'], members[i], SMALL, group, 'host1'))
 
     assert [r for r in results if r is True] == [True]
@@ -167,17 +166,17 @@ def test_failed_claim_keeps_the_earlier_allocation(any_database, why):
     nodes = make_nodes(hosts=('host1', 'host2'))
     mine, other = str(uuid.uuid4()), str(uuid.uuid4())
     group = make_group('anti-affinity', [mine, other])
-    assert base.claim_in_sql(nodes['host1'], mine, SMALL, group,
+    assert claims.claim_in_sql(nodes['host1'], mine, SMALL, group,
                              'host1') is True
     if why == 'group':
-        assert base.claim_in_sql(nodes['host2'], other, SMALL, group,
+        assert claims.claim_in_sql(nodes['host2'], other, SMALL, group,
                                  'host2') is True
         asked = SMALL
     else:
         asked = claims.Resources(1, 65536 + 1, 1)
     before = _holdings(nodes)
 
-    outcome = base.claim_in_sql(nodes['host2'], mine, asked, group, 'host2')
+    outcome = claims.claim_in_sql(nodes['host2'], mine, asked, group, 'host2')
 
     assert not outcome
     if why == 'group':
@@ -198,7 +197,7 @@ def test_racing_copies_of_one_request_leave_one_allocation(any_database):
     group = make_group('anti-affinity', [member])
     hosts = sorted(nodes)
 
-    results = test_claims.race(6, lambda i: base.claim_in_sql(
+    results = test_claims.race(6, lambda i: claims.claim_in_sql(
         nodes[hosts[i % 3]], member, SMALL, group, hosts[i % 3]))
 
     assert results == [True] * 6
