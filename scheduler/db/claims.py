@@ -61,12 +61,15 @@ def capacity_expression(resource):
             - _NODE.c[reserved])
 
 
-def claim_resources(session, compute_node_id, consumer_uuid, resources):
+def claim_resources(session, compute_node_id, consumer_uuid, resources,
+                    guards=()):
     """Claim ``resources`` on the node for the consumer; True if it fit.
 
     Resources asked in zero amounts are not checked, so a node that is over
     capacity after its ratio was lowered still takes zero-sized claims. The
-    caller owns the transaction; on False nothing was written.
+    caller owns the transaction; on False nothing was written. ``guards``
+    are more SQL conditions the node's UPDATE must meet (False if one
+    does not hold).
 
     :raises ValueError: a negative amount (it would lower the usage).
     """
@@ -75,7 +78,7 @@ def claim_resources(session, compute_node_id, consumer_uuid, resources):
     if negative:
         raise ValueError('negative amounts of %s in claim %s for %s'
                          % (', '.join(negative), resources, consumer_uuid))
-    conditions = [_NODE.c.id == compute_node_id]
+    conditions = [_NODE.c.id == compute_node_id, *guards]
     values = {'generation': _NODE.c.generation + 1,
               'updated_at': models.utcnow()}
     for field in Resources._fields:
@@ -433,6 +436,115 @@ def _refusal(session, consumer_uuid):
     return None
 
 
+def _is_settled(consumer_uuid):
+    """SQL: the consumer is an instance :func:`_refusal` calls settled."""
+    return sa.exists().where(
+        _INSTANCE.c.uuid == consumer_uuid,
+        _INSTANCE.c.task_state.is_(None),
+        _INSTANCE.c.vm_state.in_(SETTLED_VM_STATES))
+
+
+def _holds_allocations(consumer_uuid):
+    return sa.exists().where(_ALLOC.c.consumer_uuid == consumer_uuid)
+
+
+# The fresh claim's statements, built once per shape: {(resources
+# checked, refuse settled, default ratios): UPDATE}. Building them is
+# most of a claim's Python time.
+_fresh_updates = {}
+_ALLOC_INSERT = sa.insert(_ALLOC)
+
+
+def _fresh_update(checked, refuse_settled):
+    """The conditional UPDATE of :func:`_claim_fresh`, with bind
+    parameters ``node``, ``consumer``, ``now`` and ``claim_<resource>``.
+    """
+    ratios = tuple(getattr(CONF.filter_scheduler, RESOURCE_COLUMNS[field][4])
+                   for field in Resources._fields)
+    key = (checked, refuse_settled, ratios)
+    statement = _fresh_updates.get(key)
+    if statement is not None:
+        return statement
+    consumer = sa.bindparam('consumer')
+    conditions = [_NODE.c.id == sa.bindparam('node'),
+                  ~_holds_allocations(consumer)]
+    if refuse_settled:
+        conditions.append(~_is_settled(consumer))
+    values = {'generation': _NODE.c.generation + 1,
+              'updated_at': sa.bindparam('now')}
+    for field, check in zip(Resources._fields, checked):
+        used = _NODE.c[RESOURCE_COLUMNS[field][0]]
+        amount = sa.bindparam('claim_' + field)
+        values[used.name] = used + amount
+        if check:
+            conditions.append(used + amount <= capacity_expression(field))
+    statement = sa.update(_NODE).where(*conditions).values(**values)
+    if len(_fresh_updates) > 64:
+        _fresh_updates.clear()
+    _fresh_updates[key] = statement
+    return statement
+
+
+# The same on PostgreSQL as one statement: the UPDATE in a CTE, the
+# allocation inserted from what it returns.
+_fresh_statements = {}
+
+
+def _fresh_statement(checked, refuse_settled):
+    """PostgreSQL: :func:`_fresh_update` and the allocation's INSERT as
+    one statement (its rowcount is 1 when the claim was made)."""
+    update = _fresh_update(checked, refuse_settled)
+    statement = _fresh_statements.get(update)
+    if statement is not None:
+        return statement
+    claimed = update.returning(_NODE.c.id).cte('claimed')
+    columns = ('consumer_uuid', 'compute_node_id', 'vcpus', 'memory_mb',
+               'disk_gb', 'created_at')
+    statement = sa.insert(_ALLOC).from_select(columns, sa.select(
+        sa.bindparam('consumer', type_=_ALLOC.c.consumer_uuid.type),
+        claimed.c.id,
+        sa.bindparam('claim_vcpus', type_=sa.Integer),
+        sa.bindparam('claim_memory_mb', type_=sa.Integer),
+        sa.bindparam('claim_disk_gb', type_=sa.Integer),
+        sa.bindparam('now', type_=_ALLOC.c.created_at.type)))
+    if len(_fresh_statements) > 64:
+        _fresh_statements.clear()
+    _fresh_statements[update] = statement
+    return statement
+
+
+def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled):
+    """The common claim in one statement and an INSERT: a consumer that
+    holds nothing yet (and, with ``refuse_settled``, is not settled).
+    False when the node has no room or the consumer is not such a one;
+    :func:`claim_in_sql` then takes the full path, which says which.
+    (Its caller retries on lost connections and deadlocks.)
+    """
+    if any(amount < 0 for amount in resources):
+        return False    # the full path says why
+    checked = tuple(amount > 0 for amount in resources)
+    now = models.utcnow()
+    params = {'node': node_id, 'consumer': consumer_uuid, 'now': now}
+    for field, amount in zip(Resources._fields, resources):
+        params['claim_' + field] = amount
+    if db_api.get_engine().dialect.name == 'postgresql':
+        # One round trip: the statement is its own transaction.
+        with db_api.autocommit_connection() as connection:
+            result = connection.execute(
+                _fresh_statement(checked, refuse_settled), params)
+            return result.rowcount == 1
+    with db_api.write_connection() as connection:
+        result = connection.execute(
+            _fresh_update(checked, refuse_settled), params)
+        if result.rowcount != 1:
+            return False
+        connection.execute(_ALLOC_INSERT, {
+            'consumer_uuid': consumer_uuid, 'compute_node_id': node_id,
+            'vcpus': resources.vcpus, 'memory_mb': resources.memory_mb,
+            'disk_gb': resources.disk_gb, 'created_at': now})
+    return True
+
+
 @db_api.retry_on_db_error
 def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
                  host=None, refuse_settled=False):
@@ -456,7 +568,16 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     settled (:data:`SETTLED_VM_STATES`, no task), or already placed by
     the conductor (see :func:`_refusal`), gets InvalidRequest and nothing
     is written.
+
+    The usual claim (no group policy, a consumer holding nothing yet) is
+    one conditional UPDATE, the allocation's INSERT and the COMMIT
+    (:func:`_claim_fresh`; on PostgreSQL one statement in one round
+    trip); only when that UPDATE matches nothing does the full path run,
+    to tell a full node from a consumer to refuse or to move.
     """
+    if group_uuid is None and _claim_fresh(node_id, consumer_uuid, resources,
+                                           refuse_settled):
+        return True
     try:
         with db_api.writer() as session:
             if refuse_settled:

@@ -141,3 +141,62 @@ def test_check_connection_waits_max_retries_then_names_the_database(
     assert len(waits) == 2, [r.getMessage() for r in caplog.records]
     assert 'u:***@127.0.0.1:9/x' in str(raised.value)
     assert ':p@' not in str(raised.value)
+
+
+def _backend_pid(backend, session):
+    query = ('SELECT pg_backend_pid()' if backend == 'postgresql'
+             else 'SELECT CONNECTION_ID()')
+    return session.execute(sa.text(query)).scalar()
+
+
+def _kill_pid(backend, pid):
+    statement = ('SELECT pg_terminate_backend(%d)' if backend == 'postgresql'
+                 else 'KILL %d') % pid
+    with databases._admin_connection(backend) as admin:
+        admin.exec_driver_sql(statement)
+
+
+def test_a_connection_in_steady_use_is_not_pinged(server_database):
+    backend, _url = server_database
+    engine = db_api.get_engine()
+    pings = []
+    real_ping = engine.dialect.do_ping
+    engine.dialect.do_ping = lambda conn: pings.append(1) or real_ping(conn)
+    try:
+        for _ in range(5):
+            with db_api.reader() as session:
+                session.execute(sa.text('SELECT 1'))
+    finally:
+        engine.dialect.do_ping = real_ping
+    assert pings == []
+
+
+def test_an_idle_connection_the_server_dropped_is_replaced(
+        server_database, monkeypatch):
+    backend, _url = server_database
+    with db_api.reader() as session:
+        first = _backend_pid(backend, session)
+    # Back in the pool, its server session ends.
+    _kill_pid(backend, first)
+    monkeypatch.setattr(db_api, 'PING_AFTER_IDLE_SECONDS', 0.0)
+    # A read is not retried: it works only because the checkout pinged
+    # the idle connection and replaced it.
+    with db_api.reader() as session:
+        second = _backend_pid(backend, session)
+    assert second != first
+
+
+def test_a_busy_connection_the_server_dropped_fails_once_then_recovers(
+        server_database):
+    backend, _url = server_database
+    with db_api.reader() as session:
+        first = _backend_pid(backend, session)
+    _kill_pid(backend, first)
+    # Used a moment ago: no ping, so the read meets the dead connection...
+    with pytest.raises(db_exc.DBConnectionError):
+        with db_api.reader() as session:
+            session.execute(sa.text('SELECT 1'))
+    # ... which invalidated the pool: the next read gets a new one, and a
+    # write would have been retried (test above).
+    with db_api.reader() as session:
+        assert _backend_pid(backend, session) != first

@@ -11,6 +11,7 @@ from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
+from scheduler import exception
 
 _NODE = models.ComputeNode.__table__
 _ALLOC = models.Allocation.__table__
@@ -217,12 +218,17 @@ def race(workers, action):
     return results
 
 
-@pytest.mark.parametrize('workers, room', [(8, 3), (12, 5)])
-def test_concurrent_claims_never_overfill(any_database, workers, room):
+@pytest.mark.parametrize('workers, room, fast', [(8, 3, False),
+                                                 (12, 5, False),
+                                                 (12, 5, True)])
+def test_concurrent_claims_never_overfill(any_database, workers, room,
+                                          fast):
+    # fast: claim_in_sql, whose usual claim is the prepared statement(s).
     node = make_node(vcpus=room, memory_mb=room * 1024, local_gb=room * 10)
     make_node(host='bystander')
+    take = sql_claim if fast else claim
 
-    results = race(workers, lambda i: claim(node, (1, 1024, 10)))
+    results = race(workers, lambda i: take(node, (1, 1024, 10)))
 
     assert results.count(True) == room
     assert results.count(False) == workers - room
@@ -253,3 +259,76 @@ def test_concurrent_releases_release_once(any_database):
     assert (state['vcpus_used'], state['memory_mb_used'],
             state['local_gb_used']) == (1, 1024, 10)
     assert inconsistencies() == []
+
+
+# -- claim_in_sql's fast path (prepared UPDATE + INSERT) ---------------------
+
+def sql_claim(node_id, resources, consumer=None, refuse_settled=True):
+    return claims.claim_in_sql(node_id, consumer or str(uuid.uuid4()),
+                               claims.Resources(*resources),
+                               refuse_settled=refuse_settled)
+
+
+def test_fresh_claim_is_one_round_trip_or_two(any_database):
+    node = make_node()
+    sql_claim(node, (1, 1, 1))            # statements prepared
+    statements = []
+
+    def record(conn, cursor, statement, params, context, executemany):
+        statements.append(statement.split()[0].upper())
+
+    engine = db_api.get_engine()
+    sa.event.listen(engine, 'before_cursor_execute', record)
+    try:
+        assert sql_claim(node, (1, 1024, 10)) is True
+    finally:
+        sa.event.remove(engine, 'before_cursor_execute', record)
+    # PostgreSQL: one statement (the UPDATE in a CTE) that commits itself.
+    expected = (['WITH'] if engine.dialect.name == 'postgresql'
+                else ['UPDATE', 'INSERT'])
+    assert [s for s in statements
+            if s in ('SELECT', 'UPDATE', 'INSERT', 'WITH')] == expected
+    assert node_state(node)['vcpus_used'] == 2
+    assert inconsistencies() == []
+
+
+def test_fast_path_follows_ratio_defaults_and_capacity(any_database, config):
+    node = make_node(cpu_allocation_ratio=None)
+    config.config(cpu_allocation_ratio=1.0, group='filter_scheduler')
+    assert sql_claim(node, (4, 0, 0)) is True
+    assert sql_claim(node, (1, 0, 0)) is False
+    # A new default applies to the next claim (statements are prepared
+    # per ratio).
+    config.config(cpu_allocation_ratio=2.0, group='filter_scheduler')
+    assert sql_claim(node, (4, 0, 0)) is True
+    assert sql_claim(node, (1, 0, 0)) is False
+    # Zero amounts are not checked on the fast path either.
+    assert sql_claim(node, (0, 1, 0)) is True
+    assert node_state(node)['vcpus_used'] == 8
+    with pytest.raises(ValueError):
+        sql_claim(node, (-1, 0, 0))
+    assert node_state(node)['vcpus_used'] == 8
+
+
+def test_fast_path_refuses_settled_and_repeated_consumers(any_database):
+    node = make_node()
+    other = make_node(host='host2')
+    consumer = str(uuid.uuid4())
+    assert sql_claim(node, (1, 1, 1), consumer) is True
+    # The consumer holds a claim: the fast path matches nothing and the
+    # full path replaces the earlier claim (a conductor that asked again).
+    assert sql_claim(other, (2, 1, 1), consumer) is True
+    assert [node_id for node_id, _ in allocations(consumer)] == [other]
+    assert node_state(node)['vcpus_used'] == 0
+    assert node_state(other)['vcpus_used'] == 2
+    settled = str(uuid.uuid4())
+    now = models.utcnow()
+    with db_api.writer() as session:
+        session.execute(sa.insert(models.Instance.__table__).values(
+            uuid=settled, vm_state='active', host='host1', node='host1-node',
+            created_at=now, updated_at=now))
+    before = node_state(node)
+    with pytest.raises(exception.InvalidRequest):
+        sql_claim(node, (1, 1, 1), settled)
+    assert node_state(node) == before
+    assert allocations(settled) == []
