@@ -6,11 +6,14 @@ what made Nova's scheduler slow at scale. The HostManager keeps a
 from SQL in a background thread every ``[scheduler]
 host_state_refresh_interval`` seconds, reading only what changed:
 
-* compute nodes whose ``generation`` differs from the cached one (every
-  write to a node, claims included, bumps it);
+* compute nodes written since the last refresh (an indexed
+  ``updated_at``), of which those whose ``generation`` differs from the
+  cached one (every write to a node, claims included, bumps it);
 * compute services (binary ``gantt-compute``) whose ``updated_at`` moved
-  (heartbeats, enable/disable), with a full re-read now and then to notice
-  deleted rows;
+  (heartbeats, enable/disable);
+* every ``FULL_READ_INTERVAL`` seconds, the generation of every node and
+  every service, to notice deleted rows and rows written by a host whose
+  clock lags by more than ``WRITE_SLACK``;
 * aggregates, hosts and metadata, re-read whole only when their
   fingerprint changed.
 
@@ -23,11 +26,15 @@ aggregates before the cast arrived does not undo it.
 Each HostState also carries the instances on its host; the compute
 agents' casts keep them up to date (see :mod:`scheduler.instance_tracking`).
 
-A request takes a snapshot (:meth:`HostManager.snapshot`) and reads it
-without locks; the manager swaps in a new table when something changes.
-After a successful claim the scheduler calls :meth:`HostManager.consume`,
-so the next request sees the room already taken; a stale row can only
-cost a failed claim (claims are checked in SQL), never an overfilled host.
+A request takes the current table (:meth:`HostManager.snapshot`) and
+reads it without locks. Changes that keep every node where it is (a
+claim's :meth:`HostManager.consume`, rows a refresh read, instances) are
+written into that table in place, row by row, so that their cost is that
+of the rows they change and requests running meanwhile see them at once;
+changes of the set of nodes, their names or zones build a new table. A
+request that places several instances works on a detached copy. A stale
+or half-updated row can only cost a failed claim (claims are checked in
+SQL), never an overfilled host.
 
 The background thread starts lazily on the first snapshot, and again in a
 forked child (threads do not survive ``fork``). With ``auto_refresh=False``
@@ -41,7 +48,6 @@ is called by the owner::
     manager.stop()
 """
 
-import copy
 import datetime
 import os
 import threading
@@ -57,6 +63,7 @@ from scheduler.db import aggregates as db_aggregates
 from scheduler.db import api as db_api
 from scheduler.db import compute_nodes
 from scheduler.db import models
+from scheduler import host_instances
 from scheduler import host_table
 from scheduler import instance_tracking
 
@@ -64,13 +71,15 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 COMPUTE_BINARY = 'gantt-compute'
-# Services written within this many seconds before the newest one seen
-# are read again, so that a row committed late, or by a host whose clock
-# lags a little, is not missed.
-SERVICE_SLACK = 2.0
-# Seconds between full re-reads of the services (notices deleted rows and
-# writers whose clocks lag by more than SERVICE_SLACK).
-SERVICE_FULL_READ_INTERVAL = 30.0
+# A refresh reads the nodes and services written since this many seconds
+# before the previous refresh began, so that a row committed late (its
+# updated_at is older than its commit) or by a host whose clock lags a
+# little is not missed.
+WRITE_SLACK = 2.0
+# Seconds between full reads of the nodes' generations and the services
+# (notices deleted rows and writers whose clocks lag by more than
+# WRITE_SLACK).
+FULL_READ_INTERVAL = 300.0
 
 _SERVICE = models.Service.__table__
 _SERVICE_COLUMNS = (_SERVICE.c.id, _SERVICE.c.host, _SERVICE.c.binary,
@@ -81,6 +90,12 @@ _RATIO_OPTIONS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
                   'disk_allocation_ratio')
 
 _managers = weakref.WeakSet()
+
+
+def _default_ratios():
+    """The configured allocation ratios, for nodes that report none."""
+    return {name: getattr(CONF.filter_scheduler, name)
+            for name in _RATIO_OPTIONS}
 
 
 def _reset_after_fork():
@@ -101,12 +116,6 @@ def _read_services(session, since=None, hosts=None):
     return session.execute(query).all()
 
 
-def _count_services(session):
-    return session.execute(
-        sa.select(sa.func.count(_SERVICE.c.id))
-        .where(_SERVICE.c.binary == COMPUTE_BINARY)).scalar_one()
-
-
 class _Changes:
     """What one refresh read from SQL, applied later under the lock."""
 
@@ -114,7 +123,10 @@ class _Changes:
         self.nodes = []
         self.removed = []
         self.services = []
-        self.full_services = False
+        # A full read: ``nodes`` holds the rows whose generation changed,
+        # ``services`` every service. Otherwise both hold the rows
+        # written since the watermark.
+        self.full = False
         self.aggregates = None
         self.aggregates_fingerprint = None
         # Aggregate fanouts applied when the refresh began (see _apply).
@@ -133,12 +145,17 @@ class HostManager(instance_tracking.InstanceTracking):
                       'aggregate_updates': 0, 'instance_updates': 0,
                       'instance_resyncs': 0, 'last_refresh_seconds': 0.0}
         self._table = None
-        self._node_rows = {}
+        # {node id: generation} of every node the cache knows (-1: read it
+        # again). Node rows are not kept: HostStates carry their values.
         self._generations = {}
+        # Nodes to read again at the next refresh whatever their
+        # updated_at (claimed on, or raced by a refresh).
+        self._reread = set()
+        # When the last successful refresh began (UTC, this host's clock),
+        # and when the last full read was (monotonic).
+        self._watermark = None
+        self._last_full_read = 0.0
         self._services = {}
-        self._service_count = 0
-        self._service_watermark = None
-        self._last_full_service_read = 0.0
         self._aggregates = ()
         self._aggregates_by_host = {}
         self._aggregates_fingerprint = None
@@ -162,7 +179,8 @@ class HostManager(instance_tracking.InstanceTracking):
     # -- what requests use ----------------------------------------------------
 
     def snapshot(self):
-        """The current HostTable (loaded on first use); never copied."""
+        """The current HostTable (loaded on first use); never copied, and
+        updated in place (see the module docstring)."""
         table = self._table
         if table is None:
             table = self.refresh()
@@ -180,10 +198,19 @@ class HostManager(instance_tracking.InstanceTracking):
             if table is None or node_id not in table.row_by_id:
                 return
             row = table.row_by_id[node_id]
-            self._table = table.consumed(row, resources)
+            replaced = {}
             if instance_uuid is not None:
-                self._record_instance(table.states[row].host, instance_uuid,
-                                      instance_info)
+                host = table.states[row].host
+                instances = self._record_instance(
+                    host, instance_uuid, instance_info, update_table=False)
+                replaced = {other: host_instances.with_instances(
+                    table.states[other], instances)
+                    for other in host_instances.host_rows(table, host)}
+            state = replaced.get(row, table.states[row])
+            replaced[row] = state.consumed(resources)
+            # In place: a claim costs what it changes, not a copy of the
+            # columns of every host (see HostTable.update_in_place).
+            self._put_states(replaced)
             self._mark_consumed(node_id)
 
     def _mark_consumed(self, node_id):
@@ -193,6 +220,7 @@ class HostManager(instance_tracking.InstanceTracking):
         self._consume_seq += 1
         self._consumed_at[node_id] = self._consume_seq
         self._generations[node_id] = -1
+        self._reread.add(node_id)
 
     def refresh_nodes(self, node_ids):
         """Re-read some nodes (and their services) now.
@@ -217,35 +245,58 @@ class HostManager(instance_tracking.InstanceTracking):
             # Nodes new to the cache wait for the next refresh, which
             # rebuilds the table with them.
             rows = [row for row in rows
-                    if row.id in self._node_rows
+                    if row.id in self._generations
                     and self._consumed_at.get(row.id, 0) <= seen_seq]
             for row in rows:
-                self._node_rows[row.id] = row
                 self._generations[row.id] = row.generation
-            fresh = {row.id: self._make_state(row) for row in rows}
+                self._reread.discard(row.id)
+            ratios = _default_ratios()
+            fresh = {row.id: self._make_state(row, ratios) for row in rows}
             table = self._table
             if table is not None:
-                replaced = {table.row_by_id[node_id]: state
-                            for node_id, state in fresh.items()
-                            if node_id in table.row_by_id}
-                self._table = table.replace(replaced)
+                self._put_states({table.row_by_id[node_id]: state
+                                  for node_id, state in fresh.items()
+                                  if node_id in table.row_by_id})
         return fresh
 
     # -- refreshing -----------------------------------------------------------
 
-    def refresh(self):
-        """Bring the table up to date with SQL; return the new table."""
+    def refresh(self, full=False):
+        """Bring the table up to date with SQL; return the new table.
+
+        It reads the rows written since the last refresh; ``full`` (or
+        ``FULL_READ_INTERVAL`` since the last full read) also compares
+        every node's generation and re-reads every service, which
+        notices deleted rows.
+        """
         with self._refresh_lock:
             started = time.perf_counter()
+            now = time.monotonic()
+            began = models.utcnow()
+            full = (full or self._watermark is None
+                    or now - self._last_full_read >= FULL_READ_INTERVAL)
             changes = _Changes()
             with self._lock:
                 seen_seq = self._consume_seq
-                known = dict(self._generations)
+                known = dict(self._generations) if full else None
+                reread = set(self._reread)
                 changes.aggregate_seq = self._aggregate_seq
             with db_api.reader() as session:
-                changes.nodes, changes.removed = (
-                    compute_nodes.changed_since(session, known))
-                self._read_service_changes(session, changes)
+                if full:
+                    changes.nodes, changes.removed = (
+                        compute_nodes.changed_since(session, known))
+                    changes.services = _read_services(session)
+                else:
+                    since = self._watermark - datetime.timedelta(
+                        seconds=WRITE_SLACK)
+                    changes.nodes = compute_nodes.written_since(session,
+                                                                since)
+                    missing = reread - {row.id for row in changes.nodes}
+                    if missing:
+                        changes.nodes.extend(
+                            compute_nodes.get_nodes(session, ids=missing))
+                    changes.services = _read_services(session, since=since)
+                changes.full = full
                 if not self._instances_loaded:
                     changes.instances = instance_tracking.read_instances(
                         session)
@@ -256,6 +307,9 @@ class HostManager(instance_tracking.InstanceTracking):
             with self._lock:
                 self._apply(changes, seen_seq)
                 table = self._table
+            self._watermark = began
+            if full:
+                self._last_full_read = now
             elapsed = time.perf_counter() - started
             self.stats['refreshes'] += 1
             self.stats['nodes_read'] += len(changes.nodes)
@@ -266,31 +320,6 @@ class HostManager(instance_tracking.InstanceTracking):
                       len(changes.nodes), len(changes.services),
                       len(changes.removed))
             return table
-
-    def _read_service_changes(self, session, changes):
-        now = time.monotonic()
-        full = (self._service_watermark is None
-                or now - self._last_full_service_read
-                >= SERVICE_FULL_READ_INTERVAL
-                or _count_services(session) != self._service_count)
-        if full:
-            changes.services = _read_services(session)
-            changes.full_services = True
-            self._last_full_service_read = now
-        else:
-            since = self._service_watermark - datetime.timedelta(
-                seconds=SERVICE_SLACK)
-            changes.services = _read_services(session, since=since)
-        stamps = [row.updated_at for row in changes.services
-                  if row.updated_at is not None]
-        if stamps:
-            newest = max(stamps)
-            if (self._service_watermark is None
-                    or newest > self._service_watermark):
-                self._service_watermark = newest
-        elif full:
-            self._service_watermark = self._service_watermark or (
-                models.utcnow())
 
     def _apply(self, changes, seen_seq):
         """Merge what a refresh read; called with the lock held."""
@@ -309,41 +338,50 @@ class HostManager(instance_tracking.InstanceTracking):
             self._aggregates_fingerprint = changes.aggregates_fingerprint
             rebuild = True
         for node_id in changes.removed:
-            self._node_rows.pop(node_id, None)
             self._generations.pop(node_id, None)
+            self._reread.discard(node_id)
             rebuild = True
         # Nodes claimed on after this refresh started its reads: the row
         # read may predate the claim. Keep the consumed cached row and
         # read the node again next time.
         raced = {node_id for node_id, seq in self._consumed_at.items()
                  if seq > seen_seq}
-        updated = []
+        if not changes.full:
+            # Rows written within the slack were mostly read already.
+            changes.nodes = [row for row in changes.nodes
+                             if self._generations.get(row.id)
+                             != row.generation]
+        # {node id: row} of the nodes whose rows this refresh takes (and
+        # new nodes, even raced: the cache has nothing else of them).
+        fresh = {}
         for row in changes.nodes:
-            if row.id not in self._node_rows:
+            new = row.id not in self._generations
+            if new:
                 rebuild = True
             if row.id in raced:
                 self._generations[row.id] = -1
-                if row.id not in self._node_rows:
-                    self._node_rows[row.id] = row
+                self._reread.add(row.id)
+                if new:
+                    fresh[row.id] = row
                 continue
-            self._node_rows[row.id] = row
             self._generations[row.id] = row.generation
-            updated.append(row.id)
+            self._reread.discard(row.id)
+            fresh[row.id] = row
         self._consumed_at = {node_id: seq for node_id, seq
                              in self._consumed_at.items() if seq > seen_seq}
+        ratios = _default_ratios()
         if rebuild:
-            self._rebuild(raced)
+            self._rebuild(fresh, changed_hosts, raced, ratios)
             return
         table = self._table
-        ids = set(updated)
+        replaced = {table.row_by_id[node_id]: self._make_state(row, ratios)
+                    for node_id, row in fresh.items()}
         for host in changed_hosts:
-            ids.update(table.states[row].id
-                       for row in table.rows_by_host.get(host, ()))
-        ids -= raced
-        replaced = {table.row_by_id[node_id]:
-                    self._make_state(self._node_rows[node_id])
-                    for node_id in ids}
-        self._table = table.replace(replaced)
+            for position in table.rows_by_host.get(host, ()):
+                state = table.states[position]
+                if state.id not in fresh and state.id not in raced:
+                    replaced[position] = self._restated(state, ratios)
+        self._put_states(replaced)
 
     def _apply_services(self, changes):
         """Update the cached services; return the hosts that changed."""
@@ -359,11 +397,10 @@ class HostManager(instance_tracking.InstanceTracking):
             if cached.get(row.host) != values:
                 cached[row.host] = host_table.ServiceInfo._make(values)
                 changed.add(row.host)
-        if changes.full_services:
+        if changes.full:
             for host in set(cached) - seen:
                 changed.add(host)
                 del cached[host]
-            self._service_count = len(seen)
         return changed
 
     def _set_aggregates(self, aggregates):
@@ -372,8 +409,14 @@ class HostManager(instance_tracking.InstanceTracking):
         for aggregate in self._aggregates:
             for host in aggregate.hosts:
                 by_host.setdefault(host, []).append(aggregate)
-        self._aggregates_by_host = {host: tuple(aggs)
-                                    for host, aggs in by_host.items()}
+        # Hosts in the same aggregates share one tuple (and so one zone
+        # set, see host_table.zones_of).
+        shared = {}
+        self._aggregates_by_host = {}
+        for host, aggs in by_host.items():
+            key = tuple(id(agg) for agg in aggs)
+            self._aggregates_by_host[host] = shared.setdefault(key,
+                                                               tuple(aggs))
 
     # -- aggregate fanouts ----------------------------------------------------
 
@@ -419,28 +462,17 @@ class HostManager(instance_tracking.InstanceTracking):
         if table is None:
             return
         states = list(table.states)
+        ratios = _default_ratios()
         for host in hosts:
             for row in table.rows_by_host.get(host, ()):
-                states[row] = self._regrouped(states[row])
+                states[row] = self._restated(states[row], ratios)
         self._table = host_table.HostTable.build(states, self._aggregates)
         self.stats['full_builds'] += 1
 
-    def _regrouped(self, state):
-        """A copy of ``state`` with its host's current aggregates and
-        zones; what it consumed is kept."""
-        aggregates = self._aggregates_by_host.get(state.host, ())
-        zones = frozenset(agg.metadata[db_aggregates.AZ_KEY]
-                          for agg in aggregates
-                          if db_aggregates.AZ_KEY in agg.metadata)
-        state = copy.copy(state)
-        state.aggregates = tuple(aggregates)
-        state.availability_zones = zones or frozenset(
-            [CONF.default_availability_zone])
-        return state
 
-    def _make_state(self, row):
-        ratios = {name: getattr(CONF.filter_scheduler, name)
-                  for name in _RATIO_OPTIONS}
+    def _make_state(self, row, ratios):
+        """A HostState from a node row just read (``ratios``: see
+        :func:`_default_ratios`)."""
         state = host_table.HostState.from_node(
             row, self._services.get(row.host),
             self._aggregates_by_host.get(row.host, ()), ratios,
@@ -448,15 +480,29 @@ class HostManager(instance_tracking.InstanceTracking):
         state.instances = self._instances_of(row.host)
         return state
 
-    def _rebuild(self, keep_ids=()):
+    def _restated(self, state, ratios):
+        """``state`` with its host's current service, aggregates,
+        instances and ratio defaults."""
+        return state.restated(
+            self._services.get(state.host),
+            self._aggregates_by_host.get(state.host, ()), ratios,
+            CONF.default_availability_zone, self._instances_of(state.host))
+
+    def _rebuild(self, fresh, changed_hosts, keep_ids, ratios):
+        """A new table over every known node: from ``fresh`` rows where
+        given, else from the old table's state (kept as it is for
+        ``keep_ids``, raced by a claim; restated for the others)."""
         old = self._table
         states = []
-        for node_id in sorted(self._node_rows):
-            if old is not None and node_id in keep_ids and (
-                    node_id in old.row_by_id):
-                states.append(old.states[old.row_by_id[node_id]])
-            else:
-                states.append(self._make_state(self._node_rows[node_id]))
+        for node_id in sorted(self._generations):
+            row = fresh.get(node_id)
+            if row is not None:
+                states.append(self._make_state(row, ratios))
+                continue
+            state = old.states[old.row_by_id[node_id]]
+            if node_id not in keep_ids:
+                state = self._restated(state, ratios)
+            states.append(state)
         self._table = host_table.HostTable.build(states, self._aggregates)
         self.stats['full_builds'] += 1
 

@@ -88,6 +88,36 @@ def service_is_up(service, now, down_time):
         seconds=down_time)
 
 
+_RATIO_FIELDS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
+                 'disk_allocation_ratio')
+# node_ratios of a node that reports none (shared by all of them).
+NO_RATIOS = (None, None, None)
+# One frozenset per distinct set of zones, shared by the HostStates in it.
+_zone_sets = {}
+# The zones of the last aggregates tuples asked about: {id(tuple):
+# (tuple, default zone, zones)} (the tuple is kept, so its id stays its).
+_zones_by_tuple = {}
+_ZONES_BY_TUPLE_LIMIT = 4096
+
+
+def zones_of(aggregates, default_az):
+    """The availability zones of a host in ``aggregates`` (interned)."""
+    known = _zones_by_tuple.get(id(aggregates))
+    if (known is not None and known[0] is aggregates
+            and known[1] == default_az):
+        return known[2]
+    zones = frozenset(agg.metadata['availability_zone']
+                      for agg in aggregates
+                      if 'availability_zone' in agg.metadata)
+    zones = zones or frozenset([default_az])
+    zones = _zone_sets.setdefault(zones, zones)
+    if isinstance(aggregates, tuple):
+        if len(_zones_by_tuple) >= _ZONES_BY_TUPLE_LIMIT:
+            _zones_by_tuple.clear()
+        _zones_by_tuple[id(aggregates)] = (aggregates, default_az, zones)
+    return zones
+
+
 class HostState:
     """One compute node as the filters and weighers see it (read-only)."""
 
@@ -101,9 +131,11 @@ class HostState:
         'host_ip', 'supported_instances', 'stats', 'metrics',
         'num_instances', 'io_workload', 'mapped', 'generation', 'updated')
 
-    # ``instances``: {uuid: host_instances.InstanceInfo} on the node's host.
+    # ``instances``: {uuid: host_instances.InstanceInfo} on the node's host;
+    # ``node_ratios``: the allocation ratios the node row holds (None where
+    # the configured default applies), for :meth:`restated`.
     __slots__ = NODE_FIELDS + ('service', 'aggregates', 'availability_zones',
-                               'instances')
+                               'instances', 'node_ratios')
 
     def __init__(self, service=None, aggregates=(),
                  availability_zones=frozenset(['nova']), **fields):
@@ -118,6 +150,7 @@ class HostState:
         self.aggregates = tuple(aggregates)
         self.availability_zones = frozenset(availability_zones)
         self.instances = host_instances.NO_INSTANCES
+        self.node_ratios = tuple(fields[name] for name in _RATIO_FIELDS)
 
     @classmethod
     def from_node(cls, row, service, aggregates, default_ratios, default_az):
@@ -129,37 +162,59 @@ class HostState:
             where the node reports no ratio.
         :param default_az: ``[DEFAULT] default_availability_zone``.
         """
-        def ratio(name):
-            value = getattr(row, name)
-            return float(default_ratios[name] if value is None else value)
+        # Built slot by slot: a cold start makes one per node.
+        state = cls.__new__(cls)
+        state.service = service
+        state.aggregates = tuple(aggregates)
+        state.availability_zones = zones_of(aggregates, default_az)
+        state.instances = host_instances.NO_INSTANCES
+        state.id = row.id
+        state.uuid = row.uuid
+        state.host = row.host
+        state.nodename = row.hypervisor_hostname
+        state.vcpus_total = row.vcpus
+        state.vcpus_used = row.vcpus_used
+        state.reserved_vcpus = row.reserved_vcpus
+        state.total_usable_ram_mb = row.memory_mb
+        state.memory_mb_used = row.memory_mb_used
+        state.reserved_memory_mb = row.reserved_memory_mb
+        state.total_usable_disk_gb = row.local_gb
+        state.local_gb_used = row.local_gb_used
+        state.reserved_disk_gb = row.reserved_disk_gb
+        ratios = (row.cpu_allocation_ratio, row.ram_allocation_ratio,
+                  row.disk_allocation_ratio)
+        state.node_ratios = NO_RATIOS if ratios == NO_RATIOS else ratios
+        state._resolve_ratios(default_ratios)
+        state.hypervisor_type = row.hypervisor_type
+        state.hypervisor_version = row.hypervisor_version
+        state.host_ip = row.host_ip
+        state.supported_instances = row.supported_instances or []
+        state.stats = row.stats or {}
+        state.metrics = row.metrics or []
+        state.num_instances = row.num_instances
+        state.io_workload = row.io_workload
+        state.mapped = bool(row.mapped)
+        state.generation = row.generation
+        state.updated = row.updated_at
+        return state
 
-        zones = frozenset(agg.metadata['availability_zone']
-                          for agg in aggregates
-                          if 'availability_zone' in agg.metadata)
-        return cls(
-            service=service, aggregates=aggregates,
-            availability_zones=zones or frozenset([default_az]),
-            id=row.id, uuid=row.uuid, host=row.host,
-            nodename=row.hypervisor_hostname,
-            vcpus_total=row.vcpus, vcpus_used=row.vcpus_used,
-            reserved_vcpus=row.reserved_vcpus,
-            total_usable_ram_mb=row.memory_mb,
-            memory_mb_used=row.memory_mb_used,
-            reserved_memory_mb=row.reserved_memory_mb,
-            total_usable_disk_gb=row.local_gb,
-            local_gb_used=row.local_gb_used,
-            reserved_disk_gb=row.reserved_disk_gb,
-            cpu_allocation_ratio=ratio('cpu_allocation_ratio'),
-            ram_allocation_ratio=ratio('ram_allocation_ratio'),
-            disk_allocation_ratio=ratio('disk_allocation_ratio'),
-            hypervisor_type=row.hypervisor_type,
-            hypervisor_version=row.hypervisor_version,
-            host_ip=row.host_ip,
-            supported_instances=row.supported_instances or [],
-            stats=row.stats or {}, metrics=row.metrics or [],
-            num_instances=row.num_instances, io_workload=row.io_workload,
-            mapped=bool(row.mapped), generation=row.generation,
-            updated=row.updated_at)
+    def _resolve_ratios(self, default_ratios):
+        for name, value in zip(_RATIO_FIELDS, self.node_ratios):
+            setattr(self, name, float(default_ratios[name] if value is None
+                                      else value))
+
+    def restated(self, service, aggregates, default_ratios, default_az,
+                 instances):
+        """A copy with a new service, aggregates (and so zones), ratio
+        defaults and instances; the node's own values, and what was
+        consumed from them, are kept."""
+        state = copy.copy(self)
+        state.service = service
+        state.aggregates = tuple(aggregates)
+        state.availability_zones = zones_of(aggregates, default_az)
+        state.instances = instances
+        state._resolve_ratios(default_ratios)
+        return state
 
     def __repr__(self):
         return ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s'
@@ -372,7 +427,7 @@ _DERIVED = {
 
 
 class HostTable:
-    """An immutable snapshot: HostStates plus aligned NumPy columns.
+    """HostStates plus aligned NumPy columns.
 
     Columns (all of length ``len(states)``): ``ids``, ``mapped``,
     ``candidates`` (mapped and with a compute service: what the scheduler
@@ -380,7 +435,8 @@ class HostTable:
     ``heartbeat_us``, ``az_index``, per resource ``used[r]`` (int) and
     ``capacity[r]`` (float), ``free_ram_mb``, ``free_disk_mb``,
     ``vcpus_free``, ``num_instances``, ``io_workload``.
-    Never write into a column: build a new table with :meth:`replace`.
+    Never write into a column: build a new table with :meth:`replace`,
+    or (the table's owner only) use :meth:`update_in_place`.
     """
 
     # Instance uuid -> host, built when first asked for (instance_counts)
@@ -388,7 +444,7 @@ class HostTable:
     _instance_index = None
 
     def __init__(self, states, columns, aggregates, indexes=None,
-                 previous=None, changed=()):
+                 previous=None, changed=(), rows=None):
         self.states = states
         self.aggregates = tuple(aggregates)
         self.columns = columns
@@ -402,10 +458,16 @@ class HostTable:
         changed = set(changed)
         self.derived = {}
         for name, (inputs, compute) in _DERIVED.items():
-            if previous is not None and changed.isdisjoint(inputs):
+            if previous is None:
+                self.derived[name] = compute(columns)
+            elif changed.isdisjoint(inputs):
                 self.derived[name] = previous.derived[name]
             else:
-                self.derived[name] = compute(columns)
+                # Only ``rows`` changed: compute those, copy the rest.
+                column = previous.derived[name].copy()
+                column[rows] = compute({key: columns[key][rows]
+                                        for key in inputs})
+                self.derived[name] = column
             setattr(self, name, self.derived[name])
         self.capacity = {resource: self.derived['capacity_' + resource]
                          for resource in RESOURCES}
@@ -450,22 +512,32 @@ class HostTable:
         for row, state in enumerate(states):
             row_by_id[state.id] = row
             by_host[state.host].append(row)
-            by_host_lower[state.host.lower()].append(row)
+            lower = state.host.lower()
+            by_host_lower[state.host if lower == state.host
+                          else lower].append(row)
             by_nodename[state.nodename].append(row)
             if state.availability_zones not in seen_zones:
                 seen_zones.add(state.availability_zones)
                 az_sets.append(state.availability_zones)
 
+        # Tuples of rows (most hosts have one node), one object per
+        # distinct tuple: the indexes cost little at 100k hosts.
+        shared = {}
+
         def freeze(mapping):
-            return {key: np.array(rows, dtype=np.intp)
-                    for key, rows in mapping.items()}
+            frozen = {}
+            for key, rows in mapping.items():
+                rows = tuple(rows)
+                frozen[key] = shared.setdefault(rows, rows)
+            return frozen
         return (row_by_id, freeze(by_host), freeze(by_host_lower),
                 freeze(by_nodename), tuple(az_sets))
 
     def replace(self, new_states):
         """A new table with ``{row: HostState}`` replaced.
 
-        Only the columns that change are copied. Falls back to a full
+        Only the columns that change are copied, and the derived ones
+        are computed for the replaced rows only. Falls back to a full
         build when a replaced node changed its identity (id, host, node
         name or zones).
         """
@@ -490,7 +562,7 @@ class HostTable:
                 columns[name] = column
                 changed.append(name)
         table = HostTable(states, columns, self.aggregates, self._indexes,
-                          previous=self, changed=changed)
+                          previous=self, changed=changed, rows=rows)
         table._per_state = self._per_state.carried(new_states,
                                                    len(table.states))
         if self._instance_index is not None:
@@ -501,6 +573,60 @@ class HostTable:
     def consumed(self, row, resources):
         """A new table where the node of ``row`` took ``resources``."""
         return self.replace({row: self.states[row].consumed(resources)})
+
+    def detached(self):
+        """A copy that shares no array with this table, so that
+        :meth:`update_in_place` on this one leaves it alone (for a
+        request that accounts for its own instances as it places them).
+        """
+        columns = {name: column.copy() for name, column in
+                   self.columns.items()}
+        table = HostTable(list(self.states), columns, self.aggregates,
+                          self._indexes)
+        table._az_masks = self._az_masks
+        table._multipliers = self._multipliers
+        table._per_state = self._per_state.carried({}, len(self.states))
+        table._instance_index = self._instance_index
+        return table
+
+    def update_in_place(self, new_states):
+        """Put ``{row: HostState}`` in this table itself, its columns,
+        derived columns and per-state values written row by row: the
+        cost of a claim is that of the rows it changes, not of the
+        hosts. Only the owner of the table (the HostManager, under its
+        lock) calls this, for states of the same nodes (same identity);
+        requests reading the table meanwhile may see the new rows, which
+        is what an assumed claim is for. Tables derived from this one
+        that share an unchanged column see it too. Returns False (and
+        changes nothing) when a state changed its identity: use
+        :meth:`replace`."""
+        if not new_states:
+            return True
+        old_states = {}
+        for row, state in new_states.items():
+            old = self.states[row]
+            if any(getattr(old, name) != getattr(state, name)
+                   for name in _IDENTITY):
+                return False
+            old_states[row] = old
+        rows = np.fromiter(new_states, dtype=np.intp, count=len(new_states))
+        changed = set()
+        for name, values in _columns_of(list(new_states.values())).items():
+            column = self.columns[name]
+            if not np.array_equal(column[rows], values):
+                column[rows] = values
+                changed.add(name)
+        for name, (inputs, compute) in _DERIVED.items():
+            if not changed.isdisjoint(inputs):
+                self.derived[name][rows] = compute(
+                    {key: self.columns[key][rows] for key in inputs})
+        for row, state in new_states.items():
+            self.states[row] = state
+        self._per_state.update_rows(new_states)
+        if self._instance_index is not None:
+            self._instance_index = self._instance_index.updated(
+                old_states, new_states)
+        return True
 
     # -- instances on the hosts (see scheduler.host_instances) --------------
 
@@ -517,7 +643,7 @@ class HostTable:
         for host, count in per_host.items():
             rows = self.rows_by_host.get(host)
             if rows is not None:
-                counts[rows] += count
+                counts[list(rows)] += count
         return counts
 
     # -- lookups ------------------------------------------------------------

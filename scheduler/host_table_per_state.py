@@ -67,6 +67,10 @@ class _StateColumn:
             values[row] = self.compute(state)
         return _StateColumn(self.compute, self.dtype, values)
 
+    def update_rows(self, new_states):
+        for row, state in new_states.items():
+            self.values[row] = self.compute(state)
+
 
 class _Grouping:
     """Rows grouped by a key of their state.
@@ -110,6 +114,12 @@ class _Grouping:
                 codes[row] = self._code(self.key(state))
             return _Grouping(self.key, codes, self.keys, self.index,
                              self.lock)
+
+    def update_rows(self, new_states):
+        with self.lock:
+            for row, state in new_states.items():
+                self.codes[row] = self._code(self.key(state))
+            self.size = len(self.keys)
 
 
 class _Carried:
@@ -182,6 +192,17 @@ class Cache:
             if carried is not None:
                 cache._entries[name] = carried
         return cache
+
+    def update_rows(self, new_states):
+        """Bring every value up to date, in place, where ``{row:
+        HostState}`` replaced rows in the table's own states (see
+        :meth:`scheduler.host_table.HostTable.update_in_place`)."""
+        with self._lock:
+            names = list(self._entries)
+        for name in names:
+            entry = self._entry(name)
+            if entry is not None:
+                entry.update_rows(new_states)
 
     def _entry(self, name):
         entry = self._entries.get(name)

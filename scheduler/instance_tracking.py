@@ -23,8 +23,7 @@ instances from SQL for each request, as Nova does::
     table = manager.request_snapshot()
     assert uuid in table.states[table.rows_by_host['compute1'][0]].instances
 
-The mixin uses the HostManager's lock (``_lock``), table (``_table``) and
-node rows (``_node_rows``).
+The mixin uses the HostManager's lock (``_lock``) and table (``_table``).
 """
 
 from oslo_log import log as logging
@@ -66,13 +65,17 @@ class InstanceTracking:
                 self._instances[host] = instances
         self._instances_loaded = True
 
-    def _record_instance(self, host, instance_uuid, instance_info):
-        """Called with the lock held: a claim put an instance on ``host``."""
+    def _record_instance(self, host, instance_uuid, instance_info,
+                         update_table=True):
+        """Called with the lock held: a claim put an instance on ``host``.
+        Returns the host's instances now; without ``update_table`` the
+        caller puts them in the table (with its own change, in one
+        replace)."""
         instances = dict(self._instances.get(host,
                                              host_instances.NO_INSTANCES))
         instances[instance_uuid] = instance_info or (
             host_instances.InstanceInfo(None, {}))
-        self._set_host_instances(host, instances)
+        return self._set_host_instances(host, instances, update_table)
 
     def _instances_of(self, host):
         return self._instances.get(host, host_instances.NO_INSTANCES)
@@ -139,12 +142,15 @@ class InstanceTracking:
         released: ``[(instance uuid, node id)]``."""
         with self._lock:
             for instance_uuid, node_id in consumer_node_pairs:
-                row = self._node_rows.get(node_id)
-                known = self._instances.get(row.host) if row else None
+                table = self._table
+                if table is None or node_id not in table.row_by_id:
+                    continue
+                host = table.states[table.row_by_id[node_id]].host
+                known = self._instances.get(host)
                 if known and instance_uuid in known:
                     known = dict(known)
                     del known[instance_uuid]
-                    self._set_host_instances(row.host, known)
+                    self._set_host_instances(host, known)
 
     def request_snapshot(self):
         """The table one request reads: :meth:`snapshot`, after reading
@@ -165,8 +171,9 @@ class InstanceTracking:
     def _knows_instances_of(self, host):
         return self._instances_loaded or host in self._instances_heard
 
-    def _set_host_instances(self, host, instances):
-        """Called with the lock held: ``host`` runs ``instances`` now."""
+    def _set_host_instances(self, host, instances, update_table=True):
+        """Called with the lock held: ``host`` runs ``instances`` now
+        (returned, as the HostStates should hold them)."""
         if instances:
             self._instances[host] = instances
         else:
@@ -174,6 +181,18 @@ class InstanceTracking:
             instances = host_instances.NO_INSTANCES
         self._instance_seq += 1
         self._instance_changed[host] = self._instance_seq
-        if self._table is not None:
-            self._table = host_instances.set_host_instances(self._table, host,
-                                                            instances)
+        if update_table and self._table is not None:
+            table = self._table
+            self._put_states({
+                row: host_instances.with_instances(table.states[row],
+                                                   instances)
+                for row in host_instances.host_rows(table, host)})
+        return instances
+
+    def _put_states(self, replaced):
+        """Called with the lock held: ``{row: HostState}`` into the
+        table, in place when they keep their identity (see
+        HostTable.update_in_place), else in a new table."""
+        table = self._table
+        if replaced and not table.update_in_place(replaced):
+            self._table = table.replace(replaced)

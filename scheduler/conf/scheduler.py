@@ -78,14 +78,17 @@ Possible values:
 * A negative integer: disable the periodic tasks of the driver.
 """),
     cfg.FloatOpt('host_state_refresh_interval',
-                 default=1.0,
+                 default=0.5,
                  min=0.05,
                  help="""
 Seconds between incremental refreshes of the filter scheduler's host cache.
 
-The refresh reads only the compute nodes and services that changed since the
-last one. A stale cache can cost a failed claim and a retry, never an
-overfilled host, because claims are checked in SQL.
+The refresh reads only the compute nodes and services written since the
+previous one (an indexed ``updated_at``), so its cost grows with the changes,
+not with the hosts; every 300 seconds it also compares every node's generation,
+which notices deleted rows. A change is seen by scheduling within this
+interval plus the refresh's own time. A stale cache can cost a failed claim and
+a retry, never an overfilled host, because claims are checked in SQL.
 
 Related options:
 

@@ -58,6 +58,13 @@ def get_generations(session):
     return {row.id: row.generation for row in rows}
 
 
+def written_since(session, since):
+    """Full rows of the nodes written at or after ``since`` (indexed)."""
+    return session.execute(
+        sa.select(_NODE).where(_NODE.c.updated_at >= since)
+        .order_by(_NODE.c.id)).all()
+
+
 def get_nodes(session, ids=None, mapped_only=False):
     """Full rows of the nodes (all, or those with the given ids)."""
     query = sa.select(_NODE).order_by(_NODE.c.id)

@@ -66,7 +66,13 @@ class Service(TimestampMixin, Base):
     """One running service (binary on host) and its heartbeat."""
 
     __tablename__ = 'services'
-    __table_args__ = (sa.UniqueConstraint('host', 'binary'),)
+    # updated_at: the host caches read the rows written since they last
+    # looked.
+    __table_args__ = (sa.UniqueConstraint('host', 'binary'),
+                      sa.Index(None, 'updated_at'))
+
+    updated_at: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(
+        Timestamp, default=utcnow, onupdate=utcnow)
 
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
     host: orm.Mapped[str] = orm.mapped_column(sa.String(255))
@@ -84,13 +90,19 @@ class Service(TimestampMixin, Base):
 class ComputeNode(TimestampMixin, Base):
     """One hypervisor node: inventory, usage, facts, and its generation.
 
-    ``generation`` is bumped by every write to the row (inventory report,
-    claim, release, mapping), so a reader can tell which rows changed by
+    ``generation`` is bumped, and ``updated_at`` set, by every write to
+    the row (inventory report, claim, release, mapping), so a reader can
+    find the rows written since a time and tell which changed by
     comparing generations.
     """
 
     __tablename__ = 'compute_nodes'
-    __table_args__ = (sa.UniqueConstraint('host', 'hypervisor_hostname'),)
+    __table_args__ = (sa.UniqueConstraint('host', 'hypervisor_hostname'),
+                      sa.Index(None, 'updated_at'))
+
+    # Set on insert too: a new row is a change the host caches must read.
+    updated_at: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(
+        Timestamp, default=utcnow, onupdate=utcnow)
 
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
     uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)

@@ -105,33 +105,45 @@ class Scheduler(metaclass=abc.ABCMeta):
 
     def claim(self, host_state, consumer_uuid, resources,
               instance_info=None, group_uuid=None):
-        """Claim in SQL; on success update the host cache at once: the
-        resources are taken and the instance (``instance_info``, a
-        :class:`scheduler.host_instances.InstanceInfo`) is on the host.
+        """Reserve in the host cache, then claim in SQL: True, or a false
+        value after the reservation was rolled back.
 
-        With ``group_uuid`` (see :func:`hard_group_uuid`) the server
-        group's policy is checked in the claim's transaction.
+        The reservation comes first (the assume step of Kubernetes'
+        scheduler cache): a request of this process that ranks hosts
+        while this claim's transaction runs sees the resources taken and
+        the instance (``instance_info``, a
+        :class:`scheduler.placement_types.InstanceInfo`) on the host,
+        rather than the room the claim is about to take. The SQL claim
+        decides; when it does not win, the node is re-read from SQL and
+        the instance forgotten.
+
+        With ``group_uuid`` (see :func:`claims.hard_group_uuid`) the
+        server group's policy is checked in the claim's transaction.
 
         Returns True, or a false value: False on a lost race (the node
-        filled up behind the cache's back; its cached row is re-read), a
-        GroupConflict when a member of the group claimed meanwhile where
-        the policy forbids this one. Either way ``stats['claim_retries']``
-        grows and the caller tries its next host.
+        filled up behind the cache's back), a GroupConflict when a member
+        of the group claimed meanwhile where the policy forbids this one.
+        Either way ``stats['claim_retries']`` grows and the caller tries
+        its next host.
         """
+        self.host_manager.consume(host_state.id, resources, consumer_uuid,
+                                  instance_info)
         try:
-            won = claims.claim_in_sql(host_state.id, consumer_uuid, resources,
-                               group_uuid, host_state.host,
-                               refuse_settled=True)
+            won = claims.claim_in_sql(host_state.id, consumer_uuid,
+                                      resources, group_uuid,
+                                      host_state.host, refuse_settled=True)
         except db_exc.DBDuplicateEntry:
             LOG.warning('Instance %(uuid)s already holds an allocation on '
                         'node %(node)s; not claiming there again',
                         {'uuid': consumer_uuid, 'node': host_state.uuid})
             won = False
+        except Exception:
+            self._unreserve(host_state, consumer_uuid)
+            raise
         if won:
             self.count('claims')
-            self.host_manager.consume(host_state.id, resources,
-                                      consumer_uuid, instance_info)
             return True
+        self._unreserve(host_state, consumer_uuid)
         self.count('claim_retries')
         if isinstance(won, claims.GroupConflict):
             self.count('group_conflicts')
@@ -144,8 +156,20 @@ class Scheduler(metaclass=abc.ABCMeta):
                  'the node no longer has room; trying the next host',
                  {'res': dict(resources._asdict()), 'uuid': consumer_uuid,
                   'host': host_state})
-        self.host_manager.refresh_nodes([host_state.id])
         return False
+
+    def _unreserve(self, host_state, consumer_uuid):
+        """Undo claim()'s reservation: forget the instance on the host and
+        re-read the node from SQL. A database that is away leaves the
+        row as it is until the next refresh, which re-reads it (consume
+        marked it changed)."""
+        self.host_manager.forget_instances([(consumer_uuid, host_state.id)])
+        try:
+            self.host_manager.refresh_nodes([host_state.id])
+        except Exception as error:
+            LOG.warning('Could not re-read node %s after a claim that did '
+                        'not win (%s); the next refresh will',
+                        host_state.uuid, error)
 
     def release(self, claimed):
         """Undo the claims ``[(consumer_uuid, node_id)]`` of a request."""

@@ -36,6 +36,7 @@ weigher's part in the ranking (``gantt-manage explain``)::
 """
 
 import itertools
+import os
 import random
 import time
 
@@ -111,32 +112,70 @@ def restrict_candidates(table, spec):
     return mask, steps, skip_filters
 
 
+_salt = (None, None)
+
+
+def tie_keys(node_ids):
+    """This process's order among hosts of equal weight: a key per node.
+
+    Ties are broken by a hash of the node's id salted per process, not by
+    table order: scheduler processes that see the same equal hosts (a
+    fresh cloud of identical nodes) then try them in different orders
+    instead of all claiming the first, while one process keeps a stable
+    order (a worker forked from another draws its own salt).
+    """
+    global _salt
+    pid, salt = _salt
+    if pid != os.getpid():
+        salt = np.uint64(random.SystemRandom().getrandbits(64) | 1)
+        _salt = (os.getpid(), salt)
+    keys = node_ids.astype(np.uint64) * salt
+    return keys ^ (keys >> np.uint64(31))
+
+
+def _best_first(weights_, keys):
+    """Indices sorting ``weights_`` best first, ties by ``keys``."""
+    if keys is None:
+        return np.argsort(-weights_, kind='stable')
+    return np.lexsort((keys, -weights_))
+
+
 class Ranking:
-    """Rows ranked by weight, best first, ties in table order.
+    """Rows ranked by weight, best first, ties by the :func:`tie_keys` of
+    their nodes (``ids``: the table's node ids, by row) or else in table
+    order.
 
     Only the best ``need`` rows (and any tied with the last of them) are
-    sorted up front; :meth:`rest` sorts the others when a request runs
-    out of hosts to try (many lost claim races).
+    sorted up front, and only they get tie keys; :meth:`rest` sorts the
+    others when a request runs out of hosts to try (many lost claim
+    races).
     """
 
-    def __init__(self, rows, weights_, need):
+    def __init__(self, rows, weights_, need, ids=None):
         self.rows = rows
         self.weights = weights_
+        self.ids = ids
         count = len(rows)
         if count <= max(_FULL_SORT_LIMIT, 4 * need):
-            top = np.argsort(-weights_, kind='stable')
+            top = _best_first(weights_, self._keys(None))
         else:
             threshold = np.partition(weights_, count - need)[count - need]
             top = np.flatnonzero(weights_ >= threshold)
-            top = top[np.argsort(-weights_[top], kind='stable')]
+            top = top[_best_first(weights_[top], self._keys(top))]
         self.head = rows[top]
         self.head_weights = weights_[top]
         self.complete = len(top) == count
 
+    def _keys(self, positions):
+        if self.ids is None:
+            return None
+        rows = self.rows if positions is None else self.rows[positions]
+        return tie_keys(self.ids[rows])
+
     def rest(self):
         if self.complete:
             return []
-        order = np.argsort(-self.weights, kind='stable')
+        order = _best_first(self.weights, self._keys(None))
         return [int(row) for row in self.rows[order][len(self.head):]]
 
     def pick_order(self, subset_size, shuffle_best):
@@ -284,6 +323,11 @@ class _Request:
         self.num_alts = (CONF.scheduler.max_attempts - 1
                          if return_alternates else 0)
         self.filters, self.weighers = driver._plugins
+        if self.count > 1:
+            # The request accounts for its earlier instances itself, on a
+            # table of its own: the shared one also takes each claim, in
+            # place (see HostManager.consume).
+            table = table.detached()
         self.table = table
         self.total = int(np.count_nonzero(table.candidates))
         self.timer = _Timer()
@@ -341,7 +385,7 @@ class _Request:
         host_weights = self.driver.weight_handler.weigh(
             self.weighers, self.table, rows, self.spec)
         need = CONF.filter_scheduler.host_subset_size + self.num_alts + 1
-        ranking = Ranking(rows, host_weights, need)
+        ranking = Ranking(rows, host_weights, need, self.table.ids)
         if self.observer is not None:
             self.observer.ranked(index, self.weighers, self.table, self.spec,
                                  result, ranking)
@@ -367,7 +411,10 @@ class _Request:
                 index, result, claims_failed=True))
         if self.observer is not None:
             self.observer.placed(index, self.table.states[row])
-        self.table = self.table.consumed(row, self.resources)
+        if self.count > 1:
+            # Later instances, and the re-ranking for alternates, see the
+            # room this one took. (A single instance skips the copy.)
+            self.table = self.table.consumed(row, self.resources)
         if self.group is not None:
             self._join_group(index, row)
         return result.mask, order, row

@@ -135,22 +135,28 @@ class HostWeightHandler:
         runs.
         """
         totals = np.zeros(len(rows))
-        for _weigher, weighted in self.contributions(weighers, host_table,
-                                                     rows, spec):
+        for _weigher, weighted in self.contributions(
+                weighers, host_table, rows, spec, skip_zero=True):
             totals += weighted
         return totals
 
-    def contributions(self, weighers, host_table, rows, spec):
+    def contributions(self, weighers, host_table, rows, spec,
+                      skip_zero=False):
         """Yield ``(weigher, multiplier * normalized weights)`` of each
         weigher over ``rows``: what each adds to the totals of
-        :meth:`weigh` (``gantt-manage explain`` shows them)."""
+        :meth:`weigh` (``gantt-manage explain`` shows them). With
+        ``skip_zero`` a weigher whose multiplier is 0 for every row
+        (``num_instances_weight_multiplier``'s default, for one) is not
+        run at all."""
         rows = np.asarray(rows, dtype=np.intp)
         if len(rows) <= 1:
             return
         for weigher in weighers:
             if isinstance(weigher, BaseHostWeigher):
-                raw = weigher.weigh_all(host_table, rows, spec)
                 multipliers = weigher.weight_multipliers(host_table, rows)
+                if skip_zero and not np.any(multipliers):
+                    continue
+                raw = weigher.weigh_all(host_table, rows, spec)
             else:
                 raw = BaseHostWeigher.weigh_all(weigher, host_table, rows,
                                                 spec)

@@ -73,7 +73,8 @@ def test_schema_comparison_notices_model_drift(any_database):
         table.to_metadata(drifted)
     nodes = drifted.tables['compute_nodes']
     nodes.append_column(sa.Column('pci_stats', sa.Text(), nullable=True))
-    nodes.indexes.clear()
+    nodes.indexes.remove(next(index for index in nodes.indexes
+                              if index.name == 'ix_compute_nodes_host'))
 
     kinds = sorted(diff[0] for diff in _schema_differences(drifted))
 

@@ -1,7 +1,10 @@
+import datetime
 import os
 import threading
 import time
 
+import numpy as np
+import pytest
 import sqlalchemy as sa
 
 from scheduler.db import api as db_api
@@ -9,6 +12,7 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler import host_manager
+from scheduler import host_table
 
 _NODE = models.ComputeNode.__table__
 
@@ -52,7 +56,7 @@ def test_refresh_reads_only_what_changed(cloud, make_host_manager):
     for name in 'abcd':
         cloud.add_node(name, memory_mb=4096)
     manager = make_host_manager(auto_refresh=False)
-    old = manager.snapshot()
+    old = manager.snapshot().detached()
     assert manager.stats['nodes_read'] == 4
     _report(cloud, 'c', memory_mb=8192)
     new = manager.refresh()
@@ -79,8 +83,52 @@ def test_refresh_sees_new_removed_and_mapped_nodes(cloud,
         session.execute(sa.delete(_NODE).where(
             _NODE.c.id == cloud.nodes['a']))
     table = manager.refresh()
+    # Rows written since the last refresh are read at once; a deleted
+    # row is noticed by the full read (every FULL_READ_INTERVAL seconds).
+    assert [s.host for s in table.states] == ['a', 'b', 'c']
+    assert list(table.candidates) == [True, True, True]
+    table = manager.refresh(full=True)
     assert [s.host for s in table.states] == ['b', 'c']
     assert list(table.candidates) == [True, True]
+
+
+def test_refresh_reads_the_rows_written_since_the_last(cloud,
+                                                         make_host_manager,
+                                                         monkeypatch):
+    for name in 'abcdef':
+        cloud.add_node(name)
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    # Rows written long ago are not read again, even the ones whose
+    # generation changed behind the cache's back (only a full read, or a
+    # write that sets updated_at, shows them).
+    old = models.utcnow() - datetime.timedelta(hours=1)
+    with db_api.writer() as session:
+        session.execute(sa.update(_NODE).values(updated_at=old))
+        session.execute(sa.update(_NODE).where(
+            _NODE.c.host == 'e').values(generation=_NODE.c.generation + 5,
+                                        updated_at=old))
+    manager.refresh(full=True)
+    read = []
+    real = compute_nodes.written_since
+
+    def spy(session, since):
+        rows = real(session, since)
+        read.append(sorted(row.host for row in rows))
+        return rows
+
+    monkeypatch.setattr(compute_nodes, 'written_since', spy)
+    _report(cloud, 'b', memory_mb=1234)
+    with db_api.writer() as session:
+        session.execute(sa.update(_NODE).where(
+            _NODE.c.host == 'f').values(vcpus=99, updated_at=old,
+                                        generation=_NODE.c.generation + 1))
+    table = manager.refresh()
+    assert read == [['b']]
+    assert _state(table, 'b').total_usable_ram_mb == 1234
+    assert _state(table, 'f').vcpus_total != 99
+    manager.refresh(full=True)
+    assert _state(manager.snapshot(), 'f').vcpus_total == 99
 
 
 def test_refresh_sees_service_changes(cloud, make_host_manager):
@@ -107,41 +155,58 @@ def test_refresh_sees_aggregate_changes(cloud, make_host_manager):
 
 def test_consume_updates_the_cache_at_once(cloud, make_host_manager):
     node_id = cloud.add_node('a', vcpus=4)
+    cloud.add_node('b', vcpus=4)
     manager = make_host_manager(auto_refresh=False)
     before = manager.snapshot()
+    detached = before.detached()
     resources = claims.Resources(2, 1024, 10)
     cloud.take('a', resources)
-    manager.consume(node_id, resources)
+    manager.consume(node_id, resources, 'inst-1')
     after = manager.snapshot()
-    assert _state(before, 'a').vcpus_used == 0
+    # In place: the table requests are reading takes the claim at once
+    # (no copy of every host's columns); a detached copy does not.
+    assert after is before
     assert _state(after, 'a').vcpus_used == 2
+    assert 'inst-1' in _state(after, 'a').instances
+    assert after.vcpus_free[0] == 4 * 16.0 - 2
+    assert after.instance_counts(['inst-1']).tolist() == [1, 0]
+    assert _state(detached, 'a').vcpus_used == 0
+    assert detached.vcpus_used.tolist() == [0, 0]
+    assert detached.vcpus_free[0] == 4 * 16.0
+    # Every column, derived column and per-state value equals a build.
+    fresh = host_table.HostTable.build(after.states)
+    for name in fresh.columns:
+        assert np.array_equal(after.columns[name], fresh.columns[name]), name
+    for name in fresh.derived:
+        assert np.array_equal(after.derived[name], fresh.derived[name]), name
     # The refresh reads the claimed row and does not count it twice.
     refreshed = manager.refresh()
     assert _state(refreshed, 'a').vcpus_used == 2
     assert _state(refreshed, 'a').memory_mb_used == 1024
 
 
+@pytest.mark.parametrize('reader,full', [('changed_since', True),
+                                         ('written_since', False)])
 def test_claim_during_a_refresh_is_not_lost(cloud, make_host_manager,
-                                            monkeypatch):
+                                            monkeypatch, reader, full):
     node_id = cloud.add_node('a', vcpus=4)
     manager = make_host_manager(auto_refresh=False)
     manager.snapshot()
     _report(cloud, 'a', vcpus=8)
-    real_changed_since = compute_nodes.changed_since
+    real_reader = getattr(compute_nodes, reader)
 
-    def changed_since_then_a_claim(session, known):
-        rows = real_changed_since(session, known)
+    def read_then_a_claim(*args):
+        rows = real_reader(*args)
         # Another request claims and records it while this refresh holds
         # rows read before the claim.
         cloud.take('a', claims.Resources(3, 0, 0))
         manager.consume(node_id, claims.Resources(3, 0, 0))
         return rows
 
-    monkeypatch.setattr(compute_nodes, 'changed_since',
-                        changed_since_then_a_claim)
-    assert _state(manager.refresh(), 'a').vcpus_used == 3
-    monkeypatch.setattr(compute_nodes, 'changed_since', real_changed_since)
-    table = manager.refresh()
+    monkeypatch.setattr(compute_nodes, reader, read_then_a_claim)
+    assert _state(manager.refresh(full=full), 'a').vcpus_used == 3
+    monkeypatch.setattr(compute_nodes, reader, real_reader)
+    table = manager.refresh(full=full)
     assert _state(table, 'a').vcpus_used == 3
     assert _state(table, 'a').vcpus_total == 8
 
@@ -234,3 +299,38 @@ def test_thread_restarts_in_a_forked_child(cloud, config,
 
 def test_compute_binary_is_the_compute_agents():
     assert host_manager.COMPUTE_BINARY == 'gantt-compute'
+
+
+def test_states_are_restated_without_node_rows(cloud, config,
+                                               make_host_manager):
+    # The cache keeps no node rows: a service or aggregate change, or a
+    # new node, restates the other nodes from their HostStates, with the
+    # ratio defaults of now for nodes that report none, their own ratio
+    # for the others, and what they consumed kept.
+    a_id = cloud.add_node('a', vcpus=4)
+    cloud.add_node('b', vcpus=4, cpu_allocation_ratio=3.0)
+    manager = make_host_manager(auto_refresh=False)
+    table = manager.snapshot()
+    assert _state(table, 'a').cpu_allocation_ratio == 16.0
+    assert _state(table, 'b').cpu_allocation_ratio == 3.0
+    manager.consume(a_id, claims.Resources(1, 0, 0))
+    manager._reread.clear()   # as if the claim's row had been read
+    manager._generations[a_id] = cloud.node_row('a').generation
+    config.config(cpu_allocation_ratio=2.0, group='filter_scheduler')
+    cloud.disable('a', reason='maintenance')
+    table = manager.refresh()
+    a = _state(table, 'a')
+    assert a.service_disabled and a.cpu_allocation_ratio == 2.0
+    assert a.vcpus_used == 1
+    assert table.capacity['vcpus'][0] == 4 * 2.0
+    cloud.aggregate('rack', ['b'], availability_zone='az2')
+    cloud.add_node('c')
+    table = manager.refresh()
+    assert [s.host for s in table.states] == ['a', 'b', 'c']
+    assert _state(table, 'a').vcpus_used == 1
+    assert _state(table, 'b').cpu_allocation_ratio == 3.0
+    assert _state(table, 'b').availability_zone == 'az2'
+    assert _state(table, 'c').cpu_allocation_ratio == 2.0
+    # Hosts in the same zones share one set.
+    assert (_state(table, 'a').availability_zones
+            is _state(table, 'c').availability_zones)

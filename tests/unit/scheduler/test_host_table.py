@@ -55,6 +55,31 @@ def test_replace_leaves_the_old_snapshot_alone():
     assert after.capacity['vcpus'] is before.capacity['vcpus']
 
 
+def test_replaced_rows_match_a_table_built_afresh():
+    # replace() computes the derived columns of the replaced rows only;
+    # every column must equal what a full build computes.
+    states = [fakes.host_state('h%d' % i, node_id=i + 1, vcpus=8 + i,
+                               memory_mb=4096 * (i + 1), local_gb=100)
+              for i in range(6)]
+    table = fakes.table(states)
+    table = table.consumed(1, claims.Resources(2, 1024, 10))
+    table = table.consumed(4, claims.Resources(1, 512, 0))
+    changed = fakes.host_state('h2', node_id=3, vcpus=16, cpu_ratio=4.0,
+                               memory_mb=2048, memory_mb_used=2000,
+                               local_gb=50, local_gb_used=49, svc=None)
+    other = fakes.host_state('h5', node_id=6, vcpus=2, vcpus_used=1,
+                             ram_ratio=1.0, memory_mb=1024)
+    table = table.replace({5: other, 2: changed})
+    fresh = host_table.HostTable.build(table.states)
+    for name in fresh.columns:
+        assert np.array_equal(table.columns[name], fresh.columns[name]), name
+    for name in fresh.derived:
+        assert table.derived[name].dtype == fresh.derived[name].dtype, name
+        assert np.array_equal(table.derived[name], fresh.derived[name]), name
+    assert table.free_ram_mb[2] == 2048 - 2000
+    assert not table.candidates[2]
+
+
 def test_replace_with_a_new_host_name_rebuilds_the_indexes():
     hosts = fakes.table([fakes.host_state('a', node_id=7)])
     renamed = fakes.host_state('z', node_id=7)
@@ -132,3 +157,29 @@ def test_failed_builds_comes_from_the_stats():
     assert fakes.host_state(stats={'failed_builds': '3'}).failed_builds == 3
     assert fakes.host_state(stats={}).failed_builds == 0
     assert fakes.host_state(stats={'failed_builds': 'x'}).failed_builds == 0
+
+
+def test_update_in_place_brings_per_state_values_along():
+    states = [fakes.host_state('h%d' % i, vcpus=8) for i in range(4)]
+    table = fakes.table(states)
+    used = table.state_column('used', lambda s: s.vcpus_used, np.int64)
+    codes, keys = table.grouped('busy', lambda s: s.vcpus_used > 0)
+    assert used.tolist() == [0, 0, 0, 0]
+    detached = table.detached()
+    assert detached.state_column('used', lambda s: s.vcpus_used,
+                                 np.int64) is not used
+    assert table.update_in_place(
+        {2: table.states[2].consumed(claims.Resources(3, 0, 0))})
+    assert table.state_column('used', lambda s: s.vcpus_used,
+                              np.int64).tolist() == [0, 0, 3, 0]
+    codes, keys = table.grouped('busy', lambda s: s.vcpus_used > 0)
+    assert [keys[code] for code in codes] == [False, False, True, False]
+    assert table.vcpus_used.tolist() == [0, 0, 3, 0]
+    # The detached copy kept its own values.
+    assert detached.state_column('used', lambda s: s.vcpus_used,
+                                 np.int64).tolist() == [0, 0, 0, 0]
+    assert detached.vcpus_used.tolist() == [0, 0, 0, 0]
+    # A state that changes its identity is not put in place.
+    renamed = fakes.host_state('zz', node_id=table.states[1].id)
+    assert table.update_in_place({1: renamed}) is False
+    assert table.states[1].host == 'h1'

@@ -2,8 +2,10 @@ import collections
 import logging
 import threading
 
+import numpy as np
 import pytest
 
+from scheduler.db import claims
 from scheduler import exception
 from scheduler.drivers import filter_scheduler
 from scheduler.objects import request_spec
@@ -248,7 +250,8 @@ def test_shuffle_best_same_weighed_hosts(cloud, driver, config):
         cloud.add_node(name)
     picked = {driver.select_destinations(None, fakes.spec(), None)[0][0]
               .service_host for _ in range(20)}
-    assert picked == {'a'}
+    # Without shuffling, one process always breaks the tie the same way.
+    assert len(picked) == 1
     config.config(shuffle_best_same_weighed_hosts=True,
                   group='filter_scheduler')
     picked = {driver.select_destinations(None, fakes.spec(), None)[0][0]
@@ -278,6 +281,72 @@ def test_concurrent_requests_never_overfill(cloud, driver):
     assert len(refused) == 4
     assert cloud.node_row('a').vcpus_used == 4
     assert cloud.node_row('b').vcpus_used == 2
+
+
+def test_a_claim_reserves_in_the_cache_before_its_sql_runs(
+        cloud, driver, config, monkeypatch):
+    # While one request's SQL claim runs, another request of the process
+    # ranks hosts: it must see the room taken (and the instance there).
+    config.config(host_state_refresh_interval=3600, group='scheduler')
+    cloud.add_node('a', memory_mb=16384)
+    cloud.add_node('b', memory_mb=16384)
+    driver.start()
+    real_claim = claims.claim_in_sql
+    seen = {}
+
+    def observing_claim(node_id, consumer_uuid, *args, **kwargs):
+        table = driver.host_manager.snapshot()
+        state = table.states[table.row_by_id[node_id]]
+        seen[consumer_uuid] = (state.memory_mb_used,
+                               consumer_uuid in state.instances)
+        if len(seen) == 1:
+            # The second request chooses while the first claims.
+            second = driver.select_destinations(
+                None, fakes.spec(memory_mb=4096), ['second-uuid'], False)
+            seen['second chose'] = second[0][0].service_host
+        return real_claim(node_id, consumer_uuid, *args, **kwargs)
+
+    monkeypatch.setattr(claims, 'claim_in_sql', observing_claim)
+    first = driver.select_destinations(None, fakes.spec(memory_mb=4096),
+                                       ['first-uuid'], False)
+    assert seen['first-uuid'] == (4096, True)
+    # Equal hosts: without the reservation both would pick the same one.
+    assert seen['second chose'] != first[0][0].service_host
+    assert cloud.allocations('first-uuid') == {
+        first[0][0].service_host: (1, 4096, 0)}
+
+
+def test_a_claim_that_loses_rolls_its_reservation_back(cloud, driver,
+                                                       config):
+    config.config(host_state_refresh_interval=3600, group='scheduler')
+    cloud.add_node('a', memory_mb=2048, ram_allocation_ratio=1.0)
+    driver.start()
+    cloud.take('a', (1, 1536, 0))
+    with pytest.raises(exception.NoValidHost):
+        driver.select_destinations(None, fakes.spec(memory_mb=1024),
+                                   ['lost-uuid'])
+    state = driver.host_manager.snapshot().states[0]
+    # What SQL holds, not SQL plus the reservation; no instance left.
+    assert state.memory_mb_used == 1536
+    assert 'lost-uuid' not in state.instances
+
+
+def test_a_claim_that_raises_rolls_its_reservation_back(cloud, driver,
+                                                        config, monkeypatch):
+    config.config(host_state_refresh_interval=3600, group='scheduler')
+    cloud.add_node('a', memory_mb=2048)
+    driver.start()
+
+    def failing_claim(*args, **kwargs):
+        raise exception.DatabaseUnavailable(url='db', reason='gone')
+
+    monkeypatch.setattr(claims, 'claim_in_sql', failing_claim)
+    with pytest.raises(exception.DatabaseUnavailable):
+        driver.select_destinations(None, fakes.spec(memory_mb=1024),
+                                   ['failed-uuid'])
+    state = driver.host_manager.snapshot().states[0]
+    assert state.memory_mb_used == 0
+    assert 'failed-uuid' not in state.instances
 
 
 def test_unknown_filter_or_weigher_fails_construction(database, config):
@@ -330,3 +399,26 @@ def test_empty_cloud(cloud, driver):
     with pytest.raises(exception.NoValidHost) as error:
         driver.select_destinations(None, fakes.spec(), fakes.uuids(1))
     assert str(error.value).endswith('0/0 hosts available')
+
+
+@pytest.mark.parametrize('hosts', [50, 5000])
+def test_processes_break_ties_between_equal_hosts_differently(monkeypatch,
+                                                              hosts):
+    # 5000 rows: only the best are sorted (and keyed) up front.
+    rows = np.arange(hosts)
+    node_ids = rows + 1000
+    weights_ = np.zeros(hosts)
+
+    def order():
+        ranking = filter_scheduler.Ranking(rows, weights_, 3, node_ids)
+        return [int(row) for row in ranking.head] + ranking.rest()
+
+    first = order()
+    assert order() == first              # stable within a process
+    assert sorted(first) == list(rows)   # every host, once
+    monkeypatch.setattr(filter_scheduler.os, 'getpid', lambda: -1)
+    other_process = order()
+    assert other_process != first
+    # Weights still come first: a better host wins whatever its key.
+    weights_[other_process[-1]] = 1.0
+    assert order()[0] == other_process[-1]

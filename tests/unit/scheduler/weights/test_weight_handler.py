@@ -103,3 +103,19 @@ def test_option_is_read_at_each_request(config):
     assert fakes.weigh([weigher], states) == pytest.approx([0.5, 1.0])
     config.config(ram_weight_multiplier=-1.0, group='filter_scheduler')
     assert fakes.weigh([weigher], states) == pytest.approx([-0.5, -1.0])
+
+
+class ZeroWeigher(IoWeigher):
+    """Multiplier 0 everywhere: its weights must not be computed."""
+
+    def default_multiplier(self):
+        return 0.0
+
+    def weigh_all(self, host_table, rows, spec):
+        raise AssertionError('a weigher with multiplier 0 was run')
+
+
+def test_weighers_with_zero_multipliers_are_not_run():
+    hosts = _io_hosts(0, 5, 10)
+    assert fakes.weigh([ZeroWeigher(), IoWeigher()], hosts) == \
+        pytest.approx([1.0, 0.5, 0.0])
