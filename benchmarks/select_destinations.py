@@ -23,6 +23,7 @@ properties, instances and metrics included)::
 """
 
 import argparse
+import os
 import random
 import shutil
 import statistics
@@ -221,12 +222,19 @@ def select(driver, spec):
     return True
 
 
-def run(hosts, requests, seed, full=False):
+def run(hosts, requests, seed, full=False, backend='sqlite'):
     rng = random.Random(seed)
     configure(full)
     workdir = tempfile.mkdtemp(prefix='gantt-bench-')
-    CONF.set_override('connection', 'sqlite:///%s/gantt.sqlite' % workdir,
-                      group='database')
+    if backend == 'sqlite':
+        url = 'sqlite:///%s/gantt.sqlite' % workdir
+    else:
+        # A database of its own on the local server, dropped at the end.
+        sys.path.insert(0, os.path.dirname(os.path.dirname(
+            os.path.abspath(__file__))))
+        from tests.fixtures import databases
+        url = databases.create_database(backend)
+    CONF.set_override('connection', url, group='database')
     db_api.dispose_engine()
     driver = None
     try:
@@ -247,9 +255,10 @@ def run(hosts, requests, seed, full=False):
             failed += not select(driver, make_spec(rng, full))
             filter_weigh.append(driver.last_timings['filter_weigh'] * 1000)
             claim.append(driver.last_timings['claim'] * 1000)
-        print('%6d hosts  %s filters: %d filters, %d weighers'
-              % (hosts, 'full' if full else 'default',
-                 len(driver.enabled_filters), len(driver.weighers)))
+        print('%6d hosts  %s filters: %d filters, %d weighers, claims '
+              'on %s' % (hosts, 'full' if full else 'default',
+                         len(driver.enabled_filters), len(driver.weighers),
+                         backend))
         print('%6s        filter+weigh p50 %6.2f ms  p99 %6.2f ms  |  '
               'claim p50 %6.2f ms  p99 %6.2f ms'
               % ('', statistics.median(filter_weigh),
@@ -267,6 +276,8 @@ def run(hosts, requests, seed, full=False):
             driver.stop()
         db_api.dispose_engine()
         shutil.rmtree(workdir, ignore_errors=True)
+        if backend != 'sqlite':
+            databases.drop_database(url)
 
 
 def main(argv=None):
@@ -279,11 +290,17 @@ def main(argv=None):
                         default='default',
                         help="'full': the default filters plus Aggregate*, "
                         "NumInstances and IoOps, every weigher weighing")
+    parser.add_argument('--db', choices=['sqlite', 'postgresql', 'mariadb'],
+                        default='sqlite',
+                        help='where the claims go: a SQLite file, or a '
+                        'database of its own on the local PostgreSQL or '
+                        'MariaDB server (dropped afterwards)')
     args = parser.parse_args(argv)
     CONF([], project='gantt')
     objects.register_all()
     for hosts in args.hosts:
-        run(hosts, args.requests, args.seed, args.filters == 'full')
+        run(hosts, args.requests, args.seed, args.filters == 'full',
+            args.db)
 
 
 if __name__ == '__main__':

@@ -1,0 +1,476 @@
+"""What the RPC benchmarks share: a real cluster, callers, an echo server.
+
+A :class:`Rig` is a :class:`tests.functional.cluster.Cluster` (a RabbitMQ
+virtual host of its own on the local broker, a database of its own on the
+local PostgreSQL or MariaDB, daemons that run this checkout's code)
+holding N compute nodes with live services, ``gantt-scheduler`` daemons,
+and BUILDING instance rows for the requests to claim for (so that
+``gantt-manage db check`` finds every claim owned: a claim for an
+instance Gantt does not know is a stray claim).
+
+Callers run in caller processes of their own (each with its transport
+and a few threads; see ``CALLER_PROCESSES``): :meth:`Rig.run_callers`
+warms them up, then gives the wall time and every call's latency and
+answer. The echo server (``python benchmarks/rig.py echo-server CONF``)
+is a bare oslo.messaging RPC server on the same broker whose one method
+returns its argument: the floor any RPC service on this machine stands
+on.
+"""
+
+import json
+import multiprocessing
+import os
+import random
+import re
+import statistics
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+
+import sqlalchemy as sa
+
+# futurist imports eventlet, which warns on import in every caller process.
+warnings.filterwarnings('ignore', message=r'\s*Eventlet is deprecated')
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from scheduler.db import models  # noqa: E402
+from tests.functional import cluster as cluster_mod  # noqa: E402
+
+ECHO_TOPIC = 'gantt-bench-echo'
+# The flavor (vcpus, memory_mb, root_gb) of requests that name none.
+FLAVOR = (1, 512, 1)
+# Caller processes for concurrent callers (each with its share of them as
+# threads): measured with 16 echo callers on the 2-CPU machine, 1 process
+# (16 threads), 2, 4 and 8 processes made the same calls/s within the
+# noise (about 430-480), 16 processes of one thread fewer (220-400): the
+# GIL of the callers' side is not the limit, but 4 keeps it out of the way
+# where a caller is busier (a select's answer is larger than an echo's).
+CALLER_PROCESSES = 4
+# Quiet daemons: a debug log line per request would be measured too.
+DAEMON_CONF = '''
+[DEFAULT]
+debug = false
+rpc_response_timeout = 20
+# The benchmark's computes do not heartbeat: keep them up.
+service_down_time = 86400
+[scheduler]
+host_state_refresh_interval = 0.5
+'''
+
+
+# Service.start logs this in each worker once its RPC server consumes.
+READY = 'gantt-scheduler on scheduler is ready'
+# oslo.log's default format: '<date> <time> <pid> <LEVEL> <logger> ...'.
+STATS_LINE = re.compile(r' (?P<pid>\d+) INFO \S+ .*Scheduler stats: .*'
+                        r'\bclaim_retries=(?P<retries>\d+)')
+RETRIED_LINE = re.compile(r'retried (\d+) lost claim')
+
+
+def percentile(values, fraction):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def p50(values):
+    return statistics.median(values)
+
+
+def table(rows):
+    """Print ``(figure, value, reference, target)`` rows, with ratios."""
+    print('  %-46s %12s %12s %8s  %s' % ('figure', 'gantt', 'reference',
+                                         'ratio', 'target'))
+    for figure, value, reference, target in rows:
+        ratio = (value / reference) if reference else float('nan')
+        print('  %-46s %12.2f %12s %8s  %s' % (
+            figure, value,
+            '%.2f' % reference if reference is not None else '-',
+            '%.2fx' % ratio if reference is not None else '-', target))
+    sys.stdout.flush()
+
+
+class Rig:
+    def __init__(self, workdir, backend, hosts, host_sizes=None,
+                 seed=11):
+        self.workdir = workdir
+        self.cluster = cluster_mod.Cluster(workdir, backend,
+                                           extra_conf=DAEMON_CONF)
+        self.hosts = hosts
+        self.host_sizes = host_sizes
+        self.rng = random.Random(seed)
+        self.echo = None
+
+    def __enter__(self):
+        self.cluster.__enter__()
+        try:
+            self._populate()
+        except BaseException:
+            self.cluster.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc_info):
+        if self.echo is not None and self.echo.poll() is None:
+            self.echo.terminate()
+            self.echo.wait(30)
+        self.cluster.__exit__(*exc_info)
+
+    # -- the cloud ------------------------------------------------------------
+
+    def _populate(self):
+        nodes = []
+        services = []
+        now = _utcnow()
+        for number in range(self.hosts):
+            vcpus, memory_mb, local_gb = (
+                self.host_sizes(number, self.rng) if self.host_sizes
+                else (self.rng.choice([32, 64, 96]),
+                      self.rng.choice([131072, 262144]), 2000))
+            host = 'compute-%06d' % number
+            nodes.append({
+                'uuid': str(uuid.UUID(int=self.rng.getrandbits(128))),
+                'host': host, 'hypervisor_hostname': host, 'vcpus': vcpus,
+                'memory_mb': memory_mb, 'local_gb': local_gb,
+                'mapped': True, 'generation': 1, 'created_at': now,
+                'updated_at': now})
+            services.append({
+                'host': host, 'binary': 'gantt-compute', 'topic': 'compute',
+                'disabled': False, 'forced_down': False, 'last_seen_up': now,
+                'report_count': 1, 'created_at': now, 'updated_at': now})
+        with self.cluster.engine.begin() as connection:
+            for start in range(0, len(nodes), 5000):
+                connection.execute(models.ComputeNode.__table__.insert(),
+                                   nodes[start:start + 5000])
+                connection.execute(models.Service.__table__.insert(),
+                                   services[start:start + 5000])
+        self.analyze()
+
+    def analyze(self):
+        """Fresh planner statistics, as autovacuum would leave them."""
+        with self.cluster.engine.connect() as connection:
+            if self.cluster.backend == 'mariadb':
+                connection.execute(sa.text(
+                    'ANALYZE TABLE compute_nodes, services, instances, '
+                    'allocations'))
+            elif self.cluster.backend == 'postgresql':
+                connection.execute(sa.text('ANALYZE'))
+            connection.commit()
+
+    def heartbeat(self):
+        """The computes are alive (as their periodic reports would say)."""
+        with self.cluster.engine.begin() as connection:
+            connection.execute(sa.text(
+                'UPDATE services SET last_seen_up = :now, updated_at = :now'),
+                {'now': _utcnow()})
+
+    def instances(self, count):
+        """``count`` BUILDING instances (as the conductor records them)."""
+        uuids = [str(uuid.uuid4()) for _ in range(count)]
+        now = _utcnow()
+        with self.cluster.engine.begin() as connection:
+            for start in range(0, count, 5000):
+                connection.execute(models.Instance.__table__.insert(), [
+                    {'uuid': value, 'vm_state': 'building',
+                     'task_state': 'scheduling', 'created_at': now,
+                     'updated_at': now, 'deleted': 0}
+                    for value in uuids[start:start + 5000]])
+        return uuids
+
+    # -- daemons --------------------------------------------------------------
+
+    def start_schedulers(self, workers, timeout=300):
+        """One ``gantt-scheduler`` daemon with ``workers`` processes,
+        returned once every worker has loaded its host cache and
+        consumes the topic (so that the broker spreads requests over all
+        of them from the first)."""
+        process = self.cluster.start_scheduler(workers=workers)
+        self.cluster.wait_until(
+            lambda: process.log().count(READY) >= workers, timeout,
+            '%d scheduler worker(s) to be ready' % workers, process)
+        return process
+
+    def stop_schedulers(self):
+        """Stop the scheduler daemons (each worker logs its counters as it
+        stops); returns their Process objects, whose logs stay on disk."""
+        stopped = [process for process in self.cluster.processes
+                   if process.name.startswith('scheduler')]
+        for process in stopped:
+            process.stop(timeout=60)
+            self.cluster.processes.remove(process)
+        return stopped
+
+    def start_echo(self):
+        log_path = os.path.join(self.workdir, 'echo.log')
+        log = open(log_path, 'w')
+        self.echo = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), 'echo-server',
+             self.cluster.conf_path], stdout=log, stderr=subprocess.STDOUT,
+            env=self.cluster.env())
+        log.close()
+        # Calls sent before the server bound its queue would be dropped.
+        self.cluster.wait_until(
+            lambda: ECHO_TOPIC in self.cluster.queue_depths(), 60,
+            'the echo server to consume',
+            cluster_mod.Process('echo', self.echo, log_path))
+
+    # -- after a run ----------------------------------------------------------
+
+    def db_check(self):
+        result = self.cluster.manage('db', 'check', check=False)
+        return result.returncode, (result.stdout + result.stderr).strip()
+
+    def overfilled_hosts(self):
+        """Nodes whose usage exceeds capacity (ratios as claims use them:
+        the node's, else Nova's defaults of 16, 1.5 and 1.0)."""
+        return self.cluster.query(
+            'SELECT count(*) AS n FROM compute_nodes WHERE '
+            'vcpus_used > vcpus * COALESCE(cpu_allocation_ratio, 16.0) '
+            '- reserved_vcpus OR memory_mb_used > memory_mb * '
+            'COALESCE(ram_allocation_ratio, 1.5) - reserved_memory_mb OR '
+            'local_gb_used > local_gb * COALESCE(disk_allocation_ratio, 1.0)'
+            ' - reserved_disk_gb')[0].n
+
+    @staticmethod
+    def claim_retries(processes):
+        """Claims lost to races and retried on the next host, by the
+        scheduler daemons ``processes`` (stopped: see
+        :meth:`stop_schedulers`), read from their logs in two ways:
+        ``(from the stats lines, from the request lines)``.
+
+        Gantt exposes ``stats['claim_retries']`` only in its logs: every
+        process (every worker) logs its counters on a ``Scheduler stats:``
+        line when they changed and as it stops, from zero at its start, so
+        the last line of each process id is its total; and a request that
+        retried logs ``retried N lost claim(s)``. The first is the figure;
+        the second checks it (a worker killed before its last stats line
+        would make them differ).
+        """
+        by_pid = {}
+        per_request = 0
+        for process in processes:
+            for line in process.log().splitlines():
+                stats = STATS_LINE.search(line)
+                if stats:
+                    by_pid[(process.name, stats.group('pid'))] = int(
+                        stats.group('retries'))
+                retried = RETRIED_LINE.search(line)
+                if retried:
+                    per_request += int(retried.group(1))
+        return sum(by_pid.values()), per_request
+
+    def placements_per_host(self):
+        rows = self.cluster.query(
+            'SELECT n.host, count(a.id) AS n FROM compute_nodes n LEFT JOIN '
+            'allocations a ON a.compute_node_id = n.id GROUP BY n.host')
+        return {row.host: row.n for row in rows}
+
+    def clear_allocations(self):
+        with self.cluster.engine.begin() as connection:
+            connection.execute(sa.text('DELETE FROM allocations'))
+            connection.execute(sa.text(
+                'UPDATE compute_nodes SET vcpus_used = 0, memory_mb_used = 0,'
+                ' local_gb_used = 0, generation = generation + 1, '
+                'updated_at = :now'), {'now': _utcnow()})
+
+    # -- callers --------------------------------------------------------------
+
+    def run_callers(self, kind, callers, work, flavor=FLAVOR,
+                    processes=None, warmup=()):
+        """Run ``callers`` concurrent callers over ``work``; returns
+        ``(seconds, [(latency seconds, host or None, error or None)])``.
+
+        ``kind`` 'select': ``work`` is a list of instance uuids, each asked
+        for with ``flavor`` (``(vcpus, memory_mb, root_gb)``, or a dict of
+        them by uuid). ``kind`` 'echo': ``work`` is a number of calls.
+        The callers are spread over ``processes`` caller processes (4 by
+        default, at most one per caller), each with its threads. Each
+        thread first makes its share of the ``warmup`` calls (uuids, or a
+        number for 'echo'), untimed: connections and reply queues are
+        made then. The clock starts when every caller is warm and stops
+        when the last one is done.
+        """
+        processes = min(callers, processes or CALLER_PROCESSES)
+        items = _items(kind, work, flavor)
+        warm = _items(kind, warmup, flavor)
+        threads = [callers // processes + (1 if index < callers % processes
+                                           else 0)
+                   for index in range(processes)]
+        context = multiprocessing.get_context('spawn')
+        ready = context.Barrier(processes + 1)
+        queue = context.Queue()
+        workers = [context.Process(target=_caller_process, args=(
+            self.cluster.conf_path, kind, items[index::processes],
+            warm[index::processes], count, ready, queue))
+            for index, count in enumerate(threads)]
+        for worker in workers:
+            worker.start()
+        try:
+            ready.wait(600)
+            started = time.monotonic()
+            results = []
+            finished = started
+            for _ in workers:
+                done, mine = queue.get(timeout=3600)
+                finished = max(finished, done)
+                results.extend(mine)
+        finally:
+            for worker in workers:
+                worker.join(60)
+                if worker.is_alive():
+                    worker.kill()
+        return finished - started, results
+
+
+def _items(kind, work, flavor):
+    """What each call sends: ``None`` (echo), or ``(uuid, flavor)``."""
+    if kind == 'echo':
+        return [None] * (work if isinstance(work, int) else len(work))
+    return [(uuid, flavor[uuid] if isinstance(flavor, dict) else flavor)
+            for uuid in work]
+
+
+def _utcnow():
+    import datetime
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def _init(conf_path):
+    from scheduler import conf
+    from scheduler import config
+    from scheduler import objects
+    from scheduler import rpc
+    config.register_opts()      # oslo.messaging's options, Gantt's exchange
+    conf.CONF(['--config-file', conf_path], project='gantt')
+    objects.register_all()
+    rpc.init(conf.CONF)
+
+
+def message_sizes(flavor=FLAVOR):
+    """Bytes of JSON of the arguments of a ``select_destinations`` call
+    (as ``rpcapi`` sends it) and of an echo call, serialized as on the
+    wire (the context and the envelope, alike for both, aside)."""
+    from scheduler import context
+    from scheduler import objects
+    from scheduler import rpc
+    objects.register_all()
+    ctxt = context.get_admin_context()
+    serializer = rpc.get_serializer()
+    spec = serializer.serialize_entity(ctxt, _spec(flavor))
+    select = {'spec_obj': spec, 'instance_uuids': [str(uuid.uuid4())],
+              'return_objects': True, 'return_alternates': True}
+    return len(json.dumps(select)), len(json.dumps({'payload': spec}))
+
+
+def _spec(flavor):
+    from scheduler.objects import request_spec
+    vcpus, memory_mb, root_gb = flavor
+    return request_spec.RequestSpec(
+        flavor=request_spec.Flavor(vcpus=vcpus, memory_mb=memory_mb,
+                                   root_gb=root_gb, name='bench',
+                                   flavorid='bench'),
+        num_instances=1, project_id='bench')
+
+
+def _caller_process(conf_path, kind, items, warm, threads, ready, queue):
+    """One caller process: ``threads`` callers, each warming up on its
+    share of ``warm``, then all timed together over ``items``; puts
+    ``(time.monotonic() at the end, results)`` on ``queue``."""
+    import threading
+
+    import oslo_messaging as messaging
+
+    from scheduler import context
+    from scheduler import rpc
+    from scheduler import rpcapi
+    _init(conf_path)
+    ctxt = context.get_admin_context()
+    serializer = rpc.get_serializer()
+    if kind == 'echo':
+        client = rpc.get_client(messaging.Target(topic=ECHO_TOPIC))
+        payload = serializer.serialize_entity(ctxt, _spec(FLAVOR))
+    else:
+        scheduler = rpcapi.SchedulerAPI()
+    specs = {}
+
+    def call(item):
+        if kind == 'echo':
+            client.call(ctxt, 'echo', payload=payload)
+            return None
+        uuid, flavor = item
+        if flavor not in specs:
+            specs[flavor] = _spec(flavor)
+        answer = scheduler.select_destinations(
+            ctxt, specs[flavor], [uuid], return_objects=True,
+            return_alternates=True)
+        return answer[0][0].service_host
+
+    results = []
+    lock = threading.Lock()
+    warmed = threading.Barrier(threads + 1)
+    go = threading.Event()
+
+    def run(share, warm_share):
+        for item in warm_share:
+            try:
+                call(item)
+            except Exception:   # the timed calls will say what fails
+                pass
+        warmed.wait()
+        go.wait()
+        mine = []
+        for item in share:
+            started = time.perf_counter()
+            host = error = None
+            try:
+                host = call(item)
+            except Exception as failure:  # counted and reported
+                error = type(failure).__name__
+            mine.append((time.perf_counter() - started, host, error))
+        with lock:
+            results.extend(mine)
+
+    workers = [threading.Thread(target=run, args=(items[index::threads],
+                                                  warm[index::threads]))
+               for index in range(threads)]
+    for worker in workers:
+        worker.start()
+    warmed.wait()
+    ready.wait(600)
+    go.set()
+    for worker in workers:
+        worker.join()
+    queue.put((time.monotonic(), results))
+    rpc.cleanup()
+
+
+def echo_server(conf_path):
+    import oslo_messaging as messaging
+
+    from scheduler import rpc
+
+    class Echo:
+        target = messaging.Target(version='1.0')
+
+        @rpc.expose
+        def echo(self, ctxt, payload):
+            return payload
+
+    _init(conf_path)
+    server = rpc.get_server(messaging.Target(topic=ECHO_TOPIC,
+                                             server='echo'), [Echo()])
+    server.start()
+    try:
+        while True:
+            time.sleep(3600)
+    finally:
+        server.stop()
+        server.wait()
+
+
+if __name__ == '__main__':
+    if sys.argv[1:2] == ['echo-server']:
+        echo_server(sys.argv[2])

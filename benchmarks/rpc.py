@@ -1,0 +1,189 @@
+"""select_destinations over RabbitMQ, against a bare oslo.messaging echo.
+
+Everything runs on this machine: the local RabbitMQ (a virtual host of
+the benchmark's own), a database of its own on the local PostgreSQL (or
+MariaDB), one ``gantt-scheduler`` daemon (with ``--workers`` processes)
+running this checkout's code, and the callers, which use the scheduler's
+RPC client (``scheduler.rpcapi.SchedulerAPI``, as the conductor does) in
+caller processes of their own (see ``rig.py``). The echo is an
+oslo.messaging server on the same broker and vhost, topic
+``gantt-bench-echo``, whose one method returns its argument: a serialized
+request spec, about as large as a ``select_destinations`` request (both
+sizes are printed). Each figure is printed beside the echo's, measured in
+the same run, with their ratio and the target:
+
+* **latency** at ``--latency-hosts`` (10,000): one caller, one instance
+  per request, ``--calls`` (300) of each kind after 30 warm-up calls,
+  select and echo taking turns in three rounds; p50 and p99 (targets:
+  at most 2x and 4x the echo's);
+* **throughput** at ``--throughput-hosts`` (5,000): ``--callers`` (16)
+  concurrent callers, 4 caller processes of 4 threads each (the callers'
+  GIL is not the limit on the 2-CPU machine: one process of 16 threads
+  made as many echo calls per second; ``--caller-processes`` changes it),
+  ``--placements`` (3,000) single-instance placements per second against
+  echo calls per second measured just before, one row for each of
+  ``--workers`` (target: at least 0.6x); then ``gantt-manage db check``
+  and the number of overfilled hosts.
+
+Every request claims for an instance recorded as the conductor records
+one (BUILDING, task ``scheduling``), made before the clock starts, so
+that ``db check`` finds every claim owned. Hosts have 32-96 vCPUs and
+128-256 GB: a run fills none.
+
+    python benchmarks/rpc.py --db postgresql --workers 1 2 3
+    python benchmarks/rpc.py --db mariadb --latency-hosts 2000 --skip \
+        throughput
+"""
+
+import argparse
+import collections
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import rig  # noqa: E402
+
+
+WARMUP = 30
+# Latency calls are made in this many rounds, select and echo in turn, so
+# that both see the same load from whatever else runs on the machine.
+ROUNDS = 3
+
+
+def _errors(results):
+    counts = collections.Counter(error for _, _, error in results if error)
+    return ', '.join('%d %s' % (n, name) for name, n in counts.items())
+
+
+def _sizes():
+    select, echo = rig.message_sizes()
+    return 'arguments: select_destinations %d bytes, echo %d bytes' % (
+        select, echo)
+
+
+def latency(backend, hosts, calls):
+    workdir = tempfile.mkdtemp(prefix='gantt-bench-rpc-')
+    try:
+        with rig.Rig(workdir, backend, hosts) as cloud:
+            cloud.start_schedulers(1)
+            cloud.start_echo()
+            selects, echoes = [], []
+            for number in range(ROUNDS):
+                share = calls // ROUNDS + (number < calls % ROUNDS)
+                warm = cloud.instances(WARMUP)
+                uuids = cloud.instances(share)
+                selects += cloud.run_callers('select', 1, uuids,
+                                             warmup=warm)[1]
+                echoes += cloud.run_callers('echo', 1, share,
+                                            warmup=WARMUP)[1]
+            stopped = cloud.stop_schedulers()
+            status, _output = cloud.db_check()
+            select_ms = [seconds * 1000 for seconds, _, _ in selects]
+            echo_ms = [seconds * 1000 for seconds, _, _ in echoes]
+            errors = _errors(selects + echoes)
+            print('latency: %d hosts, %s, 1 caller, %d calls of each kind '
+                  '(after %d warm-up calls, in %d rounds); %s'
+                  % (hosts, backend, calls, WARMUP, ROUNDS, _sizes()))
+            rig.table([
+                ('select_destinations p50 (ms) vs echo', rig.p50(select_ms),
+                 rig.p50(echo_ms), '<= 2x'),
+                ('select_destinations p99 (ms) vs echo',
+                 rig.percentile(select_ms, 0.99),
+                 rig.percentile(echo_ms, 0.99), '<= 4x'),
+            ])
+            print('  %s; claim retries %d%s' % (
+                _check(cloud, status), rig.Rig.claim_retries(stopped)[0],
+                '; errors: ' + errors if errors else ''))
+            sys.stdout.flush()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _check(cloud, status):
+    return 'db check %s, %d overfilled host(s)' % (
+        'clean' if status == 0 else 'FAILED (exit %d)' % status,
+        cloud.overfilled_hosts())
+
+
+def throughput(backend, hosts, placements, callers, workers_list,
+               processes):
+    workdir = tempfile.mkdtemp(prefix='gantt-bench-rpc-')
+    try:
+        with rig.Rig(workdir, backend, hosts) as cloud:
+            cloud.start_echo()
+            rows = []
+            notes = []
+            for workers in workers_list:
+                # The echo's rate just before, on the same callers.
+                elapsed, echoes = cloud.run_callers(
+                    'echo', callers, placements, processes=processes,
+                    warmup=callers * 4)
+                echo_rate = (len(echoes) - len(_failed(echoes))) / elapsed
+                cloud.start_schedulers(workers)
+                warm = cloud.instances(callers * 4)
+                uuids = cloud.instances(placements)
+                elapsed, selects = cloud.run_callers(
+                    'select', callers, uuids, processes=processes,
+                    warmup=warm)
+                placed = len(selects) - len(_failed(selects))
+                rows.append(('placements/s vs echo calls/s, %d worker(s)'
+                             % workers, placed / elapsed, echo_rate,
+                             '>= 0.6x'))
+                stopped = cloud.stop_schedulers()
+                status, _output = cloud.db_check()
+                errors = _errors(selects + echoes)
+                notes.append('%d worker(s): %d placed of %d, %s, claim '
+                             'retries %d%s' % (
+                                 workers, placed, len(selects),
+                                 _check(cloud, status),
+                                 rig.Rig.claim_retries(stopped)[0],
+                                 '; errors: ' + errors if errors else ''))
+            print('throughput: %d hosts, %s, %d concurrent callers in %d '
+                  'processes, %d calls of each kind per row; %s'
+                  % (hosts, backend, callers, min(callers, processes),
+                     placements, _sizes()))
+            rig.table(rows)
+            for note in notes:
+                print('  ' + note)
+            sys.stdout.flush()
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _failed(results):
+    return [error for _, _, error in results if error]
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--db', choices=['postgresql', 'mariadb'],
+                        default='postgresql')
+    parser.add_argument('--latency-hosts', type=int, default=10000)
+    parser.add_argument('--calls', type=int, default=300)
+    parser.add_argument('--throughput-hosts', type=int, default=5000)
+    parser.add_argument('--placements', type=int, default=3000)
+    parser.add_argument('--callers', type=int, default=16)
+    parser.add_argument('--workers', type=int, nargs='+', default=[1],
+                        help='scheduler worker processes, one throughput '
+                        'row each')
+    parser.add_argument('--caller-processes', type=int,
+                        default=rig.CALLER_PROCESSES,
+                        help='processes the concurrent callers are spread '
+                        'over (threads in each)')
+    parser.add_argument('--skip', choices=['latency', 'throughput'])
+    args = parser.parse_args(argv)
+    if args.skip != 'latency':
+        latency(args.db, args.latency_hosts, args.calls)
+    if args.skip != 'throughput':
+        throughput(args.db, args.throughput_hosts, args.placements,
+                   args.callers, args.workers, args.caller_processes)
+
+
+if __name__ == '__main__':
+    started = time.monotonic()
+    main()
+    print('(%.0f s)' % (time.monotonic() - started))
