@@ -322,6 +322,10 @@ class BuildTask:
         the instance no longer holds the claim of ``selection`` (a copy of
         its request that the broker delivered twice replaced it)."""
         with db_api.writer() as session:
+            # A claim for this instance (a copy of its request) either
+            # committed before this reads the allocations, or waits and
+            # then finds the instance placed (claims._refusal).
+            claims.lock_instance(session, instance_uuid)
             node = db_compute_nodes.get_node_by_name(
                 session, selection.service_host, selection.nodename)
             held = {node_id for node_id, _amounts

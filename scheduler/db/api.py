@@ -231,17 +231,6 @@ def write_connection():
 
 
 @contextlib.contextmanager
-def autocommit_connection():
-    """A Core connection in autocommit mode: each statement is its own
-    transaction, committed as it returns (one round trip for a statement
-    that does all its work itself). oslo.db's error translation applies;
-    the isolation level is reset when the connection goes back to the
-    pool."""
-    with get_engine().connect() as connection:
-        yield connection.execution_options(isolation_level='AUTOCOMMIT')
-
-
-@contextlib.contextmanager
 def reader():
     """A session for reads; nothing it does is committed."""
     with _transaction_context().reader.using(_Context()) as session:

@@ -436,6 +436,26 @@ def _refusal(session, consumer_uuid):
     return None
 
 
+def lock_instance(connection, consumer_uuid):
+    """Lock the consumer's instance row (if it is an instance) until the
+    transaction ends: the claims for one instance, and the conductor
+    taking a placement, take turns, and each statement after the lock
+    reads what the ones before it committed (READ COMMITTED on
+    PostgreSQL and MariaDB; SQLite's writers take turns anyway).
+
+    Without it two copies of one request claimed at the same moment
+    (a dead scheduler's message delivered again while the conductor
+    asked another) each see no allocation of the other, and the
+    instance holds two claims.
+    """
+    connection.execute(_LOCK_INSTANCE, {'consumer': consumer_uuid}).all()
+
+
+_LOCK_INSTANCE = (sa.select(_INSTANCE.c.id)
+                  .where(_INSTANCE.c.uuid == sa.bindparam('consumer'))
+                  .with_for_update())
+
+
 def _is_settled(consumer_uuid):
     """SQL: the consumer is an instance :func:`_refusal` calls settled."""
     return sa.exists().where(
@@ -527,13 +547,13 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled):
     params = {'node': node_id, 'consumer': consumer_uuid, 'now': now}
     for field, amount in zip(Resources._fields, resources):
         params['claim_' + field] = amount
-    if db_api.get_engine().dialect.name == 'postgresql':
-        # One round trip: the statement is its own transaction.
-        with db_api.autocommit_connection() as connection:
+    with db_api.write_connection() as connection:
+        lock_instance(connection, consumer_uuid)
+        if connection.dialect.name == 'postgresql':
+            # The UPDATE and the INSERT in one statement.
             result = connection.execute(
                 _fresh_statement(checked, refuse_settled), params)
             return result.rowcount == 1
-    with db_api.write_connection() as connection:
         result = connection.execute(
             _fresh_update(checked, refuse_settled), params)
         if result.rowcount != 1:
@@ -569,17 +589,20 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     the conductor (see :func:`_refusal`), gets InvalidRequest and nothing
     is written.
 
-    The usual claim (no group policy, a consumer holding nothing yet) is
-    one conditional UPDATE, the allocation's INSERT and the COMMIT
-    (:func:`_claim_fresh`; on PostgreSQL one statement in one round
-    trip); only when that UPDATE matches nothing does the full path run,
-    to tell a full node from a consumer to refuse or to move.
+    The instance's row is locked first (:func:`lock_instance`): claims
+    for one instance never run side by side. The usual claim (no group
+    policy, a consumer holding nothing yet) is then one conditional
+    UPDATE, the allocation's INSERT and the COMMIT (:func:`_claim_fresh`;
+    on PostgreSQL the UPDATE and INSERT are one statement); only when that
+    UPDATE matches nothing does the full path run, to tell a full node
+    from a consumer to refuse or to move.
     """
     if group_uuid is None and _claim_fresh(node_id, consumer_uuid, resources,
                                            refuse_settled):
         return True
     try:
         with db_api.writer() as session:
+            lock_instance(session, consumer_uuid)
             if refuse_settled:
                 why = _refusal(session, consumer_uuid)
                 if why is not None:

@@ -43,6 +43,21 @@ def assert_usage_matches_servers(cluster, ratio=1.0):
         for index, amount in enumerate(needs):
             wanted[(row.host, row.node)][index] += amount
         expected_allocations[row.uuid] = (row.host, row.node) + needs
+    # Server by server first: a mismatch names the instances.
+    rows = cluster.allocations()
+    allocations = {row.consumer_uuid: (row.host, row.node, row.vcpus,
+                                       row.memory_mb, row.disk_gb)
+                   for row in rows}
+    held = collections.Counter(row.consumer_uuid for row in rows)
+    assert len(allocations) == len(rows), (
+        'servers holding allocations on several nodes: %s'
+        % [(row.consumer_uuid, row.host) for row in rows
+           if held[row.consumer_uuid] > 1])
+    assert allocations == expected_allocations, {
+        uuid: (allocations.get(uuid), expected_allocations.get(uuid))
+        for uuid in set(allocations) ^ set(expected_allocations)
+        | {uuid for uuid in allocations
+           if allocations[uuid] != expected_allocations.get(uuid)}}
     nodes = cluster.query(
         'SELECT host, hypervisor_hostname AS node, vcpus, memory_mb, '
         'local_gb, vcpus_used, memory_mb_used, local_gb_used, '
@@ -50,22 +65,16 @@ def assert_usage_matches_servers(cluster, ratio=1.0):
         'FROM compute_nodes')
     for node in nodes:
         used = [getattr(node, column) for _name, column, _total in RESOURCES]
-        assert used == wanted.pop((node.host, node.node), [0, 0, 0]), (
-            'usage of %s/%s is %s, its servers need %s'
-            % (node.host, node.node, used, wanted.get((node.host,
-                                                       node.node))))
+        need = wanted.pop((node.host, node.node), [0, 0, 0])
+        assert used == need, (
+            'usage of %s/%s is %s, its active servers need %s'
+            % (node.host, node.node, used, need))
         for name, used_column, total_column in RESOURCES:
             reserved = getattr(node, 'reserved_' + name)
             capacity = getattr(node, total_column) * ratio - reserved
             assert getattr(node, used_column) <= capacity, (
                 '%s of %s over capacity' % (name, node.host))
     assert not wanted, 'servers on unknown nodes: %s' % dict(wanted)
-    allocations = {row.consumer_uuid: (row.host, row.node, row.vcpus,
-                                       row.memory_mb, row.disk_gb)
-                   for row in cluster.allocations()}
-    assert len(allocations) == len(cluster.allocations()), (
-        'a server holds allocations on several nodes')
-    assert allocations == expected_allocations
 
 
 def assert_db_check_passes(cluster):

@@ -5,9 +5,10 @@ conductor from this process as any RPC client would. After each kill the
 end state must be clean: no instance left building, every claim held by
 an ACTIVE instance on its host, ``gantt-manage db check`` ok.
 
-* A scheduler SIGKILLed with requests in hand: the conductor's call times
-  out and is sent again to a live scheduler (claims are keyed on the
-  instance, so the second claim replaces any the dead one made).
+* A scheduler hung (SIGSTOP) then SIGKILLed with requests in hand: the
+  conductor's call times out and is sent again to a live scheduler
+  (claims are keyed on the instance, so the second claim replaces any
+  the dead one made).
 * A conductor SIGKILLed after it asked for claims and before it cast the
   builds: the scheduler claims for instances nobody will build; a new
   conductor times them out (``[DEFAULT] instance_build_timeout``) and
@@ -75,7 +76,13 @@ def assert_clean(c):
 
 def test_scheduler_killed_mid_requests(tmp_path, rpc_transport):
     builds = 4 * 60
-    with cluster_mod.Cluster(tmp_path, 'mariadb') as c:
+    # Heartbeats go through the conductor, whose calls to the stopped
+    # scheduler hang for rpc_response_timeout each: its backlog may exceed
+    # the harness's 10 s service_down_time, which would take every host
+    # out of ComputeFilter. Nova's default window is 60 s.
+    with cluster_mod.Cluster(tmp_path, 'mariadb',
+                             extra_conf='[DEFAULT]\nservice_down_time = 60\n'
+                             ) as c:
         conductor = c.start_conductor_with_conf(
             'conductor', '[DEFAULT]\nrpc_response_timeout = 5\n')
         start_cluster(c, ['cmp-1', 'cmp-2', 'cmp-3'])
@@ -95,16 +102,26 @@ def test_scheduler_killed_mid_requests(tmp_path, rpc_transport):
         threads = [threading.Thread(target=client) for _ in range(4)]
         for thread in threads:
             thread.start()
-        # Kill one scheduler while the conductor has calls out to all.
+        # Kill one scheduler with requests in hand. A scheduler answers
+        # in milliseconds, so it is first stopped (SIGSTOP) while builds
+        # keep coming: the calls it took hang until the conductor's times
+        # out and asks again elsewhere. Then it is killed.
         victim = schedulers[0]
         c.wait_until(lambda: count_states(c) >= builds // 4, 30,
                      'builds to be under way', conductor)
+        victim.signal_group(signal.SIGSTOP)
+        late = 30
+        extra = cast_builds(late)
+        with lock:
+            uuids.extend(extra)
+        c.wait_until(lambda: 'asking again' in conductor.log(), 60,
+                     'the conductor to ask another scheduler', conductor)
         victim.kill_group()
         killed_at = count_states(c, 'active')
         for thread in threads:
             thread.join(30)
 
-        c.wait_until(lambda: count_states(c) == builds and
+        c.wait_until(lambda: count_states(c) == builds + late and
                      count_states(c, 'building') == 0, 60,
                      'every build to end', conductor)
         rows = states(c)
@@ -115,7 +132,7 @@ def test_scheduler_killed_mid_requests(tmp_path, rpc_transport):
         # The scheduler died busy: it had answered some requests, and
         # the conductor asked again for those it took with it.
         assert 'Filter DiskFilter returned' in victim.log()
-        assert killed_at < builds
+        assert killed_at < builds + late
         assert 'asking again' in conductor.log()
         for process in schedulers[1:]:
             assert process.alive()

@@ -269,7 +269,7 @@ def sql_claim(node_id, resources, consumer=None, refuse_settled=True):
                                refuse_settled=refuse_settled)
 
 
-def test_fresh_claim_is_one_round_trip_or_two(any_database):
+def test_fresh_claim_locks_the_instance_then_claims(any_database):
     node = make_node()
     sql_claim(node, (1, 1, 1))            # statements prepared
     statements = []
@@ -283,12 +283,75 @@ def test_fresh_claim_is_one_round_trip_or_two(any_database):
         assert sql_claim(node, (1, 1024, 10)) is True
     finally:
         sa.event.remove(engine, 'before_cursor_execute', record)
-    # PostgreSQL: one statement (the UPDATE in a CTE) that commits itself.
-    expected = (['WITH'] if engine.dialect.name == 'postgresql'
-                else ['UPDATE', 'INSERT'])
+    # The instance's row lock, then on PostgreSQL one statement (the
+    # UPDATE in a CTE that feeds the INSERT).
+    expected = (['SELECT', 'WITH'] if engine.dialect.name == 'postgresql'
+                else ['SELECT', 'UPDATE', 'INSERT'])
     assert [s for s in statements
             if s in ('SELECT', 'UPDATE', 'INSERT', 'WITH')] == expected
     assert node_state(node)['vcpus_used'] == 2
+    assert inconsistencies() == []
+
+
+def add_instance(vm_state='building', task_state='scheduling', host=None):
+    instance_uuid = str(uuid.uuid4())
+    now = models.utcnow()
+    with db_api.writer() as session:
+        session.execute(sa.insert(models.Instance.__table__).values(
+            uuid=instance_uuid, vm_state=vm_state, task_state=task_state,
+            host=host, created_at=now, updated_at=now))
+    return instance_uuid
+
+
+def test_copies_of_one_request_claiming_at_once_leave_one_claim(
+        any_database):
+    # A dead scheduler's message delivered again while the conductor
+    # asked another scheduler: copies of one request claim on different
+    # nodes at the same moment. Each claim replaces the one before it;
+    # the instance ends with exactly one.
+    nodes = [make_node(host='host%d' % index) for index in range(8)]
+    instance = add_instance()
+
+    results = race(len(nodes), lambda i: sql_claim(nodes[i], (1, 1024, 10),
+                                                   instance))
+
+    assert results == [True] * len(nodes)
+    held = allocations(instance)
+    assert len(held) == 1, held
+    assert sum(node_state(node)['vcpus_used'] for node in nodes) == 1
+    assert inconsistencies() == []
+
+
+def test_a_claim_waits_for_the_placement_and_is_refused(any_database):
+    first, second = make_node(), make_node(host='host2')
+    instance = add_instance()
+    assert sql_claim(first, (1, 1024, 10), instance) is True
+    outcome = []
+
+    def stale_copy():
+        try:
+            outcome.append(sql_claim(second, (1, 1024, 10), instance))
+        except exception.InvalidRequest as error:
+            outcome.append(error)
+
+    # The conductor takes the placement (as in BuildTask._take_placement):
+    # a copy of the request claiming meanwhile waits for it, then finds
+    # the instance placed and claims nothing.
+    with db_api.writer() as session:
+        claims.lock_instance(session, instance)
+        session.execute(sa.update(models.Instance.__table__)
+                        .where(models.Instance.__table__.c.uuid == instance)
+                        .values(task_state='spawning', host='host1'))
+        thread = threading.Thread(target=stale_copy)
+        thread.start()
+        thread.join(0.5)
+        assert thread.is_alive() and outcome == []
+    thread.join(30)
+    assert len(outcome) == 1
+    assert isinstance(outcome[0], exception.InvalidRequest), outcome
+    assert 'placed on host1 already' in str(outcome[0])
+    assert [node_id for node_id, _ in allocations(instance)] == [first]
+    assert node_state(second)['vcpus_used'] == 0
     assert inconsistencies() == []
 
 
