@@ -48,6 +48,7 @@ is called by the owner::
     manager.stop()
 """
 
+import collections
 import datetime
 import os
 import threading
@@ -163,6 +164,10 @@ class HostManager(instance_tracking.InstanceTracking):
         self._init_instance_tracking()
         self._consume_seq = 0
         self._consumed_at = {}
+        # {node id: reservations whose SQL claim has not returned yet}: a
+        # refresh may read such a node before the claim commits, and must
+        # not replace the reserved row with that read (see settle).
+        self._in_flight = collections.Counter()
         self._after_fork()
         _managers.add(self)
 
@@ -189,11 +194,19 @@ class HostManager(instance_tracking.InstanceTracking):
         return table
 
     def consume(self, node_id, resources, instance_uuid=None,
-                instance_info=None):
-        """Record a successful claim in the cached row of ``node_id``;
-        with ``instance_uuid``, the instance is on the node's host from
-        now on (``instance_info``: its InstanceInfo)."""
+                instance_info=None, in_flight=False):
+        """Record a claim in the cached row of ``node_id``; with
+        ``instance_uuid``, the instance is on the node's host from now on
+        (``instance_info``: its InstanceInfo).
+
+        ``in_flight``: a reservation made before the claim's SQL, which
+        the caller must follow with :meth:`settle` once the claim
+        returned, whatever its outcome; until then no refresh replaces
+        the node's cached row.
+        """
         with self._lock:
+            if in_flight:
+                self._in_flight[node_id] += 1
             table = self._table
             if table is None or node_id not in table.row_by_id:
                 return
@@ -212,6 +225,19 @@ class HostManager(instance_tracking.InstanceTracking):
             # columns of every host (see HostTable.update_in_place).
             self._put_states(replaced)
             self._mark_consumed(node_id)
+
+    def settle(self, node_id):
+        """The SQL claim that followed ``consume(..., in_flight=True)``
+        on the node returned (won, lost or failed): refreshes may read
+        the node again, and the next one does."""
+        with self._lock:
+            left = self._in_flight[node_id] - 1
+            if left > 0:
+                self._in_flight[node_id] = left
+            else:
+                self._in_flight.pop(node_id, None)
+            if node_id in self._generations:
+                self._mark_consumed(node_id)
 
     def _mark_consumed(self, node_id):
         # The claim bumped the node's generation: re-read it next time,
@@ -241,11 +267,12 @@ class HostManager(instance_tracking.InstanceTracking):
             for service in services:
                 self._services[service.host] = (
                     host_table.service_from_row(service))
-            # A node claimed on since the read began keeps its cached row.
-            # Nodes new to the cache wait for the next refresh, which
-            # rebuilds the table with them.
+            # A node claimed on since the read began, or with a claim in
+            # flight, keeps its cached row. Nodes new to the cache wait
+            # for the next refresh, which rebuilds the table with them.
             rows = [row for row in rows
                     if row.id in self._generations
+                    and row.id not in self._in_flight
                     and self._consumed_at.get(row.id, 0) <= seen_seq]
             for row in rows:
                 self._generations[row.id] = row.generation
@@ -341,11 +368,13 @@ class HostManager(instance_tracking.InstanceTracking):
             self._generations.pop(node_id, None)
             self._reread.discard(node_id)
             rebuild = True
-        # Nodes claimed on after this refresh started its reads: the row
-        # read may predate the claim. Keep the consumed cached row and
-        # read the node again next time.
+        # Nodes claimed on after this refresh started its reads, or with
+        # a reservation whose SQL claim has not returned: the row read may
+        # predate the claim. Keep the consumed cached row and read the
+        # node again next time.
         raced = {node_id for node_id, seq in self._consumed_at.items()
                  if seq > seen_seq}
+        raced.update(self._in_flight)
         if not changes.full:
             # Rows written within the slack were mostly read already.
             changes.nodes = [row for row in changes.nodes

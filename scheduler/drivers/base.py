@@ -127,7 +127,7 @@ class Scheduler(metaclass=abc.ABCMeta):
         its next host.
         """
         self.host_manager.consume(host_state.id, resources, consumer_uuid,
-                                  instance_info)
+                                  instance_info, in_flight=True)
         try:
             won = claims.claim_in_sql(host_state.id, consumer_uuid,
                                       resources, group_uuid,
@@ -138,8 +138,10 @@ class Scheduler(metaclass=abc.ABCMeta):
                         {'uuid': consumer_uuid, 'node': host_state.uuid})
             won = False
         except Exception:
+            self.host_manager.settle(host_state.id)
             self._unreserve(host_state, consumer_uuid)
             raise
+        self.host_manager.settle(host_state.id)
         if won:
             self.count('claims')
             return True

@@ -211,6 +211,49 @@ def test_claim_during_a_refresh_is_not_lost(cloud, make_host_manager,
     assert _state(table, 'a').vcpus_total == 8
 
 
+@pytest.mark.parametrize('full', [True, False])
+def test_refresh_before_the_claim_commits_keeps_the_reservation(
+        cloud, make_host_manager, full):
+    node_id = cloud.add_node('a', vcpus=4)
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    resources = claims.Resources(3, 0, 0)
+    # The request reserves, then a refresh reads the node before the SQL
+    # claim is made: what it read does not hold the claim.
+    manager.consume(node_id, resources, 'inst-1', in_flight=True)
+    _report(cloud, 'a', vcpus=8)
+    table = manager.refresh(full=full)
+    assert _state(table, 'a').vcpus_used == 3
+    assert 'inst-1' in _state(table, 'a').instances
+    assert manager.refresh_nodes([node_id]) == {}
+    assert _state(manager.snapshot(), 'a').vcpus_used == 3
+    # The claim commits and returns: the next refresh reads the node,
+    # the claim and the new inventory with it.
+    cloud.take('a', resources)
+    manager.settle(node_id)
+    table = manager.refresh(full=full)
+    assert _state(table, 'a').vcpus_used == 3
+    assert _state(table, 'a').vcpus_total == 8
+
+
+def test_a_lost_claim_in_flight_is_rolled_back_by_its_reread(
+        cloud, make_host_manager):
+    node_id = cloud.add_node('a', vcpus=4)
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    # Two claims in flight on one node; one settles (it lost), the
+    # other still holds the row.
+    manager.consume(node_id, claims.Resources(1, 0, 0), in_flight=True)
+    manager.consume(node_id, claims.Resources(2, 0, 0), in_flight=True)
+    manager.settle(node_id)
+    assert manager.refresh_nodes([node_id]) == {}
+    assert _state(manager.snapshot(), 'a').vcpus_used == 3
+    cloud.take('a', claims.Resources(2, 0, 0))
+    manager.settle(node_id)
+    assert manager.refresh_nodes([node_id])[node_id].vcpus_used == 2
+    assert _state(manager.snapshot(), 'a').vcpus_used == 2
+
+
 def test_refresh_nodes_rereads_at_once(cloud, make_host_manager):
     node_id = cloud.add_node('a')
     manager = make_host_manager(auto_refresh=False)
