@@ -19,6 +19,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from compute import rpcapi as compute_rpcapi
+from conductor import heartbeats
 from conductor import payloads
 from conductor import rpcapi as conductor_rpcapi
 from conductor.tasks import build
@@ -33,7 +34,6 @@ from scheduler.db import api as db_api
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
 from scheduler.db import models
-from scheduler.db import services as db_services
 from scheduler import conf
 from scheduler import exception
 from scheduler.objects import request_spec as request_spec_obj
@@ -55,6 +55,7 @@ class ConductorManager(service.Manager):
     def __init__(self):
         self.compute_task_mgr = ComputeTaskManager()
         self.additional_endpoints = [self.compute_task_mgr]
+        self.heartbeats = heartbeats.HeartbeatBatcher()
 
     def init_host(self):
         self.compute_task_mgr.init_host()
@@ -71,9 +72,9 @@ class ConductorManager(service.Manager):
     @messaging.expected_exceptions(exception.InvalidRequest)
     def service_update(self, ctxt, host, binary, topic):
         payloads.checked_service(host, binary, topic)
-        with db_api.writer() as session:
-            row = db_services.report_alive(session, host, binary, topic)
-        return {'disabled': bool(row.disabled)}
+        # Written with the heartbeats of other computes arriving at the
+        # same time, in one transaction (conductor/heartbeats.py).
+        return {'disabled': self.heartbeats.report(host, binary, topic)}
 
     @rpc.expose
     @messaging.expected_exceptions(exception.InvalidRequest)

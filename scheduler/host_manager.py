@@ -10,7 +10,13 @@ host_state_refresh_interval`` seconds, reading only what changed:
   ``updated_at``), of which those whose ``generation`` differs from the
   cached one (every write to a node, claims included, bumps it);
 * compute services (binary ``gantt-compute``) whose ``updated_at`` moved
-  (heartbeats, enable/disable);
+  (registration, enable/disable, forced down; a heartbeat does not move
+  it);
+* liveness transitions, not heartbeats: the services whose last heartbeat
+  is older than ``[DEFAULT] service_down_time`` (an indexed
+  ``last_seen_up``; as many rows as there are dead services), and those
+  of them that heartbeated again. Each cached service carries the
+  judgement (``ServiceInfo.alive``) that ComputeFilter reads;
 * every ``FULL_READ_INTERVAL`` seconds, the generation of every node and
   every service, to notice deleted rows and rows written by a host whose
   clock lags by more than ``WRITE_SLACK``;
@@ -107,14 +113,22 @@ def _reset_after_fork():
 os.register_at_fork(after_in_child=_reset_after_fork)
 
 
-def _read_services(session, since=None, hosts=None):
+def _read_services(session, since=None, hosts=None, dead_before=None):
     query = sa.select(*_SERVICE_COLUMNS).where(
         _SERVICE.c.binary == COMPUTE_BINARY)
     if since is not None:
         query = query.where(_SERVICE.c.updated_at >= since)
     if hosts is not None:
         query = query.where(_SERVICE.c.host.in_(list(hosts)))
+    if dead_before is not None:
+        query = query.where(sa.or_(_SERVICE.c.last_seen_up < dead_before,
+                                   _SERVICE.c.last_seen_up.is_(None)))
     return session.execute(query).all()
+
+
+def _alive_since(now):
+    """The earliest heartbeat that makes a service alive at ``now``."""
+    return now - datetime.timedelta(seconds=CONF.service_down_time)
 
 
 class _Changes:
@@ -124,6 +138,8 @@ class _Changes:
         self.nodes = []
         self.removed = []
         self.services = []
+        # Services heartbeating at or after this are alive.
+        self.alive_since = None
         # A full read: ``nodes`` holds the rows whose generation changed,
         # ``services`` every service. Otherwise both hold the rows
         # written since the watermark.
@@ -259,6 +275,7 @@ class HostManager(instance_tracking.InstanceTracking):
             return {}
         with self._lock:
             seen_seq = self._consume_seq
+        alive_since = _alive_since(models.utcnow())
         with db_api.reader() as session:
             rows = compute_nodes.get_nodes(session, ids=node_ids)
             services = _read_services(session,
@@ -266,7 +283,7 @@ class HostManager(instance_tracking.InstanceTracking):
         with self._lock:
             for service in services:
                 self._services[service.host] = (
-                    host_table.service_from_row(service))
+                    host_table.service_from_row(service, alive_since))
             # A node claimed on since the read began, or with a claim in
             # flight, keeps its cached row. Nodes new to the cache wait
             # for the next refresh, which rebuilds the table with them.
@@ -303,11 +320,14 @@ class HostManager(instance_tracking.InstanceTracking):
             full = (full or self._watermark is None
                     or now - self._last_full_read >= FULL_READ_INTERVAL)
             changes = _Changes()
+            changes.alive_since = _alive_since(began)
             with self._lock:
                 seen_seq = self._consume_seq
                 known = dict(self._generations) if full else None
                 reread = set(self._reread)
                 changes.aggregate_seq = self._aggregate_seq
+                dead = {host for host, service in self._services.items()
+                        if not service.alive}
             with db_api.reader() as session:
                 if full:
                     changes.nodes, changes.removed = (
@@ -322,7 +342,8 @@ class HostManager(instance_tracking.InstanceTracking):
                     if missing:
                         changes.nodes.extend(
                             compute_nodes.get_nodes(session, ids=missing))
-                    changes.services = _read_services(session, since=since)
+                    changes.services = self._read_service_changes(
+                        session, since, changes.alive_since, dead)
                 changes.full = full
                 if not self._instances_loaded:
                     changes.instances = instance_tracking.read_instances(
@@ -347,6 +368,19 @@ class HostManager(instance_tracking.InstanceTracking):
                       len(changes.nodes), len(changes.services),
                       len(changes.removed))
             return table
+
+    @staticmethod
+    def _read_service_changes(session, since, alive_since, dead):
+        """The service rows written since ``since``, those dead at
+        ``alive_since`` (few: as many as dead services) and those of the
+        ``dead`` hosts that heartbeated again; heartbeats of live
+        services are not read."""
+        rows = _read_services(session, since=since)
+        rows.extend(_read_services(session, dead_before=alive_since))
+        revived = dead - {row.host for row in rows}
+        if revived:
+            rows.extend(_read_services(session, hosts=revived))
+        return rows
 
     def _apply(self, changes, seen_seq):
         """Merge what a refresh read; called with the lock held."""
@@ -417,15 +451,21 @@ class HostManager(instance_tracking.InstanceTracking):
         changed = set()
         seen = set()
         cached = self._services
-        width = len(host_table.ServiceInfo._fields)
+        alive_since = changes.alive_since
         for row in changes.services:
             seen.add(row.host)
-            # Rows read again within the slack mostly did not change;
-            # compare before building anything.
-            values = tuple(row[:width])
-            if cached.get(row.host) != values:
-                cached[row.host] = host_table.ServiceInfo._make(values)
-                changed.add(row.host)
+            # Rows read again within the slack, and the heartbeats of the
+            # full read, mostly change nothing the filters see: compare
+            # before building anything. (A cached last_seen_up is the one
+            # of the row's last change; ``alive`` is what counts.)
+            alive = (row.last_seen_up is not None
+                     and row.last_seen_up >= alive_since)
+            old = cached.get(row.host)
+            if old is not None and old.alive == alive and \
+                    old[:6] == tuple(row[:6]):
+                continue
+            cached[row.host] = host_table.service_from_row(row, alive_since)
+            changed.add(row.host)
         if changes.full:
             for host in set(cached) - seen:
                 changed.add(host)

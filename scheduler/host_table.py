@@ -43,6 +43,9 @@ EPOCH = datetime.datetime(1970, 1, 1)
 # Heartbeats are compared in whole microseconds, exactly as the datetime
 # arithmetic of db.services.is_up does.
 NO_HEARTBEAT = np.iinfo(np.int64).min
+# The heartbeat column of a service the host cache judged alive at its
+# last refresh (see ServiceInfo): later than any limit.
+ALIVE = np.iinfo(np.int64).max
 
 # resource -> (HostState total, used, reserved and ratio attributes)
 RESOURCE_ATTRS = {
@@ -64,25 +67,41 @@ def to_microseconds(when):
     return (delta.days * 86400 + delta.seconds) * 1000000 + delta.microseconds
 
 
+# ``alive``: None, or the host cache's judgement of the heartbeat at its
+# last refresh (last_seen_up within ``[DEFAULT] service_down_time``); the
+# cache reads liveness transitions, not every heartbeat, so its
+# last_seen_up is the one of the row's last change and ``alive`` decides.
 ServiceInfo = collections.namedtuple(
     'ServiceInfo',
-    'id host binary disabled disabled_reason forced_down last_seen_up')
+    'id host binary disabled disabled_reason forced_down last_seen_up alive',
+    defaults=(None,))
 
 
-def service_from_row(row):
-    """A ServiceInfo from a ``services`` row."""
+def service_from_row(row, alive_since=None):
+    """A ServiceInfo from a ``services`` row; with ``alive_since`` (naive
+    UTC), judged alive if it heartbeated at or after that time."""
+    alive = None
+    if alive_since is not None:
+        alive = (row.last_seen_up is not None
+                 and row.last_seen_up >= alive_since)
     return ServiceInfo(row.id, row.host, row.binary, bool(row.disabled),
                        row.disabled_reason, bool(row.forced_down),
-                       row.last_seen_up)
+                       row.last_seen_up, alive)
 
 
 def service_is_up(service, now, down_time):
     """True if ``service`` heartbeated within ``down_time`` seconds.
 
     ``now`` is a naive UTC datetime; the arithmetic is the one of
-    :func:`scheduler.db.services.is_up`.
+    :func:`scheduler.db.services.is_up`. A service the host cache judged
+    (``alive`` set) is up if the cache found it alive at its last
+    refresh.
     """
-    if service is None or service.forced_down or not service.last_seen_up:
+    if service is None or service.forced_down:
+        return False
+    if service.alive is not None:
+        return service.alive
+    if not service.last_seen_up:
         return False
     return now - service.last_seen_up <= datetime.timedelta(
         seconds=down_time)
@@ -379,8 +398,12 @@ def _service_values(state):
     service = state.service
     if service is None:
         return (False, False, False, NO_HEARTBEAT)
+    if service.alive is not None:
+        heartbeat = ALIVE if service.alive else NO_HEARTBEAT
+    else:
+        heartbeat = to_microseconds(service.last_seen_up)
     return (True, bool(service.disabled), bool(service.forced_down),
-            to_microseconds(service.last_seen_up))
+            heartbeat)
 
 
 def _columns_of(states):

@@ -67,9 +67,11 @@ class Service(TimestampMixin, Base):
 
     __tablename__ = 'services'
     # updated_at: the host caches read the rows written since they last
-    # looked.
+    # looked (a heartbeat does not move it); last_seen_up: they find the
+    # dead services.
     __table_args__ = (sa.UniqueConstraint('host', 'binary'),
-                      sa.Index(None, 'updated_at'))
+                      sa.Index(None, 'updated_at'),
+                      sa.Index(None, 'last_seen_up'))
 
     updated_at: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(
         Timestamp, default=utcnow, onupdate=utcnow)

@@ -17,11 +17,14 @@ _SERVICE = models.Service.__table__
 
 
 def _heartbeat(session, host, binary, topic, now):
+    # updated_at stays: it marks the row's changes for the schedulers'
+    # host caches, which read liveness from last_seen_up (a heartbeat of
+    # a live service changes nothing they need to read).
     result = session.execute(
         sa.update(_SERVICE)
         .where(_SERVICE.c.host == host, _SERVICE.c.binary == binary)
-        .values(last_seen_up=now, updated_at=now, topic=topic,
-                report_count=_SERVICE.c.report_count + 1))
+        .values(last_seen_up=now, updated_at=_SERVICE.c.updated_at,
+                topic=topic, report_count=_SERVICE.c.report_count + 1))
     return result.rowcount == 1
 
 
@@ -45,6 +48,25 @@ def report_alive(session, host, binary, topic):
         except db_exc.DBDuplicateEntry:
             _heartbeat(session, host, binary, topic, now)
     return get_service(session, host, binary)
+
+
+def heartbeat_many(session, binary, topic, hosts):
+    """Record a heartbeat of each of ``hosts``' ``binary`` service in one
+    UPDATE; ``{host: disabled}`` of the rows that exist (the others must
+    register through :func:`report_alive`)."""
+    hosts = sorted(set(hosts))
+    if not hosts:
+        return {}
+    session.execute(
+        sa.update(_SERVICE)
+        .where(_SERVICE.c.binary == binary, _SERVICE.c.host.in_(hosts))
+        .values(last_seen_up=models.utcnow(),
+                updated_at=_SERVICE.c.updated_at, topic=topic,
+                report_count=_SERVICE.c.report_count + 1))
+    rows = session.execute(
+        sa.select(_SERVICE.c.host, _SERVICE.c.disabled)
+        .where(_SERVICE.c.binary == binary, _SERVICE.c.host.in_(hosts)))
+    return {row.host: bool(row.disabled) for row in rows}
 
 
 def get_service(session, host, binary):

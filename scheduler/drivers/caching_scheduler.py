@@ -5,7 +5,10 @@ request) and then only by :meth:`CachingScheduler.run_periodic_tasks`,
 which the manager calls every ``[scheduler] periodic_task_interval``
 seconds; no background thread reads the database. Claims are still made
 in SQL, and recorded in the cache, so a stale cache costs at most a lost
-claim race and a retry::
+claim race and a retry. Compute services are up or down as the last
+refresh judged them (a heartbeat older than ``[DEFAULT]
+service_down_time`` then): a host that died since can be chosen until
+the next refresh::
 
     [scheduler]
     driver = caching_scheduler

@@ -143,6 +143,76 @@ def test_refresh_sees_service_changes(cloud, make_host_manager):
     assert list(table.disabled) == [False, True]
 
 
+def _heard_from(host, seconds_ago):
+    """The service's last heartbeat was ``seconds_ago``; its updated_at
+    does not move (as with a heartbeat)."""
+    services = models.Service.__table__
+    with db_api.writer() as session:
+        session.execute(
+            sa.update(services).where(services.c.host == host).values(
+                last_seen_up=models.utcnow()
+                - datetime.timedelta(seconds=seconds_ago),
+                updated_at=services.c.updated_at))
+
+
+def test_refresh_reads_liveness_transitions_not_heartbeats(
+        cloud, make_host_manager, config, monkeypatch):
+    config.config(service_down_time=60)
+    # No slack for the writes of clocks that lag: the registrations
+    # below are not read again.
+    monkeypatch.setattr(host_manager, 'WRITE_SLACK', 0)
+    for host in ('a', 'b', 'c'):
+        cloud.add_node(host)
+    manager = make_host_manager(auto_refresh=False)
+    table = manager.snapshot()
+    assert list(table.service_up()) == [True, True, True]
+    manager.refresh()
+    # Heartbeats of live services are not read, and change nothing.
+    before = list(manager.snapshot().states)
+    read = manager.stats['services_read']
+    for host in ('a', 'b', 'c'):
+        cloud.heartbeat(host)
+    table = manager.refresh()
+    assert manager.stats['services_read'] == read
+    assert list(table.states) == before
+    # b stops heartbeating: once its last heartbeat is older than
+    # service_down_time, the next refresh takes it out.
+    _heard_from('b', 59)
+    assert list(manager.refresh().service_up()) == [True, True, True]
+    _heard_from('b', 61)
+    table = manager.refresh()
+    assert list(table.service_up()) == [True, False, True]
+    assert not _state(table, 'b').service_up()
+    # While it stays dead each refresh reads its row (one per dead
+    # service) and changes nothing.
+    read = manager.stats['services_read']
+    dead = _state(table, 'b')
+    table = manager.refresh()
+    assert manager.stats['services_read'] == read + 1
+    assert _state(table, 'b') is dead
+    # It heartbeats again: up at the next refresh.
+    cloud.heartbeat('b')
+    table = manager.refresh()
+    assert list(table.service_up()) == [True, True, True]
+    assert _state(table, 'b').service_up()
+    # The periodic full read agrees, and restates nothing.
+    before = list(table.states)
+    assert list(manager.refresh(full=True).states) == before
+
+
+def test_a_service_that_never_heartbeated_is_down(cloud, make_host_manager):
+    cloud.add_node('a')
+    cloud.add_node('b')
+    services = models.Service.__table__
+    with db_api.writer() as session:
+        session.execute(sa.update(services).where(services.c.host == 'b')
+                        .values(last_seen_up=None))
+    manager = make_host_manager(auto_refresh=False)
+    assert list(manager.snapshot().service_up()) == [True, False]
+    cloud.heartbeat('b')
+    assert list(manager.refresh().service_up()) == [True, True]
+
+
 def test_refresh_sees_aggregate_changes(cloud, make_host_manager):
     cloud.add_node('a')
     manager = make_host_manager(auto_refresh=False)
