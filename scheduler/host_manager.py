@@ -99,10 +99,18 @@ _RATIO_OPTIONS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
 _managers = weakref.WeakSet()
 
 
+# The key of the default availability zone in _default_ratios' dict.
+_DEFAULT_AZ = 'default_availability_zone'
+
+
 def _default_ratios():
-    """The configured allocation ratios, for nodes that report none."""
-    return {name: getattr(CONF.filter_scheduler, name)
-            for name in _RATIO_OPTIONS}
+    """The configured allocation ratios, for nodes that report none, and
+    ``[DEFAULT] default_availability_zone`` (read once per refresh, not
+    per node)."""
+    defaults = {name: getattr(CONF.filter_scheduler, name)
+                for name in _RATIO_OPTIONS}
+    defaults[_DEFAULT_AZ] = CONF.default_availability_zone
+    return defaults
 
 
 def _reset_after_fork():
@@ -541,11 +549,11 @@ class HostManager(instance_tracking.InstanceTracking):
 
     def _make_state(self, row, ratios):
         """A HostState from a node row just read (``ratios``: see
-        :func:`_default_ratios`)."""
+        :func:`_default_ratios`, which also holds the default zone)."""
         state = host_table.HostState.from_node(
             row, self._services.get(row.host),
             self._aggregates_by_host.get(row.host, ()), ratios,
-            CONF.default_availability_zone)
+            ratios[_DEFAULT_AZ])
         state.instances = self._instances_of(row.host)
         return state
 
@@ -555,7 +563,7 @@ class HostManager(instance_tracking.InstanceTracking):
         return state.restated(
             self._services.get(state.host),
             self._aggregates_by_host.get(state.host, ()), ratios,
-            CONF.default_availability_zone, self._instances_of(state.host))
+            ratios[_DEFAULT_AZ], self._instances_of(state.host))
 
     def _rebuild(self, fresh, changed_hosts, keep_ids, ratios):
         """A new table over every known node: from ``fresh`` rows where

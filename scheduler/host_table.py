@@ -27,6 +27,7 @@ import collections
 import copy
 import datetime
 import math
+import sys
 
 from oslo_log import log as logging
 import numpy as np
@@ -84,8 +85,9 @@ def service_from_row(row, alive_since=None):
     if alive_since is not None:
         alive = (row.last_seen_up is not None
                  and row.last_seen_up >= alive_since)
-    return ServiceInfo(row.id, row.host, row.binary, bool(row.disabled),
-                       row.disabled_reason, bool(row.forced_down),
+    return ServiceInfo(row.id, sys.intern(row.host), sys.intern(row.binary),
+                       bool(row.disabled), row.disabled_reason,
+                       bool(row.forced_down),
                        row.last_seen_up, alive)
 
 
@@ -111,6 +113,22 @@ _RATIO_FIELDS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
                  'disk_allocation_ratio')
 # node_ratios of a node that reports none (shared by all of them).
 NO_RATIOS = (None, None, None)
+_intern = sys.intern
+_NO_LIST = []
+_NO_STATS = {}
+# id(default ratios dict) -> (that dict, its three ratios as floats)
+_defaults_seen = {}
+
+
+def _resolved_defaults(default_ratios):
+    """The three default ratios as floats, computed once per dict."""
+    known = _defaults_seen.get(id(default_ratios))
+    if known is not None and known[0] is default_ratios:
+        return known[1]
+    floats = tuple(float(default_ratios[name]) for name in _RATIO_FIELDS)
+    _defaults_seen.clear()
+    _defaults_seen[id(default_ratios)] = (default_ratios, floats)
+    return floats
 # One frozenset per distinct set of zones, shared by the HostStates in it.
 _zone_sets = {}
 # The zones of the last aggregates tuples asked about: {id(tuple):
@@ -189,8 +207,11 @@ class HostState:
         state.instances = host_instances.NO_INSTANCES
         state.id = row.id
         state.uuid = row.uuid
-        state.host = row.host
-        state.nodename = row.hypervisor_hostname
+        # Names repeat (a host's nodes, its service, the indexes): one
+        # string object each.
+        state.host = host = _intern(row.host)
+        nodename = row.hypervisor_hostname
+        state.nodename = host if nodename == host else _intern(nodename)
         state.vcpus_total = row.vcpus
         state.vcpus_used = row.vcpus_used
         state.reserved_vcpus = row.reserved_vcpus
@@ -202,14 +223,22 @@ class HostState:
         state.reserved_disk_gb = row.reserved_disk_gb
         ratios = (row.cpu_allocation_ratio, row.ram_allocation_ratio,
                   row.disk_allocation_ratio)
-        state.node_ratios = NO_RATIOS if ratios == NO_RATIOS else ratios
-        state._resolve_ratios(default_ratios)
-        state.hypervisor_type = row.hypervisor_type
+        if ratios == NO_RATIOS:
+            state.node_ratios = NO_RATIOS
+            (state.cpu_allocation_ratio, state.ram_allocation_ratio,
+             state.disk_allocation_ratio) = _resolved_defaults(default_ratios)
+        else:
+            state.node_ratios = ratios
+            state._resolve_ratios(default_ratios)
+        hypervisor_type = row.hypervisor_type
+        state.hypervisor_type = (_intern(hypervisor_type)
+                                 if hypervisor_type else hypervisor_type)
         state.hypervisor_version = row.hypervisor_version
         state.host_ip = row.host_ip
-        state.supported_instances = row.supported_instances or []
-        state.stats = row.stats or {}
-        state.metrics = row.metrics or []
+        # Empty ones shared (a HostState is read-only).
+        state.supported_instances = row.supported_instances or _NO_LIST
+        state.stats = row.stats or _NO_STATS
+        state.metrics = row.metrics or _NO_LIST
         state.num_instances = row.num_instances
         state.io_workload = row.io_workload
         state.mapped = bool(row.mapped)

@@ -85,6 +85,11 @@ def changed_since(session, known_generations):
                if known_generations.get(node_id) != generation]
     removed = [node_id for node_id in known_generations
                if node_id not in current]
+    if len(changed) * 2 > len(current):
+        # Most of them (a first load): one scan beats lists of ids.
+        wanted = set(changed)
+        return ([row for row in get_nodes(session) if row.id in wanted],
+                removed)
     rows = []
     for start in range(0, len(changed), 500):
         rows.extend(get_nodes(session, ids=changed[start:start + 500]))
