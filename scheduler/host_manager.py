@@ -181,6 +181,8 @@ class HostManager(instance_tracking.InstanceTracking):
         self._watermark = None
         self._last_full_read = 0.0
         self._services = {}
+        # Hosts whose cached service is not alive (see _cache_service).
+        self._dead_hosts = set()
         self._aggregates = ()
         self._aggregates_by_host = {}
         self._aggregates_fingerprint = None
@@ -290,8 +292,8 @@ class HostManager(instance_tracking.InstanceTracking):
                                       hosts={row.host for row in rows})
         with self._lock:
             for service in services:
-                self._services[service.host] = (
-                    host_table.service_from_row(service, alive_since))
+                self._cache_service(service.host, host_table.service_from_row(
+                    service, alive_since))
             # A node claimed on since the read began, or with a claim in
             # flight, keeps its cached row. Nodes new to the cache wait
             # for the next refresh, which rebuilds the table with them.
@@ -334,8 +336,7 @@ class HostManager(instance_tracking.InstanceTracking):
                 known = dict(self._generations) if full else None
                 reread = set(self._reread)
                 changes.aggregate_seq = self._aggregate_seq
-                dead = {host for host, service in self._services.items()
-                        if not service.alive}
+                dead = set(self._dead_hosts)
             with db_api.reader() as session:
                 if full:
                     changes.nodes, changes.removed = (
@@ -472,13 +473,27 @@ class HostManager(instance_tracking.InstanceTracking):
             if old is not None and old.alive == alive and \
                     old[:6] == tuple(row[:6]):
                 continue
-            cached[row.host] = host_table.service_from_row(row, alive_since)
+            self._cache_service(row.host, host_table.service_from_row(
+                row, alive_since))
             changed.add(row.host)
         if changes.full:
             for host in set(cached) - seen:
                 changed.add(host)
-                del cached[host]
+                self._cache_service(host, None)
         return changed
+
+    def _cache_service(self, host, service):
+        """Cache the host's ServiceInfo (None: forget it), keeping the
+        set of dead hosts, which each refresh reads again."""
+        if service is None:
+            self._services.pop(host, None)
+            self._dead_hosts.discard(host)
+            return
+        self._services[host] = service
+        if service.alive:
+            self._dead_hosts.discard(host)
+        else:
+            self._dead_hosts.add(host)
 
     def _set_aggregates(self, aggregates):
         self._aggregates = tuple(aggregates)

@@ -80,6 +80,8 @@ def changed_since(session, known_generations):
 
     Returns ``(changed rows, removed ids)``.
     """
+    if not known_generations:
+        return get_nodes(session), []    # a first load: every row
     current = get_generations(session)
     changed = [node_id for node_id, generation in current.items()
                if known_generations.get(node_id) != generation]
