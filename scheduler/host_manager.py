@@ -331,14 +331,27 @@ class HostManager(instance_tracking.InstanceTracking):
                     or now - self._last_full_read >= FULL_READ_INTERVAL)
             changes = _Changes()
             changes.alive_since = _alive_since(began)
+            first_load = self._table is None
             with self._lock:
                 seen_seq = self._consume_seq
                 known = dict(self._generations) if full else None
                 reread = set(self._reread)
                 changes.aggregate_seq = self._aggregate_seq
                 dead = set(self._dead_hosts)
+            table = None
             with db_api.reader() as session:
-                if full:
+                if first_load:
+                    # Every row, streamed into HostStates as it arrives
+                    # (nodes last: MySQL drivers stream one result at a
+                    # time), so that the load never holds them all.
+                    changes.full = True
+                    changes.services = _read_services(session)
+                    self._read_instances_and_aggregates(session, changes)
+                    changes.nodes = compute_nodes.stream_nodes(session)
+                    with self._lock:
+                        self._apply(changes, seen_seq)
+                        table = self._table
+                elif full:
                     changes.nodes, changes.removed = (
                         compute_nodes.changed_since(session, known))
                     changes.services = _read_services(session)
@@ -353,17 +366,13 @@ class HostManager(instance_tracking.InstanceTracking):
                             compute_nodes.get_nodes(session, ids=missing))
                     changes.services = self._read_service_changes(
                         session, since, changes.alive_since, dead)
-                changes.full = full
-                if not self._instances_loaded:
-                    changes.instances = instance_tracking.read_instances(
-                        session)
-                fingerprint = db_aggregates.fingerprint(session)
-                if fingerprint != self._aggregates_fingerprint:
-                    changes.aggregates = db_aggregates.get_all(session)
-                    changes.aggregates_fingerprint = fingerprint
-            with self._lock:
-                self._apply(changes, seen_seq)
-                table = self._table
+                if not first_load:
+                    changes.full = full
+                    self._read_instances_and_aggregates(session, changes)
+            if not first_load:
+                with self._lock:
+                    self._apply(changes, seen_seq)
+                    table = self._table
             self._watermark = began
             if full:
                 self._last_full_read = now
@@ -377,6 +386,16 @@ class HostManager(instance_tracking.InstanceTracking):
                       len(changes.nodes), len(changes.services),
                       len(changes.removed))
             return table
+
+    def _read_instances_and_aggregates(self, session, changes):
+        """The instances (on the first load) and the aggregates (when
+        their fingerprint changed) into ``changes``."""
+        if not self._instances_loaded:
+            changes.instances = instance_tracking.read_instances(session)
+        fingerprint = db_aggregates.fingerprint(session)
+        if fingerprint != self._aggregates_fingerprint:
+            changes.aggregates = db_aggregates.get_all(session)
+            changes.aggregates_fingerprint = fingerprint
 
     @staticmethod
     def _read_service_changes(session, since, alive_since, dead):
@@ -394,7 +413,7 @@ class HostManager(instance_tracking.InstanceTracking):
     def _apply(self, changes, seen_seq):
         """Merge what a refresh read; called with the lock held."""
         changed_hosts = self._apply_services(changes)
-        rebuild = self._table is None
+        rebuild = False
         if changes.instances is not None:
             self._load_instances(changes.instances)
             rebuild = True
@@ -407,6 +426,9 @@ class HostManager(instance_tracking.InstanceTracking):
             self._set_aggregates(changes.aggregates)
             self._aggregates_fingerprint = changes.aggregates_fingerprint
             rebuild = True
+        if self._table is None:
+            self._first_build(changes)
+            return
         for node_id in changes.removed:
             self._generations.pop(node_id, None)
             self._reread.discard(node_id)
@@ -579,6 +601,20 @@ class HostManager(instance_tracking.InstanceTracking):
             self._services.get(state.host),
             self._aggregates_by_host.get(state.host, ()), ratios,
             ratios[_DEFAULT_AZ], self._instances_of(state.host))
+
+    def _first_build(self, changes):
+        """The first table, from every node row (``changes.nodes``, an
+        iterator ordered by id), one HostState per row as it comes;
+        ``changes.nodes`` becomes the count read."""
+        ratios = _default_ratios()
+        self._generations = {}
+        states = []
+        for row in changes.nodes:
+            self._generations[row.id] = row.generation
+            states.append(self._make_state(row, ratios))
+        changes.nodes = states
+        self._table = host_table.HostTable.build(states, self._aggregates)
+        self.stats['full_builds'] += 1
 
     def _rebuild(self, fresh, changed_hosts, keep_ids, ratios):
         """A new table over every known node: from ``fresh`` rows where

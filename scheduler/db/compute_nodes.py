@@ -65,6 +65,21 @@ def written_since(session, since):
         .order_by(_NODE.c.id)).all()
 
 
+# Rows per batch when every node is streamed.
+STREAM_BATCH = 2000
+
+
+def stream_nodes(session):
+    """Every node's full row, ordered by id, fetched in batches of
+    :data:`STREAM_BATCH` (a server-side cursor where the driver has one):
+    an iterator, to consume before the session's next statement."""
+    result = session.execute(
+        sa.select(_NODE).order_by(_NODE.c.id)
+        .execution_options(yield_per=STREAM_BATCH))
+    for partition in result.partitions():
+        yield from partition
+
+
 def get_nodes(session, ids=None, mapped_only=False):
     """Full rows of the nodes (all, or those with the given ids)."""
     query = sa.select(_NODE).order_by(_NODE.c.id)

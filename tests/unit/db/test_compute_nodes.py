@@ -123,7 +123,6 @@ def test_changed_since(any_database):
 
 
 def test_changed_since_reads_many_nodes(any_database):
-    # More than one batch of ids.
     with db_api.writer() as session:
         session.execute(sa.insert(_NODE), [
             {'uuid': str(uuid.uuid4()), 'host': 'host%04d' % i,
@@ -133,8 +132,29 @@ def test_changed_since_reads_many_nodes(any_database):
         rows, removed = compute_nodes.changed_since(session, {})
         known = compute_nodes.get_generations(session)
         assert compute_nodes.changed_since(session, known) == ([], [])
+        # Fewer than half changed: read by lists of ids, more than one.
+        stale = dict(known)
+        stale.update({node_id: 0 for node_id in sorted(known)[:601]})
+        changed, _removed = compute_nodes.changed_since(session, stale)
+        # Most changed: one scan.
+        stale.update({node_id: 0 for node_id in sorted(known)[601:700]})
+        most, _removed = compute_nodes.changed_since(session, stale)
     assert len(rows) == len({row.id for row in rows}) == 1203
     assert removed == []
+    assert sorted(row.id for row in changed) == sorted(known)[:601]
+    assert sorted(row.id for row in most) == sorted(known)[:700]
+
+
+def test_stream_nodes_in_batches(any_database, monkeypatch):
+    ids = [report(str(uuid.uuid4()), host='host%d' % i) for i in range(7)]
+    monkeypatch.setattr(compute_nodes, 'STREAM_BATCH', 3)
+    with db_api.reader() as session:
+        rows = list(compute_nodes.stream_nodes(session))
+        # The session is usable afterwards.
+        assert compute_nodes.get_generations(session) == {
+            node_id: 1 for node_id in ids}
+    assert [row.id for row in rows] == ids
+    assert rows[0].supported_instances == [['x86_64', 'kvm', 'hvm']]
 
 
 def test_map_unmapped_nodes(any_database):
