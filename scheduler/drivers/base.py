@@ -53,6 +53,11 @@ class Scheduler(metaclass=abc.ABCMeta):
         self.host_manager = (host_manager if host_manager is not None
                              else self._create_host_manager())
         self._stats_lock = threading.Lock()
+        # Held by a claiming request from its ranking until its host is
+        # reserved (see claim's ``on_reserved``): requests of one process
+        # rank one at a time, each seeing the reservations of those before
+        # it, even when a reservation waits for the host cache's lock.
+        self.placement_lock = threading.Lock()
         self.stats = {'requests': 0, 'instances': 0, 'claims': 0,
                       'claim_retries': 0, 'group_conflicts': 0,
                       'claims_released': 0,
@@ -104,7 +109,7 @@ class Scheduler(metaclass=abc.ABCMeta):
     # -- claims ---------------------------------------------------------------
 
     def claim(self, host_state, consumer_uuid, resources,
-              instance_info=None, group_uuid=None):
+              instance_info=None, group_uuid=None, on_reserved=None):
         """Reserve in the host cache, then claim in SQL: True, or a false
         value after the reservation was rolled back.
 
@@ -119,6 +124,8 @@ class Scheduler(metaclass=abc.ABCMeta):
 
         With ``group_uuid`` (see :func:`claims.hard_group_uuid`) the
         server group's policy is checked in the claim's transaction.
+        ``on_reserved`` is called once the reservation is in the cache,
+        before the SQL claim.
 
         Returns True, or a false value: False on a lost race (the node
         filled up behind the cache's back), a GroupConflict when a member
@@ -128,6 +135,8 @@ class Scheduler(metaclass=abc.ABCMeta):
         """
         self.host_manager.consume(host_state.id, resources, consumer_uuid,
                                   instance_info, in_flight=True)
+        if on_reserved is not None:
+            on_reserved()
         try:
             won = claims.claim_in_sql(host_state.id, consumer_uuid,
                                       resources, group_uuid,

@@ -304,6 +304,29 @@ class FilterScheduler(base.Scheduler):
                         '/'.join(pair) for pair in tried)))
 
 
+class _Turn:
+    """Holds ``lock`` (if any) from ``with`` until :meth:`release` or the
+    end of the block, whichever comes first."""
+
+    def __init__(self, lock):
+        self._lock = lock
+        self._held = False
+
+    def __enter__(self):
+        if self._lock is not None:
+            self._lock.acquire()
+            self._held = True
+        return self
+
+    def release(self):
+        if self._held:
+            self._held = False
+            self._lock.release()
+
+    def __exit__(self, *exc_info):
+        self.release()
+
+
 class _Request:
     """The work of one select_destinations call."""
 
@@ -397,15 +420,22 @@ class _Request:
         if self.group is not None and self.uuids:
             # The instance being placed (a move may stay on its host).
             self.spec.instance_uuid = self.uuids[index]
-        result, ranking = self._filter_and_rank(index, mask, steps,
-                                                skip_filters)
-        options = CONF.filter_scheduler
-        order = ranking.pick_order(options.host_subset_size,
-                                   options.shuffle_best_same_weighed_hosts)
-        self.timer.add('filter_weigh', started)
-        if not result.passed:
-            raise exception.NoValidHost(reason=self._reason(index, result))
-        row = self._claim_first(index, order, ranking)
+        # A claiming request ranks and reserves its host in its turn: two
+        # requests of this process never rank on the same rows before
+        # either reserved (see Scheduler.placement_lock).
+        with _Turn(self.driver.placement_lock if self.claiming
+                   else None) as turn:
+            result, ranking = self._filter_and_rank(index, mask, steps,
+                                                    skip_filters)
+            options = CONF.filter_scheduler
+            order = ranking.pick_order(
+                options.host_subset_size,
+                options.shuffle_best_same_weighed_hosts)
+            self.timer.add('filter_weigh', started)
+            if not result.passed:
+                raise exception.NoValidHost(reason=self._reason(index,
+                                                                result))
+            row = self._claim_first(index, order, ranking, turn.release)
         if row is None:
             raise exception.NoValidHost(reason=self._reason(
                 index, result, claims_failed=True))
@@ -432,7 +462,7 @@ class _Request:
         if uuid not in self.group.members:
             self.group.members = list(self.group.members) + [uuid]
 
-    def _claim_first(self, index, order, ranking):
+    def _claim_first(self, index, order, ranking, on_reserved=None):
         """Claim on the first host of ``order`` (then of the rest of the
         ranking) that still has room; its row, or None.
 
@@ -454,7 +484,8 @@ class _Request:
                     self.failed.add(row)
                     continue
                 won = self.driver.claim(state, uuid, self.resources,
-                                        self.instance_info, group_uuid)
+                                        self.instance_info, group_uuid,
+                                        on_reserved)
                 if won:
                     self.claimed.append((uuid, state.id))
                     return row

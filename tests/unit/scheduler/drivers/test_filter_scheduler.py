@@ -316,6 +316,36 @@ def test_a_claim_reserves_in_the_cache_before_its_sql_runs(
         first[0][0].service_host: (1, 4096, 0)}
 
 
+def test_requests_rank_in_turn_while_a_reservation_waits(cloud, driver,
+                                                         config):
+    # The first request ranked and waits to reserve (the host cache's lock
+    # is busy, as during a refresh): a second request of the process must
+    # not rank on the same rows meanwhile, or both take the same host.
+    config.config(host_state_refresh_interval=3600, group='scheduler')
+    cloud.add_node('a', memory_mb=16384)
+    cloud.add_node('b', memory_mb=16384)
+    driver.start()
+    chosen = {}
+
+    def place(uuid):
+        selections = driver.select_destinations(
+            None, fakes.spec(memory_mb=4096), [uuid], False)
+        chosen[uuid] = selections[0][0].service_host
+
+    with driver.host_manager._lock:
+        threads = [threading.Thread(target=place, args=(uuid,))
+                   for uuid in ('first-uuid', 'second-uuid')]
+        threads[0].start()
+        threads[0].join(0.3)
+        threads[1].start()
+        threads[1].join(0.3)
+        # Both wait: the first to reserve, the second for its turn.
+        assert all(thread.is_alive() for thread in threads)
+    for thread in threads:
+        thread.join(30)
+    assert sorted(chosen.values()) == ['a', 'b']
+
+
 def test_a_claim_that_loses_rolls_its_reservation_back(cloud, driver,
                                                        config):
     config.config(host_state_refresh_interval=3600, group='scheduler')
