@@ -504,9 +504,10 @@ class HostTable:
             setattr(self, name, column)
         if indexes is None:
             indexes = self._build_indexes(states)
-        (self.row_by_id, self.rows_by_host, self.rows_by_host_lower,
-         self.rows_by_nodename, self.az_sets) = indexes
+        (self.row_by_id, self.rows_by_host, self.rows_by_nodename,
+         self.az_sets) = indexes
         self._indexes = indexes
+        self._rows_by_host_lower = None
         changed = set(changed)
         self.derived = {}
         for name, (inputs, compute) in _DERIVED.items():
@@ -540,13 +541,26 @@ class HostTable:
     def __len__(self):
         return len(self.states)
 
+    @property
+    def rows_by_host_lower(self):
+        """``rows_by_host`` keyed by lower-case host name (built when
+        first asked for: only case-insensitive host lists use it)."""
+        index = self._rows_by_host_lower
+        if index is None:
+            merged = collections.defaultdict(tuple)
+            for host, rows in self.rows_by_host.items():
+                merged[host.lower()] += rows
+            index = self._rows_by_host_lower = {
+                host: tuple(sorted(rows)) for host, rows in merged.items()}
+        return index
+
     @classmethod
     def build(cls, states, aggregates=()):
         """A table over ``states`` (HostStates) in the given order."""
         states = list(states)
         columns = _columns_of(states)
         indexes = cls._build_indexes(states)
-        az_sets = indexes[4]
+        az_sets = indexes[3]
         az_position = {zones: i for i, zones in enumerate(az_sets)}
         columns['az_index'] = np.fromiter(
             (az_position[state.availability_zones] for state in states),
@@ -557,17 +571,21 @@ class HostTable:
     def _build_indexes(states):
         row_by_id = {}
         by_host = collections.defaultdict(list)
-        by_host_lower = collections.defaultdict(list)
-        by_nodename = collections.defaultdict(list)
+        by_nodename = None
         az_sets = []
         seen_zones = set()
         for row, state in enumerate(states):
             row_by_id[state.id] = row
             by_host[state.host].append(row)
-            lower = state.host.lower()
-            by_host_lower[state.host if lower == state.host
-                          else lower].append(row)
-            by_nodename[state.nodename].append(row)
+            if state.nodename != state.host and by_nodename is None:
+                # Some node is not named after its host: index the names
+                # (the usual case, one node per host named after it,
+                # shares the host index).
+                by_nodename = collections.defaultdict(list)
+                for earlier_row, earlier in enumerate(states[:row]):
+                    by_nodename[earlier.nodename].append(earlier_row)
+            if by_nodename is not None:
+                by_nodename[state.nodename].append(row)
             if state.availability_zones not in seen_zones:
                 seen_zones.add(state.availability_zones)
                 az_sets.append(state.availability_zones)
@@ -582,8 +600,10 @@ class HostTable:
                 rows = tuple(rows)
                 frozen[key] = shared.setdefault(rows, rows)
             return frozen
-        return (row_by_id, freeze(by_host), freeze(by_host_lower),
-                freeze(by_nodename), tuple(az_sets))
+        rows_by_host = freeze(by_host)
+        rows_by_nodename = (rows_by_host if by_nodename is None
+                            else freeze(by_nodename))
+        return row_by_id, rows_by_host, rows_by_nodename, tuple(az_sets)
 
     def replace(self, new_states):
         """A new table with ``{row: HostState}`` replaced.

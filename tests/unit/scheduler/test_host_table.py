@@ -99,6 +99,20 @@ def test_hosts_mask_ignores_case_and_nodes_mask_does_not():
     assert list(hosts.hosts_mask(['nowhere'])) == [False, False, False]
 
 
+def test_node_index_when_only_later_nodes_are_not_named_after_hosts():
+    hosts = fakes.table([fakes.host_state('a'), fakes.host_state('b'),
+                         fakes.host_state('c', nodename='c-1'),
+                         fakes.host_state('c', nodename='c-2')])
+    assert hosts.rows_by_nodename == {'a': (0,), 'b': (1,), 'c-1': (2,),
+                                      'c-2': (3,)}
+    assert hosts.rows_by_host == {'a': (0,), 'b': (1,), 'c': (2, 3)}
+    assert list(hosts.nodes_mask(['b', 'c-2'])) == [False, True, False,
+                                                    True]
+    same = fakes.table([fakes.host_state('a'), fakes.host_state('B')])
+    assert same.rows_by_nodename is same.rows_by_host
+    assert same.rows_by_host_lower == {'a': (0,), 'b': (1,)}
+
+
 def test_in_zone():
     hosts = fakes.table([fakes.host_state('a', zones=['az1']),
                          fakes.host_state('b', zones=['az1', 'az2']),
