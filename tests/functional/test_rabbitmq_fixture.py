@@ -46,4 +46,8 @@ def test_stop_start_and_kill_keep_data(tmp_path):
         assert 'kept' in mq.ctl('list_vhosts').stdout.split()
         basedir = mq.basedir
     assert not os.path.exists(basedir)
-    assert shared_broker_vhosts() == shared_before
+    # The shared broker lost nothing and never saw the node's vhost (other
+    # users of the shared broker may add vhosts of their own meanwhile).
+    shared_after = shared_broker_vhosts()
+    assert set(shared_before) <= set(shared_after)
+    assert 'kept' not in shared_after
