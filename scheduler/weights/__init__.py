@@ -23,7 +23,9 @@ used). A negative multiplier turns spreading into stacking.
 
 The built-in weighers also give the batch path the handler prefers:
 ``weigh_all(host_table, rows, spec)`` returns the raw weights of the
-table's ``rows`` as an array, and ``weight_multipliers(host_table, rows)``
+table's ``rows`` as an array, ``uniform(spec)`` tells (True) that every
+host weighs the same for this request (it changes no ranking: the handler
+does not run it), and ``weight_multipliers(host_table, rows)``
 the multiplier (a number, or an array when aggregates override it). The
 base class implements both with ``_weigh_object``/``weight_multiplier``,
 so a weigher with only ``_weigh_object`` works::
@@ -84,6 +86,11 @@ class BaseHostWeigher:
         return multiplier_for_host(host_state, self.multiplier_option,
                                    self.default_multiplier())
 
+    def uniform(self, spec):
+        """True when every host weighs the same for ``spec`` (so the
+        weigher changes no ranking and need not run)."""
+        return False
+
     def weigh_all(self, host_table, rows, spec):
         """Raw weights of the table's ``rows``, as a float array."""
         states = host_table.states
@@ -112,6 +119,13 @@ class BaseHostWeigher:
 def normalize(raw, minval=None, maxval=None):
     """Scale ``raw`` to 0..1 (see the module docstring); a new array."""
     raw = np.asarray(raw, dtype=np.float64)
+    scaled = _scaled(raw, minval, maxval)
+    return np.zeros(raw.shape) if scaled is None else scaled
+
+
+def _scaled(raw, minval, maxval):
+    """:func:`normalize` of a float array, or None when it is flat (all
+    weights 0)."""
     if not raw.size:
         return raw
     if minval is not None:
@@ -121,7 +135,7 @@ def normalize(raw, minval=None, maxval=None):
     low = float(raw.min()) if minval is None else float(minval)
     high = float(raw.max()) if maxval is None else float(maxval)
     if low == high:
-        return np.zeros(raw.shape)
+        return None
     return (raw - low) / (high - low)
 
 
@@ -137,7 +151,8 @@ class HostWeightHandler:
         totals = np.zeros(len(rows))
         for _weigher, weighted in self.contributions(
                 weighers, host_table, rows, spec, skip_zero=True):
-            totals += weighted
+            if weighted is not None:
+                totals += weighted
         return totals
 
     def contributions(self, weighers, host_table, rows, spec,
@@ -147,7 +162,8 @@ class HostWeightHandler:
         :meth:`weigh` (``gantt-manage explain`` shows them). With
         ``skip_zero`` a weigher whose multiplier is 0 for every row
         (``num_instances_weight_multiplier``'s default, for one) is not
-        run at all."""
+        run at all, and one that weighs every row the same yields None
+        instead of zeros."""
         rows = np.asarray(rows, dtype=np.intp)
         if len(rows) <= 1:
             return
@@ -156,6 +172,9 @@ class HostWeightHandler:
                 multipliers = weigher.weight_multipliers(host_table, rows)
                 if skip_zero and not np.any(multipliers):
                     continue
+                if weigher.uniform(spec):
+                    yield weigher, None if skip_zero else np.zeros(len(rows))
+                    continue
                 raw = weigher.weigh_all(host_table, rows, spec)
             else:
                 raw = BaseHostWeigher.weigh_all(weigher, host_table, rows,
@@ -163,6 +182,10 @@ class HostWeightHandler:
                 multipliers = np.fromiter(
                     (weigher.weight_multiplier(host_table.states[row])
                      for row in rows), dtype=np.float64, count=len(rows))
-            normalized = normalize(raw, getattr(weigher, 'minval', None),
-                                   getattr(weigher, 'maxval', None))
+            normalized = _scaled(np.asarray(raw, dtype=np.float64),
+                                 getattr(weigher, 'minval', None),
+                                 getattr(weigher, 'maxval', None))
+            if normalized is None:
+                yield weigher, None if skip_zero else np.zeros(len(rows))
+                continue
             yield weigher, multipliers * normalized

@@ -36,6 +36,9 @@ class SoftAffinityWeigherBase(weights.BaseHostWeigher):
         return self.sign * len(set(members).intersection(
             host_state.instances))
 
+    def uniform(self, spec):
+        return not self._members(spec)
+
     def weigh_all(self, host_table, rows, spec):
         members = self._members(spec)
         if not members:

@@ -119,3 +119,28 @@ def test_weighers_with_zero_multipliers_are_not_run():
     hosts = _io_hosts(0, 5, 10)
     assert fakes.weigh([ZeroWeigher(), IoWeigher()], hosts) == \
         pytest.approx([1.0, 0.5, 0.0])
+
+
+class UniformWeigher(IoWeigher):
+    """Says every host weighs the same: it must not run."""
+
+    def uniform(self, spec):
+        return True
+
+    def weigh_all(self, host_table, rows, spec):
+        raise AssertionError('a uniform weigher ran')
+
+
+def test_uniform_and_flat_weighers_add_nothing():
+    hosts = _io_hosts(0, 5, 10)
+    assert fakes.weigh([UniformWeigher(), IoWeigher()], hosts) == \
+        pytest.approx([1.0, 0.5, 0.0])
+    table = fakes.table(hosts)
+    handler = weights.HostWeightHandler()
+    rows = list(range(3))
+    shown = dict(handler.contributions([UniformWeigher(), IoWeigher()],
+                                       table, rows, fakes.spec()))
+    assert list(shown[next(iter(shown))]) == [0.0, 0.0, 0.0]
+    flat = handler.contributions([IoWeigher()], fakes.table(_io_hosts(3, 3)),
+                                 [0, 1], fakes.spec(), skip_zero=True)
+    assert [weighted for _weigher, weighted in flat] == [None]
