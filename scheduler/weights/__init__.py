@@ -123,9 +123,10 @@ def normalize(raw, minval=None, maxval=None):
     return np.zeros(raw.shape) if scaled is None else scaled
 
 
-def _scaled(raw, minval, maxval):
-    """:func:`normalize` of a float array, or None when it is flat (all
-    weights 0)."""
+def _scaled(raw, minval, maxval, multiplier=1.0):
+    """:func:`normalize` of a float array times ``multiplier`` (a
+    number), or None when it is flat (all weights 0). One new array,
+    written in place (at 100,000 hosts each array is 800 KB)."""
     if not raw.size:
         return raw
     if minval is not None:
@@ -136,7 +137,11 @@ def _scaled(raw, minval, maxval):
     high = float(raw.max()) if maxval is None else float(maxval)
     if low == high:
         return None
-    return (raw - low) / (high - low)
+    scaled = np.subtract(raw, low)
+    scaled /= high - low
+    if multiplier != 1.0:
+        scaled *= multiplier
+    return scaled
 
 
 class HostWeightHandler:
@@ -182,10 +187,14 @@ class HostWeightHandler:
                 multipliers = np.fromiter(
                     (weigher.weight_multiplier(host_table.states[row])
                      for row in rows), dtype=np.float64, count=len(rows))
-            normalized = _scaled(np.asarray(raw, dtype=np.float64),
-                                 getattr(weigher, 'minval', None),
-                                 getattr(weigher, 'maxval', None))
-            if normalized is None:
+            scalar = np.ndim(multipliers) == 0
+            weighted = _scaled(np.asarray(raw, dtype=np.float64),
+                               getattr(weigher, 'minval', None),
+                               getattr(weigher, 'maxval', None),
+                               float(multipliers) if scalar else 1.0)
+            if weighted is None:
                 yield weigher, None if skip_zero else np.zeros(len(rows))
                 continue
-            yield weigher, multipliers * normalized
+            if not scalar:
+                weighted *= multipliers
+            yield weigher, weighted
