@@ -231,6 +231,15 @@ def write_connection():
 
 
 @contextlib.contextmanager
+def autocommit_connection():
+    """A Core connection outside any transaction: each statement (or
+    query string) the server runs commits on its own."""
+    with get_engine().connect().execution_options(
+            isolation_level='AUTOCOMMIT') as connection:
+        yield connection
+
+
+@contextlib.contextmanager
 def reader():
     """A session for reads; nothing it does is committed."""
     with _transaction_context().reader.using(_Context()) as session:

@@ -533,6 +533,36 @@ def _fresh_statement(checked, refuse_settled):
     return statement
 
 
+# psycopg2: the lock and the claim sent as one query string, which
+# PostgreSQL runs as one transaction (each statement with a fresh snapshot
+# under READ COMMITTED, so the claim reads what the lock waited for): one
+# round trip instead of BEGIN, lock, claim and COMMIT.
+_one_trip_sqls = {}
+
+
+def _one_trip_sql(checked, refuse_settled, dialect):
+    statement = _fresh_statement(checked, refuse_settled)
+    found = _one_trip_sqls.get(statement)
+    if found is not None:
+        return found
+    # Values for the statement's own parameters (given at each call) let
+    # the IN lists of constants be rendered as plain parameters.
+    own = dict.fromkeys(['node', 'consumer', 'now'] + [
+        'claim_' + field for field in Resources._fields])
+    texts, defaults = [], {}
+    for part in (_LOCK_INSTANCE, statement.returning(_ALLOC.c.id)):
+        expanded = part.compile(dialect=dialect).construct_expanded_state(
+            dict(own))
+        texts.append(expanded.statement)
+        defaults.update((name, value) for name, value in
+                        expanded.parameters.items() if name not in own)
+    found = (';\n'.join(texts), defaults)
+    if len(_one_trip_sqls) > 64:
+        _one_trip_sqls.clear()
+    _one_trip_sqls[statement] = found
+    return found
+
+
 def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled):
     """The common claim in one statement and an INSERT: a consumer that
     holds nothing yet (and, with ``refuse_settled``, is not settled).
@@ -547,6 +577,13 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled):
     params = {'node': node_id, 'consumer': consumer_uuid, 'now': now}
     for field, amount in zip(Resources._fields, resources):
         params['claim_' + field] = amount
+    engine = db_api.get_engine()
+    if engine.dialect.driver == 'psycopg2':
+        sql, defaults = _one_trip_sql(checked, refuse_settled, engine.dialect)
+        with db_api.autocommit_connection() as connection:
+            rows = connection.exec_driver_sql(
+                sql, dict(defaults, **params)).all()
+        return len(rows) == 1
     with db_api.write_connection() as connection:
         lock_instance(connection, consumer_uuid)
         if connection.dialect.name == 'postgresql':
