@@ -35,14 +35,7 @@ def server_database(request, config):
 
 def _kill_own_session(backend, session):
     """End the server session behind ``session``'s connection."""
-    if backend == 'postgresql':
-        pid = session.execute(sa.text('SELECT pg_backend_pid()')).scalar()
-        statement = 'SELECT pg_terminate_backend(%d)' % pid
-    else:
-        pid = session.execute(sa.text('SELECT CONNECTION_ID()')).scalar()
-        statement = 'KILL %d' % pid
-    with databases._admin_connection(backend) as admin:
-        admin.exec_driver_sql(statement)
+    databases.kill_session(backend, databases.backend_pid(backend, session))
 
 
 def _writer_that_loses_its_connection(backend, losses):
@@ -143,19 +136,6 @@ def test_check_connection_waits_max_retries_then_names_the_database(
     assert ':p@' not in str(raised.value)
 
 
-def _backend_pid(backend, session):
-    query = ('SELECT pg_backend_pid()' if backend == 'postgresql'
-             else 'SELECT CONNECTION_ID()')
-    return session.execute(sa.text(query)).scalar()
-
-
-def _kill_pid(backend, pid):
-    statement = ('SELECT pg_terminate_backend(%d)' if backend == 'postgresql'
-                 else 'KILL %d') % pid
-    with databases._admin_connection(backend) as admin:
-        admin.exec_driver_sql(statement)
-
-
 def test_a_connection_in_steady_use_is_not_pinged(server_database):
     backend, _url = server_database
     engine = db_api.get_engine()
@@ -175,14 +155,14 @@ def test_an_idle_connection_the_server_dropped_is_replaced(
         server_database, monkeypatch):
     backend, _url = server_database
     with db_api.reader() as session:
-        first = _backend_pid(backend, session)
+        first = databases.backend_pid(backend, session)
     # Back in the pool, its server session ends.
-    _kill_pid(backend, first)
+    databases.kill_session(backend, first)
     monkeypatch.setattr(db_api, 'PING_AFTER_IDLE_SECONDS', 0.0)
     # A read is not retried: it works only because the checkout pinged
     # the idle connection and replaced it.
     with db_api.reader() as session:
-        second = _backend_pid(backend, session)
+        second = databases.backend_pid(backend, session)
     assert second != first
 
 
@@ -190,8 +170,8 @@ def test_a_busy_connection_the_server_dropped_fails_once_then_recovers(
         server_database):
     backend, _url = server_database
     with db_api.reader() as session:
-        first = _backend_pid(backend, session)
-    _kill_pid(backend, first)
+        first = databases.backend_pid(backend, session)
+    databases.kill_session(backend, first)
     # Used a moment ago: no ping, so the read meets the dead connection...
     with pytest.raises(db_exc.DBConnectionError):
         with db_api.reader() as session:
@@ -199,4 +179,4 @@ def test_a_busy_connection_the_server_dropped_fails_once_then_recovers(
     # ... which invalidated the pool: the next read gets a new one, and a
     # write would have been retried (test above).
     with db_api.reader() as session:
-        assert _backend_pid(backend, session) != first
+        assert databases.backend_pid(backend, session) != first

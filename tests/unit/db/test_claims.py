@@ -302,7 +302,6 @@ def test_fresh_claim_locks_the_instance_then_claims(any_database):
     assert inconsistencies() == []
 
 
-
 def test_a_claim_whose_connection_died_is_retried_once(any_database,
                                                        config):
     """The pool hands the claim a connection whose server session ended
@@ -313,17 +312,11 @@ def test_a_claim_whose_connection_died_is_retried_once(any_database,
         pytest.skip('no server session to end')
     config.config(db_retry_interval=0, db_inc_retry_interval=False,
                   group='database')
+    backend = databases.backend_of(engine.url)
     node = make_node()
-    pids = []
     with db_api.reader() as session:
-        pids.append(session.execute(sa.text(
-            'SELECT pg_backend_pid()' if engine.dialect.name == 'postgresql'
-            else 'SELECT CONNECTION_ID()')).scalar())
-    with databases._admin_connection(
-            databases.backend_of(engine.url)) as admin:
-        admin.exec_driver_sql(
-            ('SELECT pg_terminate_backend(%d)'
-             if engine.dialect.name == 'postgresql' else 'KILL %d') % pids[0])
+        pid = databases.backend_pid(backend, session)
+    databases.kill_session(backend, pid)
     consumer = str(uuid.uuid4())
     assert sql_claim(node, (2, 2048, 20), consumer) is True
     assert (node_state(node)['vcpus_used'],
