@@ -48,6 +48,7 @@ from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 from oslo_db.sqlalchemy import exc_filters
 from oslo_log import log as logging
+from oslo_service import backend as service_backend
 import sqlalchemy as sa
 
 from scheduler import conf
@@ -170,6 +171,12 @@ def _on_engine_create(engine):
     engine.pool.dispose()
 
 
+def _green():
+    """True when the process runs on eventlet's green threads."""
+    return service_backend.get_backend_type() == \
+        service_backend.BackendType.EVENTLET
+
+
 def _transaction_context():
     global _context_manager
     with _lock:
@@ -184,9 +191,15 @@ def _transaction_context():
             # max_retries=0: oslo.db does not connect while it builds
             # the engine (before our listeners); check_connection() waits
             # for the database with [database] max_retries instead.
+            # thread_checkin: oslo.db's sleep(0) at each connection
+            # check-in lets other green threads run under eventlet. On
+            # native threads it hands the GIL to whichever thread wants
+            # it (the refresh thread, another request) at every claim,
+            # and the request waits for it back; off there.
             context_manager.configure(
                 sqlite_fk=True, on_engine_create=[_on_engine_create],
-                expire_on_commit=False, max_retries=0)
+                expire_on_commit=False, max_retries=0,
+                thread_checkin=_green())
             _context_manager = context_manager
         return _context_manager
 
@@ -233,10 +246,32 @@ def write_connection():
 @contextlib.contextmanager
 def autocommit_connection():
     """A Core connection outside any transaction: each statement (or
-    query string) the server runs commits on its own."""
-    with get_engine().connect().execution_options(
-            isolation_level='AUTOCOMMIT') as connection:
-        yield connection
+    query string) the server runs commits on its own.
+
+    On psycopg2 the driver's own autocommit flag is switched on for the
+    statement and off again: the driver sends nothing for either.
+    SQLAlchemy's ``isolation_level='AUTOCOMMIT'`` would cost a round trip
+    (``SET default_transaction_isolation``) each time the connection goes
+    back to the pool. A connection whose flag cannot be switched back
+    (the server went away) is dropped, never returned to the pool in
+    autocommit mode.
+    """
+    engine = get_engine()
+    if engine.dialect.driver != 'psycopg2':
+        with engine.connect().execution_options(
+                isolation_level='AUTOCOMMIT') as connection:
+            yield connection
+        return
+    with engine.connect() as connection:
+        raw = connection.connection.dbapi_connection
+        raw.autocommit = True
+        try:
+            yield connection
+        finally:
+            try:
+                raw.autocommit = False
+            except Exception:
+                connection.invalidate()
 
 
 @contextlib.contextmanager

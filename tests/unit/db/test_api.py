@@ -7,6 +7,7 @@ ended from an admin connection (``pg_terminate_backend`` on PostgreSQL,
 
 import contextlib
 import sqlite3
+import time
 
 from oslo_db import exception as db_exc
 import pytest
@@ -180,3 +181,58 @@ def test_a_busy_connection_the_server_dropped_fails_once_then_recovers(
     # write would have been retried (test above).
     with db_api.reader() as session:
         assert databases.backend_pid(backend, session) != first
+
+
+def _add_service(connection, host='h1'):
+    connection.execute(sa.insert(SERVICES).values(
+        host=host, binary='gantt-scheduler', topic='scheduler',
+        disabled=False, forced_down=False, report_count=0,
+        created_at=models.utcnow()))
+
+
+def _add_service_then_fail():
+    with pytest.raises(RuntimeError):
+        with db_api.writer() as session:
+            _add_service(session)
+            raise RuntimeError('roll back')
+
+
+def test_an_autocommit_connection_goes_back_to_the_pool_transactional(
+        server_database):
+    """An INSERT on it commits by itself; the connection it lent is then
+    in transactions again for the next user."""
+    with db_api.autocommit_connection() as connection:
+        _add_service(connection, 'h0')
+    # Committed on its own, without a COMMIT...
+    assert [row.host for row in _service_rows()] == ['h0']
+    # ... while the writer that next takes that pooled connection still
+    # rolls back.
+    _add_service_then_fail()
+    assert [row.host for row in _service_rows()] == ['h0']
+
+
+def test_an_autocommit_connection_that_died_is_not_pooled(server_database):
+    backend, _url = server_database
+    with pytest.raises(db_exc.DBConnectionError):
+        with db_api.autocommit_connection() as connection:
+            pid = databases.backend_pid(backend, connection)
+            databases.kill_session(backend, pid)
+            connection.exec_driver_sql('SELECT 1')
+    with db_api.reader() as session:
+        assert databases.backend_pid(backend, session) != pid
+    _add_service_then_fail()
+    assert _service_rows() == []
+
+
+def test_a_connection_going_back_to_the_pool_does_not_yield_the_gil(
+        database, monkeypatch):
+    """oslo.db's sleep(0) at check-in is for eventlet; on native threads
+    it would hand the GIL away after every claim."""
+    with db_api.reader() as session:      # the engine and its pool exist
+        session.execute(sa.text('SELECT 1'))
+    sleeps = []
+    monkeypatch.setattr(time, 'sleep', sleeps.append)
+    for _ in range(3):
+        with db_api.reader() as session:
+            session.execute(sa.text('SELECT 1'))
+    assert sleeps == []
