@@ -21,6 +21,8 @@ instance), and give claims back with :func:`release_in_sql`.
 """
 
 import collections
+import hashlib
+import re
 
 import sqlalchemy as sa
 
@@ -536,8 +538,50 @@ def _fresh_statement(checked, refuse_settled):
 # psycopg2: the lock and the claim sent as one query string, which
 # PostgreSQL runs as one transaction (each statement with a fresh snapshot
 # under READ COMMITTED, so the claim reads what the lock waited for): one
-# round trip instead of BEGIN, lock, claim and COMMIT.
+# round trip instead of BEGIN, lock, claim and COMMIT. Both statements are
+# prepared once per pooled connection (PREPARE), and the string EXECUTEs
+# them: the server plans the claim once per connection, not per claim.
 _one_trip_sqls = {}
+_PARAMETER = re.compile(r'%\((\w+)\)s')
+# Connection.info key: the names of the statements prepared on it (gone
+# with the DBAPI connection: a new connection prepares them again).
+_PREPARED = 'gantt_prepared'
+
+
+class _OneTrip(collections.namedtuple(
+        '_OneTrip', 'prepares execute defaults')):
+    """``prepares``: ``{name: PREPARE statement}``; ``execute``: the
+    query string of EXECUTEs, with pyformat parameters; ``defaults``:
+    values of the parameters the caller does not give."""
+
+    def prepare_on(self, connection):
+        """PREPARE on ``connection`` what it has not prepared yet."""
+        prepared = connection.info.setdefault(_PREPARED, set())
+        for name, statement in self.prepares.items():
+            if name not in prepared:
+                connection.exec_driver_sql(statement)
+                prepared.add(name)
+
+
+def _prepared(statement, dialect):
+    """(name, PREPARE statement, EXECUTE statement, parameter defaults)
+    for a Core ``statement`` on psycopg2."""
+    # Values for the statement's own parameters (given at each call) let
+    # the IN lists of constants be rendered as plain parameters.
+    own = dict.fromkeys(['node', 'consumer', 'now'] + [
+        'claim_' + field for field in Resources._fields])
+    expanded = statement.compile(dialect=dialect).construct_expanded_state(
+        dict(own))
+    names = list(dict.fromkeys(_PARAMETER.findall(expanded.statement)))
+    positional = _PARAMETER.sub(
+        lambda match: '$%d' % (names.index(match.group(1)) + 1),
+        expanded.statement).replace('%%', '%')
+    name = 'gantt_' + hashlib.sha1(positional.encode()).hexdigest()[:20]
+    execute = 'EXECUTE %s(%s)' % (name, ', '.join(
+        '%%(%s)s' % parameter for parameter in names))
+    defaults = {parameter: value for parameter, value
+                in expanded.parameters.items() if parameter not in own}
+    return name, 'PREPARE %s AS %s' % (name, positional), execute, defaults
 
 
 def _one_trip_sql(checked, refuse_settled, dialect):
@@ -545,18 +589,13 @@ def _one_trip_sql(checked, refuse_settled, dialect):
     found = _one_trip_sqls.get(statement)
     if found is not None:
         return found
-    # Values for the statement's own parameters (given at each call) let
-    # the IN lists of constants be rendered as plain parameters.
-    own = dict.fromkeys(['node', 'consumer', 'now'] + [
-        'claim_' + field for field in Resources._fields])
-    texts, defaults = [], {}
+    prepares, executes, defaults = {}, [], {}
     for part in (_LOCK_INSTANCE, statement.returning(_ALLOC.c.id)):
-        expanded = part.compile(dialect=dialect).construct_expanded_state(
-            dict(own))
-        texts.append(expanded.statement)
-        defaults.update((name, value) for name, value in
-                        expanded.parameters.items() if name not in own)
-    found = (';\n'.join(texts), defaults)
+        name, prepare, execute, part_defaults = _prepared(part, dialect)
+        prepares[name] = prepare
+        executes.append(execute)
+        defaults.update(part_defaults)
+    found = _OneTrip(prepares, ';\n'.join(executes), defaults)
     if len(_one_trip_sqls) > 64:
         _one_trip_sqls.clear()
     _one_trip_sqls[statement] = found
@@ -579,10 +618,11 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled):
         params['claim_' + field] = amount
     engine = db_api.get_engine()
     if engine.dialect.driver == 'psycopg2':
-        sql, defaults = _one_trip_sql(checked, refuse_settled, engine.dialect)
+        trip = _one_trip_sql(checked, refuse_settled, engine.dialect)
         with db_api.autocommit_connection() as connection:
+            trip.prepare_on(connection)
             rows = connection.exec_driver_sql(
-                sql, dict(defaults, **params)).all()
+                trip.execute, dict(trip.defaults, **params)).all()
         return len(rows) == 1
     with db_api.write_connection() as connection:
         lock_instance(connection, consumer_uuid)

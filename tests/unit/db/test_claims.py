@@ -285,13 +285,19 @@ def test_fresh_claim_locks_the_instance_then_claims(any_database):
     finally:
         sa.event.remove(engine, 'before_cursor_execute', record)
     # The instance's row lock, then on PostgreSQL one statement (the
-    # UPDATE in a CTE that feeds the INSERT); with psycopg2 both go in
-    # one query string, which the server runs as one transaction.
+    # UPDATE in a CTE that feeds the INSERT); with psycopg2 both are
+    # prepared on the connection (by the first claim) and executed in one
+    # query string, which the server runs as one transaction.
     if engine.dialect.driver == 'psycopg2':
         assert len(statements) == 1
         lock, claim = statements[0].split(';\n')
-        assert lock.startswith('SELECT') and lock.endswith('FOR UPDATE')
-        assert claim.startswith('WITH claimed AS')
+        assert lock.startswith('EXECUTE gantt_')
+        assert claim.startswith('EXECUTE gantt_')
+        with engine.connect() as connection:
+            prepared = dict(connection.exec_driver_sql(
+                'SELECT name, statement FROM pg_prepared_statements').all())
+        assert prepared[lock.split()[1].split('(')[0]].endswith('FOR UPDATE')
+        assert 'WITH claimed AS' in prepared[claim.split()[1].split('(')[0]]
     else:
         expected = (['SELECT', 'WITH'] if engine.dialect.name == 'postgresql'
                     else ['SELECT', 'UPDATE', 'INSERT'])
@@ -306,7 +312,8 @@ def test_a_claim_whose_connection_died_is_retried_once(any_database,
                                                        config):
     """The pool hands the claim a connection whose server session ended
     a moment ago (no ping on a busy connection): the claim meets the
-    lost connection, is retried on a new one, and claims exactly once."""
+    lost connection, is retried on a new one (which prepares the claim's
+    statements again on psycopg2), and claims exactly once."""
     engine = db_api.get_engine()
     if engine.dialect.name == 'sqlite':
         pytest.skip('no server session to end')
@@ -314,13 +321,14 @@ def test_a_claim_whose_connection_died_is_retried_once(any_database,
                   group='database')
     backend = databases.backend_of(engine.url)
     node = make_node()
+    assert sql_claim(node, (1, 1024, 10)) is True
     with db_api.reader() as session:
         pid = databases.backend_pid(backend, session)
     databases.kill_session(backend, pid)
     consumer = str(uuid.uuid4())
     assert sql_claim(node, (2, 2048, 20), consumer) is True
     assert (node_state(node)['vcpus_used'],
-            node_state(node)['memory_mb_used']) == (2, 2048)
+            node_state(node)['memory_mb_used']) == (3, 3072)
     assert len(allocations(consumer)) == 1
     assert inconsistencies() == []
 
