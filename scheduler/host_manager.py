@@ -73,6 +73,7 @@ from scheduler.db import models
 from scheduler import host_instances
 from scheduler import host_table
 from scheduler import instance_tracking
+from scheduler import prometheus
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -381,6 +382,8 @@ class HostManager(instance_tracking.InstanceTracking):
             self.stats['nodes_read'] += len(changes.nodes)
             self.stats['services_read'] += len(changes.services)
             self.stats['last_refresh_seconds'] = elapsed
+            prometheus.cache_refreshed(elapsed, len(table.states),
+                                       time.time())
             LOG.debug('Host cache refreshed in %.3fs: %d node(s) and %d '
                       'service(s) read, %d node(s) removed', elapsed,
                       len(changes.nodes), len(changes.services),
@@ -683,6 +686,7 @@ def _refresh_loop(manager_ref, stop):
         except db_exc.DBConnectionError as error:
             # An outage: say so once, and once when it ends.
             manager.stats['refresh_failures'] += 1
+            prometheus.cache_refresh_failed()
             if not failing:
                 LOG.warning('The database is unreachable; requests keep '
                             'using the cached hosts until it is back: %s',
@@ -690,6 +694,7 @@ def _refresh_loop(manager_ref, stop):
             failing = True
         except Exception:
             manager.stats['refresh_failures'] += 1
+            prometheus.cache_refresh_failed()
             LOG.exception('Refreshing the host cache failed; requests keep '
                           'using the cached hosts')
         else:

@@ -44,6 +44,7 @@ from scheduler import loadables
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import instance_info as instance_info_obj
 from scheduler.objects import request_spec as request_spec_obj
+from scheduler import prometheus
 from scheduler import rpc
 from scheduler import rpcapi
 from scheduler import service
@@ -162,6 +163,18 @@ class SchedulerManager(service.Manager):
         get ``{host, nodename, limits}`` dicts; 1.1 callers pass
         ``spec_obj`` and, with ``return_objects``, get Selection lists.
         """
+        with prometheus.in_flight():
+            try:
+                return self._select_destinations(
+                    ctxt, request_spec, filter_properties, spec_obj,
+                    instance_uuids, return_objects, return_alternates)
+            except Exception as error:
+                prometheus.rpc_error('select_destinations', error)
+                raise
+
+    def _select_destinations(self, ctxt, request_spec, filter_properties,
+                             spec_obj, instance_uuids, return_objects,
+                             return_alternates):
         if spec_obj is _UNSET:
             for field, value in (('request_spec', request_spec),
                                  ('filter_properties', filter_properties)):
@@ -276,6 +289,7 @@ class SchedulerManager(service.Manager):
 def _dropped(method, error):
     """Log a malformed cast once; it has nobody to answer."""
     LOG.error('Dropped %s: %s', method, error)
+    prometheus.rpc_error(method, error)
 
 
 def _checked_aggregate(field, aggregate):

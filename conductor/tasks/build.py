@@ -56,6 +56,7 @@ from scheduler.db import instance_groups as db_groups
 from scheduler.db import instances as db_instances
 from scheduler import exception
 from scheduler.objects import request_spec as request_spec_obj
+from scheduler import prometheus
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -193,6 +194,7 @@ class BuildTask:
                 exception.InvalidRequest) as error:
             LOG.warning('Build of %s refused: %s', instance_uuids, error)
             self._fail_all(instance_uuids, error_text(error))
+            prometheus.build_ended('refused', len(instance_uuids))
             return
         except Exception as error:
             # Not left BUILDING until the reaper's timeout: say why now.
@@ -200,6 +202,7 @@ class BuildTask:
                           instance_uuids)
             self._fail_all(instance_uuids, 'Joining the server group '
                            'failed: %s' % error_text(error))
+            prometheus.build_ended('failed', len(instance_uuids))
             return
         try:
             selections = self.scheduler_api.select_destinations(
@@ -209,17 +212,21 @@ class BuildTask:
             LOG.warning('No valid host for %s: %s', instance_uuids,
                         error_text(error))
             self._fail_all(instance_uuids, error_text(error))
+            prometheus.build_ended('no_valid_host', len(instance_uuids))
             return
         except messaging.MessagingTimeout:
             LOG.error('The scheduler did not answer for %s', instance_uuids)
             self._fail_all(
                 instance_uuids, 'The scheduler did not answer in time.')
+            prometheus.build_ended('failed', len(instance_uuids))
             return
         except Exception as error:
             LOG.exception('Scheduling %s failed', instance_uuids)
             self._fail_all(instance_uuids, 'Scheduling failed: %s'
                            % error_text(error))
+            prometheus.build_ended('failed', len(instance_uuids))
             return
+        prometheus.build_ended('scheduled', len(instance_uuids))
         for uuid, alternates in zip(instance_uuids, selections):
             self._send_to(ctxt, uuid, request_spec, alternates[0],
                           alternates[1:])
@@ -239,6 +246,7 @@ class BuildTask:
         reason = failure.get('reason') or 'unknown error'
         LOG.warning('Build of %s failed on %s/%s: %s', instance_uuid,
                     failed_host, failed_node, reason)
+        prometheus.rescheduled()
         self._release_failed_claim(instance_uuid, failed_host, failed_node)
         retry = self._record_attempt(request_spec, failed_host, failed_node)
         remaining = list(host_list or [])

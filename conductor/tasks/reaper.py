@@ -44,6 +44,7 @@ from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import instances as db_instances
 from scheduler.db import models
+from scheduler import prometheus
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -75,6 +76,7 @@ def reap_stuck_builds(ctxt):
                     '%d seconds ([DEFAULT] instance_build_timeout): now in '
                     'ERROR; released %s', uuid, host or '-', node or '-',
                     timeout, _describe(released) or 'no claims')
+    prometheus.reaped('stuck_build', reaped)
     return reaped
 
 
@@ -94,6 +96,7 @@ def reap_stray_claims(ctxt):
             continue   # no longer stray, or another conductor was quicker
         kind, amounts = outcome
         released += 1
+        prometheus.reaped('stray_claim')
         LOG.warning('Released a %s: consumer %s held %s', kind,
                     consumer_uuid, _describe([(host, node, amounts)]))
     return released

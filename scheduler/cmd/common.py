@@ -20,6 +20,7 @@ from scheduler import config
 from scheduler.db import api as db_api
 from scheduler import exception
 from scheduler import objects
+from scheduler import prometheus
 from scheduler import rpc
 from scheduler import service
 
@@ -59,6 +60,8 @@ def run_daemon(binary, topic, make_manager, workers=None,
              config.redact_database_url(CONF.database.connection)
              if uses_database else '(none: goes through the conductor)')
     try:
+        # Before anything records a value, and before the workers fork.
+        prometheus.setup(binary)
         rpc.init(CONF, check_broker=True)
         if uses_database:
             check_database()

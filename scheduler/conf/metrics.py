@@ -1,4 +1,6 @@
-"""Options of the ``[metrics]`` group: the MetricsWeigher and MetricsFilter.
+"""Options of the ``[metrics]`` group: the MetricsWeigher and MetricsFilter,
+and the daemons' Prometheus endpoint (``prometheus_port``, off by default;
+see :mod:`scheduler.prometheus`).
 
 Computes may report metrics (``compute_nodes.metrics``: a JSON list of
 ``{"name": ..., "value": ...}``); the MetricsWeigher ranks hosts by a
@@ -80,6 +82,36 @@ The default is low enough to rank such hosts last.
 Related options:
 
 * ``required``
+"""),
+    cfg.PortOpt('prometheus_port',
+                help="""
+Port on which each daemon serves its metrics in Prometheus's text format.
+
+Unset (the default), no endpoint is served. Set, the daemon's master process
+serves ``http://<prometheus_host>:<port>/metrics``, with the values of all its
+worker processes added up. Each daemon on a host needs a port of its own
+(for example 9464 for gantt-scheduler, 9465 for gantt-conductor). A port
+already in use stops the daemon at start with an error naming it.
+
+Possible values:
+
+* A TCP port, or nothing to serve no metrics.
+
+Related options:
+
+* ``prometheus_host``
+"""),
+    cfg.HostAddressOpt('prometheus_host',
+                       default='127.0.0.1',
+                       help="""
+Address the Prometheus endpoint listens on.
+
+The default serves the local host only; set ``0.0.0.0`` (or ``::``) to let a
+Prometheus server on another host scrape it.
+
+Related options:
+
+* ``prometheus_port``
 """),
 ]
 

@@ -36,6 +36,7 @@ from scheduler.db import claims
 from scheduler.db import services as db_services
 from scheduler import host_manager as host_manager_mod
 from scheduler.objects import selection as selection_obj
+from scheduler import prometheus
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -70,6 +71,7 @@ class Scheduler(metaclass=abc.ABCMeta):
     def count(self, name, amount=1):
         with self._stats_lock:
             self.stats[name] = self.stats.get(name, 0) + amount
+        prometheus.count(name, amount)
 
     def start(self):
         """Load the host cache now rather than on the first request."""

@@ -54,6 +54,7 @@ from scheduler.filters import retry_filter
 from scheduler import host_instances
 from scheduler import loadables
 from scheduler import placement_types
+from scheduler import prometheus
 from scheduler import weights
 
 CONF = conf.CONF
@@ -200,9 +201,23 @@ def _later(make_rows):
     yield from make_rows()
 
 
+def _last_filter(result, claims_failed):
+    """The step that removed the last host ("claims" when hosts passed
+    but none could be claimed; "none" when there was no host at all)."""
+    if claims_failed:
+        return 'claims'
+    for step in reversed(result.steps):
+        if step.after == 0 and step.before > 0:
+            return step.name
+    return 'none'
+
+
 class _Timer:
     def __init__(self):
-        self.totals = {'filter_weigh': 0.0, 'claim': 0.0}
+        # filter_weigh: filter, weigh and rank, and what restricts the
+        # candidates first; filter and weigh are parts of it.
+        self.totals = {'filter_weigh': 0.0, 'claim': 0.0, 'filter': 0.0,
+                       'weigh': 0.0}
 
     def add(self, name, started):
         self.totals[name] += time.perf_counter() - started
@@ -272,6 +287,7 @@ class FilterScheduler(base.Scheduler):
 
     def select_destinations(self, context, spec, instance_uuids=None,
                             return_alternates=False):
+        started = time.perf_counter()
         spec.validate()
         self.count('requests')
         self._warn_if_retries_unfiltered(spec)
@@ -281,9 +297,15 @@ class FilterScheduler(base.Scheduler):
             return request.run()
         except exception.NoValidHost:
             self.count('no_valid_host')
+            prometheus.no_valid_host(request.last_filter)
             raise
         finally:
-            self.last_timings = dict(request.timer.totals)
+            totals = request.timer.totals
+            self.last_timings = dict(totals)
+            prometheus.request_timed(
+                {phase: totals[phase] for phase in ('filter', 'weigh',
+                                                     'claim')},
+                time.perf_counter() - started)
             if request.claim_retries:
                 LOG.info('Request for instance(s) %s retried %d lost '
                          'claim(s)', ', '.join(request.uuids),
@@ -358,6 +380,8 @@ class _Request:
         # Rows whose claim was lost to a concurrent request.
         self.failed = set()
         self.claim_retries = 0
+        # What removed the last host when NoValidHost is raised.
+        self.last_filter = None
         # A server group grows as the request's instances are placed: the
         # request works on a copy of the spec. Instances without a UUID
         # (nothing claimed) are tracked under made-up ones.
@@ -397,6 +421,7 @@ class _Request:
                 for row in chosen]
 
     def _filter_and_rank(self, index, mask, steps, skip_filters):
+        started = time.perf_counter()
         if skip_filters:
             result = filters.FilterResult(self.total, steps, mask)
         else:
@@ -404,11 +429,14 @@ class _Request:
                 self.filters, self.table, mask, self.spec, index=index,
                 steps=steps, total=self.total,
                 on_filter=self.observer and self.observer.filtered)
+        self.timer.add('filter', started)
+        started = time.perf_counter()
         rows = np.flatnonzero(result.mask)
         host_weights = self.driver.weight_handler.weigh(
             self.weighers, self.table, rows, self.spec)
         need = CONF.filter_scheduler.host_subset_size + self.num_alts + 1
         ranking = Ranking(rows, host_weights, need, self.table.ids)
+        self.timer.add('weigh', started)
         if self.observer is not None:
             self.observer.ranked(index, self.weighers, self.table, self.spec,
                                  result, ranking)
@@ -528,6 +556,7 @@ class _Request:
         return alternates
 
     def _reason(self, index, result, claims_failed=False):
+        self.last_filter = _last_filter(result, claims_failed)
         if claims_failed:
             text = ('%d host(s) passed the filters but none could be '
                     'claimed: concurrent requests took the room (or, for '

@@ -1,0 +1,131 @@
+"""The Prometheus endpoints of real daemons: a gantt-scheduler with two
+worker processes and a gantt-conductor, scraped over HTTP after builds
+that fit and one that fits nowhere. The scheduler's counters are the sum
+of its two workers."""
+
+import glob
+import os
+import signal
+import socket
+import urllib.request
+
+from prometheus_client import parser
+import pytest
+
+from tests.functional import boot_scenario
+from tests.functional import cluster as cluster_mod
+
+pytestmark = pytest.mark.functional
+
+HOSTS = {'cmp-1': {'vcpus': 8, 'memory_mb': 8192, 'local_gb': 100},
+         'cmp-2': {'vcpus': 8, 'memory_mb': 8192, 'local_gb': 100}}
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+def scrape(port):
+    with urllib.request.urlopen('http://127.0.0.1:%d/metrics' % port,
+                                timeout=10) as answer:
+        text = answer.read().decode()
+    samples = {}
+    for family in parser.text_string_to_metric_families(text):
+        for sample in family.samples:
+            key = (sample.name,) + tuple(sorted(sample.labels.items()))
+            samples[key] = samples.get(key, 0.0) + sample.value
+    return samples
+
+
+def worker_pids(process):
+    """The worker processes a daemon's master forked."""
+    pids = set()
+    for path in glob.glob('/proc/%d/task/*/children' % process.popen.pid):
+        with open(path) as children:
+            pids.update(int(pid) for pid in children.read().split())
+    return pids
+
+
+def metrics_conf(port):
+    return '[metrics]\nprometheus_port = %d\n' % port
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    with cluster_mod.Cluster(tmp_path, 'sqlite') as running:
+        yield running
+
+
+def test_scheduler_and_conductor_serve_their_metrics(cluster):
+    scheduler_port, conductor_port = free_port(), free_port()
+    cluster.start_conductor_with_conf(extra_conf=metrics_conf(
+        conductor_port))
+    for host, size in HOSTS.items():
+        cluster.start_compute(host, **size)
+    scheduler = cluster.start_scheduler(
+        workers=2, extra_conf=metrics_conf(scheduler_port))
+    cluster.wait_for_computes(list(HOSTS))
+    cluster.discover_hosts()
+
+    placed = boot_scenario.create(cluster, '--vcpus', '1', '--ram',
+                                  '512', '--disk', '1', '--count', '4')
+    assert len(placed) == 4
+    (too_big,) = boot_scenario.create(
+        cluster, '--vcpus', '1', '--ram', '65536', '--disk', '1',
+        expect_rc=1)
+    boot_scenario.assert_failed_without_claims(cluster, too_big)
+
+    samples = scrape(scheduler_port)
+    assert samples[('gantt_scheduler_requests_total',)] == 2
+    assert samples[('gantt_scheduler_instances_total',)] == 4
+    assert samples[('gantt_scheduler_claims_total',)] == 4
+    assert samples[('gantt_scheduler_no_valid_host_total',
+                    ('last_filter', 'RamFilter'))] == 1
+    for phase in ('filter', 'weigh', 'claim', 'total'):
+        assert samples[('gantt_scheduler_select_destinations_seconds_count',
+                        ('phase', phase))] == 2, phase
+    assert samples[('gantt_rpc_errors_total', ('error', 'NoValidHost'),
+                    ('method', 'select_destinations'))] == 1
+    assert samples[('gantt_scheduler_requests_in_flight',)] == 0
+    # Both workers have both hosts; the oldest refresh is recent.
+    assert samples[('gantt_host_cache_hosts',)] == 2
+    assert samples[('gantt_host_cache_refresh_seconds_count',)] >= 2
+
+    samples = scrape(conductor_port)
+    assert samples[('gantt_conductor_builds_total',
+                    ('outcome', 'scheduled'))] == 4
+    assert samples[('gantt_conductor_builds_total',
+                    ('outcome', 'no_valid_host'))] == 1
+
+    # A worker that goes away takes its gauges along, not its counts.
+    workers = worker_pids(scheduler)
+    assert len(workers) == 2
+    killed = min(workers)
+    os.kill(killed, signal.SIGKILL)
+    cluster.wait_until(
+        lambda: len(worker_pids(scheduler) - {killed}) == 2, 60,
+        'the killed worker to be replaced', scheduler)
+    cluster.wait_until(
+        lambda: scrape(scheduler_port).get(
+            ('gantt_host_cache_hosts',)) == 2, 60,
+        'the new worker to load its host cache', scheduler)
+    samples = scrape(scheduler_port)
+    assert samples[('gantt_scheduler_requests_total',)] == 2
+    assert samples[('gantt_scheduler_claims_total',)] == 4
+
+
+def test_a_port_in_use_stops_the_daemon_with_one_line(cluster):
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        exited = cluster.run_to_exit(
+            'gantt-scheduler', 'scheduler',
+            '[DEFAULT]\nhost = scheduler\n' + metrics_conf(port))
+    assert exited.returncode == 1
+    errors = exited.stderr.strip().splitlines()
+    assert errors == ['gantt-scheduler: error: cannot serve Prometheus '
+                      'metrics on 127.0.0.1:%d: Address already in use'
+                      % port], exited.stderr
