@@ -358,8 +358,8 @@ class HostState:
         return service_is_up(self.service, now, down_time)
 
     def consumed(self, resources):
-        """A copy with ``resources`` (placement_types.Resources) taken by one more
-        instance, as Nova's consume_from_request counts it."""
+        """A copy with ``resources`` (placement_types.Resources) taken by one
+        more instance, as Nova's consume_from_request counts it."""
         state = copy.copy(self)
         state.vcpus_used = self.vcpus_used + resources.vcpus
         state.memory_mb_used = self.memory_mb_used + resources.memory_mb

@@ -36,7 +36,8 @@ class InstanceInfo(base.GanttObject):
                    image_properties=info.image_properties)
 
     def to_host_info(self):
-        """The :class:`scheduler.placement_types.InstanceInfo` kept per host."""
+        """The :class:`scheduler.placement_types.InstanceInfo` kept per
+        host."""
         return placement_types.InstanceInfo(
             self.obj_get('flavor_id'), dict(self.obj_get('image_properties',
                                                          {})))

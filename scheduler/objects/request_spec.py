@@ -167,7 +167,8 @@ class RequestSpec(base.GanttObject):
         flavor = self.flavor
         disk_gb = (flavor.root_gb + flavor.ephemeral_gb
                    + int(math.ceil(flavor.swap / 1024.0)))
-        return placement_types.Resources(flavor.vcpus, flavor.memory_mb, disk_gb)
+        return placement_types.Resources(flavor.vcpus, flavor.memory_mb,
+                                         disk_gb)
 
     def get_scheduler_hint(self, name, default=None):
         """A hint's value: a lone value for one-element lists, as Nova."""

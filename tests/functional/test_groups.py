@@ -28,8 +28,11 @@ FLAVOR = ('--vcpus', '1', '--ram', '512', '--disk', '1')
 
 EXTRA_CONF = '''\
 [filter_scheduler]
-enabled_filters = AvailabilityZoneFilter,ComputeFilter,RamFilter,CoreFilter,DiskFilter,ServerGroupAntiAffinityFilter,ServerGroupAffinityFilter,SameHostFilter,DifferentHostFilter
-weight_classes = RAMWeigher,ServerGroupSoftAffinityWeigher,ServerGroupSoftAntiAffinityWeigher
+enabled_filters = AvailabilityZoneFilter,ComputeFilter,RamFilter,
+    CoreFilter,DiskFilter,ServerGroupAntiAffinityFilter,
+    ServerGroupAffinityFilter,SameHostFilter,DifferentHostFilter
+weight_classes = RAMWeigher,ServerGroupSoftAffinityWeigher,
+    ServerGroupSoftAntiAffinityWeigher
 '''
 # The heartbeats the scheduler caches are as old as its last refresh: the
 # computes must count as up for that long.

@@ -70,7 +70,8 @@ def snapshot(uuids):
     for uuid in uuids:
         row = instance(uuid)
         rows[uuid] = (row.vm_state, row.task_state, row.host, row.node,
-                      row.flavor, sql_state.canonical(row.request_spec), row.fault)
+                      row.flavor, sql_state.canonical(row.request_spec),
+                      row.fault)
     return rows, allocations(), usage()
 
 

@@ -126,8 +126,8 @@ def test_affinity_first_members_racing_end_on_one_host(any_database):
     group = make_group('affinity', members)
     refusals = []
 
-    won = test_claims.race(9, lambda i: claim_somewhere(nodes, members[i], group,
-                                            i % len(nodes), refusals))
+    won = test_claims.race(9, lambda i: claim_somewhere(
+        nodes, members[i], group, i % len(nodes), refusals))
 
     assert None not in won
     assert len(set(won)) == 1
@@ -145,8 +145,8 @@ def test_affinity_race_on_a_small_host_spills_nowhere(any_database):
     members = [str(uuid.uuid4()) for _ in range(8)]
     group = make_group('affinity', members)
 
-    won = test_claims.race(8, lambda i: claim_somewhere(nodes, members[i], group,
-                                            i % len(nodes), []))
+    won = test_claims.race(8, lambda i: claim_somewhere(
+        nodes, members[i], group, i % len(nodes), []))
 
     hosts = [host for host in won if host]
     assert len(hosts) == 3 and len(set(hosts)) == 1
