@@ -208,6 +208,22 @@ class HostManager(instance_tracking.InstanceTracking):
         self._stop = threading.Event()
         self._pid = os.getpid()
 
+    def report_state(self):
+        """The cache's size and age, for a Guru Meditation Report."""
+        table = self._table
+        state = {'hosts': len(table.states) if table is not None else 0,
+                 'refreshes': self.stats['refreshes'],
+                 'refresh failures': self.stats['refresh_failures'],
+                 'last refresh took (s)': round(
+                     self.stats['last_refresh_seconds'], 4)}
+        if self._watermark is None:
+            state['last refresh'] = 'never (loaded at the first request)'
+        else:
+            age = models.utcnow() - self._watermark
+            state['last refresh began (s ago)'] = round(
+                age.total_seconds(), 3)
+        return state
+
     # -- what requests use ----------------------------------------------------
 
     def snapshot(self):

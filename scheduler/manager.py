@@ -31,6 +31,8 @@ to its cached host table at once. Casts have nobody to answer: a malformed
 one is logged and dropped.
 """
 
+import threading
+
 from oslo_db import exception as db_exc
 import oslo_messaging as messaging
 from oslo_log import log as logging
@@ -45,6 +47,7 @@ from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import instance_info as instance_info_obj
 from scheduler.objects import request_spec as request_spec_obj
 from scheduler import prometheus
+from scheduler import reports
 from scheduler import rpc
 from scheduler import rpcapi
 from scheduler import service
@@ -97,6 +100,8 @@ class SchedulerManager(service.Manager):
         self.driver = loadables.load_driver(CONF.scheduler.driver)()
         # An idle scheduler logs no stats line until its first request.
         self._logged_stats = dict(getattr(self.driver, 'stats', None) or {})
+        self._in_flight = 0
+        self._in_flight_lock = threading.Lock()
 
     def init_host(self):
         # Under the threading backend SIGHUP restarts the workers after the
@@ -106,6 +111,17 @@ class SchedulerManager(service.Manager):
         start = getattr(self.driver, 'start', None)
         if start is not None:
             start()
+        reports.add_state('scheduler', self.report_state)
+
+    def report_state(self):
+        """What a Guru Meditation Report shows of this worker."""
+        state = {'requests in flight': self._in_flight,
+                 'counters': format_stats(
+                     dict(getattr(self.driver, 'stats', None) or {}))}
+        host_manager = getattr(self.driver, 'host_manager', None)
+        if host_manager is not None:
+            state['host cache'] = host_manager.report_state()
+        return state
 
     def cleanup_host(self):
         stop = getattr(self.driver, 'stop', None)
@@ -163,14 +179,19 @@ class SchedulerManager(service.Manager):
         get ``{host, nodename, limits}`` dicts; 1.1 callers pass
         ``spec_obj`` and, with ``return_objects``, get Selection lists.
         """
-        with prometheus.in_flight():
-            try:
+        with self._in_flight_lock:
+            self._in_flight += 1
+        try:
+            with prometheus.in_flight():
                 return self._select_destinations(
                     ctxt, request_spec, filter_properties, spec_obj,
                     instance_uuids, return_objects, return_alternates)
-            except Exception as error:
-                prometheus.rpc_error('select_destinations', error)
-                raise
+        except Exception as error:
+            prometheus.rpc_error('select_destinations', error)
+            raise
+        finally:
+            with self._in_flight_lock:
+                self._in_flight -= 1
 
     def _select_destinations(self, ctxt, request_spec, filter_properties,
                              spec_obj, instance_uuids, return_objects,

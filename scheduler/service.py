@@ -171,6 +171,7 @@ class Service(oslo_service.Service):
     def reset(self):
         """SIGHUP: the config files were re-read; apply mutable options."""
         LOG.info('Reloading mutable options of %s', self.binary)
+        CONF.log_opt_values(LOG, logging.DEBUG)
         self.manager.reset()
 
 

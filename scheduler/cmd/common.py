@@ -21,6 +21,7 @@ from scheduler.db import api as db_api
 from scheduler import exception
 from scheduler import objects
 from scheduler import prometheus
+from scheduler import reports
 from scheduler import rpc
 from scheduler import service
 
@@ -55,6 +56,8 @@ def run_daemon(binary, topic, make_manager, workers=None,
     # oslo.service announced its backend before logging was set up.
     LOG.info('%s runs on the %s backend', binary,
              service_backend.get_backend_type().value)
+    # Secret options (passwords in URLs) are masked.
+    CONF.log_opt_values(LOG, logging.DEBUG)
     LOG.info('%s starting; transport %s, database %s', binary,
              config.redact_transport_url(CONF.transport_url),
              config.redact_database_url(CONF.database.connection)
@@ -62,6 +65,7 @@ def run_daemon(binary, topic, make_manager, workers=None,
     try:
         # Before anything records a value, and before the workers fork.
         prometheus.setup(binary)
+        reports.setup(binary)
         rpc.init(CONF, check_broker=True)
         if uses_database:
             check_database()

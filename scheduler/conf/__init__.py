@@ -13,6 +13,7 @@ Example::
 """
 
 from oslo_config import cfg
+from oslo_reports import opts as reports_opts
 
 from scheduler.conf import compute
 from scheduler.conf import conductor
@@ -29,3 +30,5 @@ CONF = cfg.CONF
 for _module in (default, database, scheduler, filter_scheduler,
                 upgrade_levels, conductor, compute, metrics, server_groups):
     _module.register_opts(CONF)
+# [oslo_reports]: where Guru Meditation Reports go (scheduler/reports.py).
+reports_opts.set_defaults(CONF)
