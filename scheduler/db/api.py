@@ -314,8 +314,29 @@ def retry_on_db_error(func):
 CONNECTION_ERRORS = (db_exc.DBConnectionError, db_exc.DBDeadlock)
 
 
+# Database driver modules -> what to install for them.
+DRIVER_PACKAGES = {
+    'psycopg': "psycopg (pip install 'gantt[postgresql]', the driver of "
+               "postgresql:// and postgresql+psycopg:// URLs)",
+    'psycopg2': "psycopg2 (pip install 'gantt[postgresql]', the driver of "
+                "postgresql+psycopg2:// URLs)",
+    'pymysql': "PyMySQL (pip install 'gantt[mysql]', the driver of "
+               "mysql+pymysql:// URLs)",
+    'MySQLdb': 'mysqlclient (pip install mysqlclient, the driver of '
+               'mysql:// and mysql+mysqldb:// URLs; or use '
+               "mysql+pymysql:// with pip install 'gantt[mysql]')",
+}
+
+
 def describe_error(error):
-    """One line saying why the database refused, secrets masked."""
+    """One line saying why the database refused, secrets masked; for a
+    driver that is not installed, which package to install."""
+    if isinstance(error, ImportError) and error.name:
+        top = error.name.split('.')[0]
+        package = DRIVER_PACKAGES.get(top)
+        if package is not None:
+            return 'the Python package %s is not installed' % package
+        return 'the Python module %s is not installed' % error.name
     inner = getattr(error, 'inner_exception', None) or error
     reason = str(getattr(inner, 'orig', None) or inner).strip()
     reason = reason.splitlines()[0] if reason else type(error).__name__

@@ -627,9 +627,11 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled):
     with db_api.write_connection() as connection:
         lock_instance(connection, consumer_uuid)
         if connection.dialect.name == 'postgresql':
-            # The UPDATE and the INSERT in one statement.
+            # The UPDATE and the INSERT in one statement. (SQLAlchemy
+            # keeps an INSERT's row count only when asked to.)
             result = connection.execute(
-                _fresh_statement(checked, refuse_settled), params)
+                _fresh_statement(checked, refuse_settled), params,
+                execution_options={'preserve_rowcount': True})
             return result.rowcount == 1
         result = connection.execute(
             _fresh_update(checked, refuse_settled), params)

@@ -137,6 +137,25 @@ def test_check_connection_waits_max_retries_then_names_the_database(
     assert ':p@' not in str(raised.value)
 
 
+def test_a_driver_that_is_not_installed_is_named_with_its_package(
+        config):
+    # mysql:// is MySQLdb's URL, whose package (mysqlclient) Gantt does
+    # not install.
+    config.config(connection='mysql://u:p@127.0.0.1:9/x', max_retries=3,
+                  retry_interval=0, group='database')
+    db_api.dispose_engine()
+    try:
+        with pytest.raises(exception.DatabaseUnavailable) as raised:
+            db_api.check_connection()
+    finally:
+        db_api.dispose_engine()
+    assert str(raised.value) == (
+        'Cannot use the database at mysql://u:***@127.0.0.1:9/x: the '
+        'Python package mysqlclient (pip install mysqlclient, the driver '
+        'of mysql:// and mysql+mysqldb:// URLs; or use mysql+pymysql:// '
+        "with pip install 'gantt[mysql]') is not installed")
+
+
 def test_a_connection_in_steady_use_is_not_pinged(server_database):
     backend, _url = server_database
     engine = db_api.get_engine()

@@ -435,3 +435,34 @@ def test_fast_path_refuses_settled_and_repeated_consumers(any_database):
         sql_claim(node, (1, 1, 1), settled)
     assert node_state(node) == before
     assert allocations(settled) == []
+
+
+def test_claims_through_a_bare_postgresql_url_use_psycopg_3(config):
+    """``postgresql://`` (no driver named) is psycopg 3 in SQLAlchemy 2.1:
+    the usual claim is the instance lock and one statement, and it claims
+    exactly once."""
+    with databases.migrated_database('postgresql', config) as url:
+        bare = sa.engine.make_url(url).set(drivername='postgresql')
+        config.config(connection=bare.render_as_string(hide_password=False),
+                      group='database')
+        db_api.dispose_engine()
+        assert db_api.get_engine().dialect.driver == 'psycopg'
+        node = make_node()
+        sql_claim(node, (1, 1, 1))
+        statements = []
+
+        def record(conn, cursor, statement, params, context, executemany):
+            statements.append(statement.split()[0].upper())
+
+        engine = db_api.get_engine()
+        sa.event.listen(engine, 'before_cursor_execute', record)
+        try:
+            consumer = str(uuid.uuid4())
+            assert sql_claim(node, (1, 1024, 10), consumer) is True
+        finally:
+            sa.event.remove(engine, 'before_cursor_execute', record)
+        assert statements == ['SELECT', 'WITH']
+        assert len(allocations(consumer)) == 1
+        assert node_state(node)['vcpus_used'] == 2
+        assert inconsistencies() == []
+        db_api.dispose_engine()
