@@ -1,0 +1,226 @@
+"""gantt-status upgrade check: is this deployment ready for this release?
+
+Run it with the new code installed, before the daemons are restarted
+(oslo.upgradecheck's table, or ``--json``)::
+
+    $ gantt-status --config-file /etc/gantt/gantt.conf upgrade check
+
+Checks:
+
+* **Database schema**: the database is at the newest migration (run
+  ``gantt-manage db sync`` first otherwise).
+* **RPC version caps**: each ``[upgrade_levels]`` cap is a version this
+  release speaks (a cap it does not know would make its clients refuse
+  to send).
+* **Claims**: every node's usage matches its allocations and capacity,
+  and no consumer that should hold nothing holds a claim
+  (``gantt-manage db check`` lists them).
+* **Deprecated options**: options the config files set under a name or
+  group that is deprecated, each with its new place.
+
+Exit codes are Nova's: 0 all passed, 1 a warning, 2 a failure, 255 the
+check could not run (the database is unreachable, say), with one line
+saying why.
+"""
+
+import configparser
+import glob
+import os
+import sys
+
+from oslo_config import cfg
+from oslo_upgradecheck import upgradecheck
+from oslo_utils import versionutils
+
+from conductor import rpcapi as conductor_rpcapi
+from compute import rpcapi as compute_rpcapi
+from scheduler import conf
+from scheduler.conf import opts
+from scheduler import config
+from scheduler.db import api as db_api
+from scheduler.db import claims
+from scheduler.db import migration
+from scheduler import exception
+from scheduler import rpcapi as scheduler_rpcapi
+
+CONF = conf.CONF
+PROG = 'gantt-status'
+EXIT_ERROR = 255
+
+Code = upgradecheck.Code
+Result = upgradecheck.Result
+
+# [upgrade_levels] option -> the newest version of the APIs it caps that
+# this release speaks (the conductor's cap applies to its conductor and
+# compute_task APIs).
+RPC_APIS = {
+    'scheduler': scheduler_rpcapi.RPC_API_VERSION,
+    'conductor': max(conductor_rpcapi.CONDUCTOR_API_VERSION,
+                     conductor_rpcapi.COMPUTE_TASK_API_VERSION,
+                     key=versionutils.convert_version_to_tuple),
+    'compute': compute_rpcapi.RPC_API_VERSION,
+}
+
+
+class _Unusable(Exception):
+    """The check cannot run at all (exit 255)."""
+
+
+class Checks(upgradecheck.UpgradeCommands):
+
+    display_title = 'Gantt upgrade check'
+
+    def _check_schema(self):
+        try:
+            current = migration.db_version()
+        except Exception as error:
+            raise _Unusable(
+                'cannot use the database at %s: %s' % (
+                    config.redact_database_url(CONF.database.connection),
+                    db_api.describe_error(error))) from error
+        expected = migration.head_version()
+        self._schema_current = current == expected
+        if self._schema_current:
+            return Result(Code.SUCCESS, 'At revision %s.' % current)
+        return Result(Code.FAILURE, 'The database is at revision %s, this '
+                      "release needs %s: run 'gantt-manage db sync'."
+                      % (current or 'none (no schema)', expected))
+
+    def _check_rpc_caps(self):
+        problems, caps = [], []
+        for api, newest in RPC_APIS.items():
+            cap = getattr(CONF.upgrade_levels, api)
+            if not cap:
+                continue
+            caps.append('%s=%s' % (api, cap))
+            try:
+                known = versionutils.is_compatible(cap, newest,
+                                                   same_major=True)
+            except ValueError:
+                problems.append('[upgrade_levels] %s = %s is not a '
+                                'version' % (api, cap))
+                continue
+            if not known:
+                problems.append('[upgrade_levels] %s = %s: this release '
+                                'speaks %s' % (api, cap, newest))
+        if problems:
+            return Result(Code.FAILURE, '; '.join(problems) + '.')
+        if caps:
+            return Result(Code.SUCCESS, 'Capped: %s; remove the caps once '
+                          'every service runs this release.'
+                          % ', '.join(caps))
+        return Result(Code.SUCCESS)
+
+    def _check_claims(self):
+        if not getattr(self, '_schema_current', False):
+            return Result(Code.FAILURE, 'Not checked: the database schema '
+                          'is not at the newest revision.')
+        try:
+            with db_api.reader() as session:
+                bad_nodes = claims.find_inconsistent_nodes(session)
+                stray = claims.find_stray_allocations(session)
+        except Exception as error:
+            return Result(Code.FAILURE, 'Cannot read the claims: %s'
+                          % db_api.describe_error(error))
+        if not bad_nodes and not stray:
+            return Result(Code.SUCCESS)
+        return Result(Code.FAILURE, '%d node(s) whose usage does not match '
+                      'their allocations or capacity, %d claim(s) held by '
+                      "consumers that should hold none: run 'gantt-manage "
+                      "db check' for the list." % (len(bad_nodes),
+                                                   len(stray)))
+
+    def _check_deprecated_options(self):
+        found = deprecated_options_in_use()
+        if not found:
+            return Result(Code.SUCCESS)
+        return Result(Code.WARNING, 'Deprecated: %s.' % '; '.join(
+            '[%s] %s (now [%s] %s)' % use for use in found))
+
+    _upgrade_checks = (
+        ('Database schema', _check_schema),
+        ('RPC version caps', _check_rpc_caps),
+        ('Claims', _check_claims),
+        ('Deprecated options', _check_deprecated_options),
+    )
+
+
+def _config_files():
+    """The files oslo.config read, in its order."""
+    files = list(CONF.config_file or [])
+    for directory in CONF.config_dir or []:
+        files.extend(sorted(glob.glob(os.path.join(directory, '*.conf'))))
+    return files
+
+
+def deprecated_options_in_use():
+    """``[(old group, old name, new group, new name)]``: Gantt's options
+    the config files set under a deprecated name or group."""
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    parser.optionxform = str
+    for path in _config_files():
+        try:
+            parser.read(path)
+        except configparser.Error:
+            continue
+    found = set()
+    for group, options in opts.list_opts():
+        group_name = group if isinstance(group, str) else group.name
+        for opt in options:
+            for old in opt.deprecated_opts:
+                old_group = old.group or group_name
+                old_name = old.name or opt.dest
+                if (old_group, old_name) != (group_name, opt.dest) and \
+                        _is_set(parser, old_group, old_name):
+                    found.add((old_group, old_name, group_name, opt.dest))
+    return sorted(found)
+
+
+def _is_set(parser, group, name):
+    if group == 'DEFAULT':
+        return name in parser.defaults()
+    # A section's own keys, not the [DEFAULT] ones configparser adds in.
+    return parser.has_section(group) and name in dict(
+        parser.items(group, raw=True)) and (
+            name not in parser.defaults()
+            or parser.get(group, name, raw=True)
+            != parser.defaults()[name])
+
+
+def _add_commands(subparsers, checks):
+    upgrade = subparsers.add_parser('upgrade', help='Upgrade checks')
+    upgrade.add_argument('check', choices=['check'],
+                         help='Check this release can run here')
+    upgrade.add_argument('--json', action='store_true',
+                         help='The results as JSON instead of a table')
+    upgrade.set_defaults(action_fn=checks.check)
+
+
+def main(argv=None):
+    """Run ``upgrade check``; return its exit code."""
+    argv = list(sys.argv if argv is None else argv)
+    checks = Checks()
+    command = cfg.SubCommandOpt(
+        'command', handler=lambda subparsers: _add_commands(subparsers,
+                                                            checks))
+    CONF.clear()
+    try:
+        try:
+            config.parse_args(argv, description=__doc__.splitlines()[0],
+                              cli_opts=[command])
+        except cfg.Error as error:
+            print('%s: error: %s' % (PROG, error), file=sys.stderr)
+            return EXIT_ERROR
+        # oslo.upgradecheck reads --json from its module's CONF.
+        upgradecheck.CONF = CONF
+        # One connection attempt, not a daemon's wait for the database.
+        CONF.set_override('max_retries', 1, group='database')
+        try:
+            return CONF.command.action_fn()
+        except (_Unusable, exception.GanttException) as error:
+            print('%s: error: %s' % (PROG, error), file=sys.stderr)
+            return EXIT_ERROR
+    finally:
+        db_api.dispose_engine()
+        CONF.clear()
+        CONF.unregister_opt(command)

@@ -1,0 +1,127 @@
+"""gantt-status upgrade check, run in-process against real databases
+(migrated SQLite and PostgreSQL), one outcome each: Nova's exit codes."""
+
+import json
+import logging as std_logging
+
+from alembic import command
+import pytest
+import sqlalchemy as sa
+
+from scheduler.cmd import status
+from scheduler.db import api as db_api
+from scheduler.db import compute_nodes as db_compute_nodes
+from scheduler.db import migration
+from scheduler.db import models
+from tests.fixtures import databases
+
+
+@pytest.fixture(autouse=True)
+def restore_logging():
+    root = std_logging.getLogger()
+    level = root.level
+    yield
+    for handler in list(root.handlers):
+        if type(handler) is std_logging.StreamHandler:
+            root.removeHandler(handler)
+    root.setLevel(level)
+
+
+@pytest.fixture
+def conf_file(tmp_path):
+    path = tmp_path / 'gantt.conf'
+    path.write_text('')
+    return path
+
+
+@pytest.fixture
+def check(conf_file, capsys):
+    """Run ``upgrade check --json``; (exit code, {check: (code, details)},
+    stderr)."""
+    def run(*extra):
+        code = status.main(['gantt-status', '--config-file', str(conf_file),
+                            'upgrade', 'check', '--json'] + list(extra))
+        out, err = capsys.readouterr()
+        results = {}
+        if out.strip():
+            for entry in json.loads(out)['checks']:
+                results[entry['check']] = (entry['result'],
+                                           entry['details'])
+        return code, results, err
+    return run
+
+
+@pytest.fixture(params=['sqlite', 'postgresql'])
+def migrated(request, config):
+    with databases.migrated_database(request.param, config) as url:
+        yield url
+
+
+def test_a_clean_deployment_passes(migrated, check):
+    code, results, err = check()
+    assert code == 0, (results, err)
+    assert set(results) == {'Database schema', 'RPC version caps',
+                            'Claims', 'Deprecated options'}
+    assert {result for result, _ in results.values()} == {0}
+
+
+def test_a_deprecated_option_is_a_warning(migrated, check, conf_file):
+    conf_file.write_text('[DEFAULT]\nscheduler_tracks_instance_changes = '
+                         'false\n')
+    code, results, _err = check()
+    assert code == 1
+    result, details = results['Deprecated options']
+    assert result == 1
+    assert '[DEFAULT] scheduler_tracks_instance_changes (now ' \
+        '[filter_scheduler] track_instance_changes)' in details
+
+
+def test_usage_without_allocations_is_a_failure(migrated, check):
+    with db_api.writer() as session:
+        db_compute_nodes.report_inventory(
+            session, '11111111-2222-3333-4444-555555555555', 'cmp-1',
+            'cmp-1', dict(vcpus=4, memory_mb=8192, local_gb=100))
+        session.execute(sa.update(models.ComputeNode.__table__).values(
+            vcpus_used=2))
+    code, results, _err = check()
+    assert code == 2
+    result, details = results['Claims']
+    assert result == 2
+    assert details.startswith('1 node(s) whose usage does not match')
+
+
+def test_a_schema_behind_the_code_is_a_failure(migrated, check):
+    command.stamp(migration.get_alembic_config(), '8b3f6d0e2a91')
+    code, results, _err = check()
+    assert code == 2
+    result, details = results['Database schema']
+    assert result == 2
+    assert 'revision 8b3f6d0e2a91' in details and \
+        migration.head_version() in details
+    assert results['Claims'][0] == 2     # not checked on an old schema
+
+
+def test_a_cap_this_release_does_not_speak_is_a_failure(migrated, check,
+                                                        conf_file):
+    conf_file.write_text('[upgrade_levels]\nscheduler = 9.0\n'
+                         'compute = 1.1\n')
+    code, results, _err = check()
+    assert code == 2
+    result, details = results['RPC version caps']
+    assert result == 2
+    assert details == ('[upgrade_levels] scheduler = 9.0: this release '
+                       'speaks %s.' % status.RPC_APIS['scheduler'])
+
+
+def test_an_unreachable_database_is_one_line_and_255(config, check):
+    config.config(connection='postgresql+psycopg2://u:p@127.0.0.1:9/x',
+                  group='database')
+    db_api.dispose_engine()
+    code, results, err = check()
+    assert code == 255
+    assert results == {}
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith('gantt-status: error: cannot use the '
+                               'database at postgresql+psycopg2://u:***@')
+    assert ':p@' not in err
