@@ -47,6 +47,16 @@ _DEFAULT_LOG_LEVELS = [
 _registered = False
 
 
+def set_defaults():
+    """Gantt's defaults of options the libraries own: the log levels of
+    the libraries' loggers, and the exchange ``gantt``. Changes the
+    options' own defaults (not CONF-level defaults, which CONF.reset()
+    would drop). Also the ``oslo.config.opts.defaults`` hook, so that the
+    generated sample shows what the daemons use."""
+    logging.set_defaults(default_log_levels=_DEFAULT_LOG_LEVELS)
+    messaging.set_transport_defaults(control_exchange='gantt')
+
+
 def register_opts():
     """Register the options Gantt reads but does not own: oslo.log's, and
     oslo.messaging's ``[DEFAULT]`` ones (transport_url...), so that they can
@@ -56,10 +66,7 @@ def register_opts():
     if _registered:
         return
     logging.register_options(CONF)
-    logging.set_defaults(default_log_levels=_DEFAULT_LOG_LEVELS)
-    # Changes the options' own default (not a CONF-level default, which
-    # CONF.reset() would drop), before list_opts() copies them.
-    messaging.set_transport_defaults(control_exchange='gantt')
+    set_defaults()
     for group, opts in messaging_opts.list_opts():
         if group is None:
             CONF.register_opts(opts)
