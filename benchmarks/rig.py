@@ -225,12 +225,12 @@ class Rig:
 
     def overfilled_hosts(self):
         """Nodes whose usage exceeds capacity (ratios as claims use them:
-        the node's, else Nova's defaults of 16, 1.5 and 1.0)."""
+        the node's, else the initial ratios' defaults, 4, 1 and 1)."""
         return self.cluster.query(
             'SELECT count(*) AS n FROM compute_nodes WHERE '
-            'vcpus_used > vcpus * COALESCE(cpu_allocation_ratio, 16.0) '
+            'vcpus_used > vcpus * COALESCE(cpu_allocation_ratio, 4.0) '
             '- reserved_vcpus OR memory_mb_used > memory_mb * '
-            'COALESCE(ram_allocation_ratio, 1.5) - reserved_memory_mb OR '
+            'COALESCE(ram_allocation_ratio, 1.0) - reserved_memory_mb OR '
             'local_gb_used > local_gb * COALESCE(disk_allocation_ratio, 1.0)'
             ' - reserved_disk_gb')[0].n
 

@@ -245,6 +245,15 @@ class ComputeManager(service.Manager):
             'reserved_vcpus': CONF.reserved_host_cpus,
             'reserved_memory_mb': CONF.reserved_host_memory_mb,
             'reserved_disk_gb': -(-CONF.reserved_host_disk_mb // 1024),
+            # Nova's: the ratio set here, else the node keeps its own, else
+            # (a new node) the initial one; the conductor applies it.
+            'cpu_allocation_ratio': CONF.cpu_allocation_ratio,
+            'ram_allocation_ratio': CONF.ram_allocation_ratio,
+            'disk_allocation_ratio': CONF.disk_allocation_ratio,
+            'initial_cpu_allocation_ratio': CONF.initial_cpu_allocation_ratio,
+            'initial_ram_allocation_ratio': CONF.initial_ram_allocation_ratio,
+            'initial_disk_allocation_ratio':
+                CONF.initial_disk_allocation_ratio,
             'hypervisor_type': self._fake('hypervisor_type'),
             'hypervisor_version': self._fake('hypervisor_version'),
             'host_ip': self._fake('host_ip'),

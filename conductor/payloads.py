@@ -93,7 +93,8 @@ def checked_nodes(host, nodes):
 
 def checked_inventory(field, inventory):
     validation.mapping(field, inventory)
-    unknown = set(inventory) - set(db_compute_nodes.INVENTORY_FIELDS)
+    unknown = set(inventory) - set(db_compute_nodes.INVENTORY_FIELDS) - set(
+        db_compute_nodes.INITIAL_RATIO_FIELDS)
     if unknown:
         validation.refuse(field, 'has unknown fields %s'
                           % ', '.join(sorted(map(repr, unknown))))
@@ -101,7 +102,7 @@ def checked_inventory(field, inventory):
         if name in inventory:
             validation.integer('%s.%s' % (field, name), inventory[name],
                                high=high)
-    for name in _RATIOS:
+    for name in _RATIOS + db_compute_nodes.INITIAL_RATIO_FIELDS:
         validation.number('%s.%s' % (field, name), inventory.get(name),
                           high=validation.MAX_ALLOCATION_RATIO,
                           nullable=True)

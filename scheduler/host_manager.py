@@ -68,6 +68,7 @@ import sqlalchemy as sa
 from scheduler import conf
 from scheduler.db import aggregates as db_aggregates
 from scheduler.db import api as db_api
+from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler import host_instances
@@ -108,8 +109,7 @@ def _default_ratios():
     """The configured allocation ratios, for nodes that report none, and
     ``[DEFAULT] default_availability_zone`` (read once per refresh, not
     per node)."""
-    defaults = {name: getattr(CONF.filter_scheduler, name)
-                for name in _RATIO_OPTIONS}
+    defaults = {name: claims.default_ratio(name) for name in _RATIO_OPTIONS}
     defaults[_DEFAULT_AZ] = CONF.default_availability_zone
     return defaults
 

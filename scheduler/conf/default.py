@@ -85,9 +85,58 @@ Related options:
 ]
 
 
+def _ratio(resource, what, initial):
+    option = '%s_allocation_ratio' % resource
+    return [
+        cfg.FloatOpt(option,
+                     min=0.0,
+                     deprecated_opts=[cfg.DeprecatedOpt(
+                         option, group='filter_scheduler')],
+                     help="""
+%(what)s allocation ratio of the compute nodes of this host.
+
+Set on a compute host, its nodes report it and the scheduler and the claims
+allow ``total * ratio - reserved``. Unset (the default), a node keeps the
+ratio it has, and a new node takes ``initial_%(option)s``. Nodes that never
+reported one (recorded before Gantt followed Nova here) are counted with this
+option, or else ``initial_%(option)s``.
+
+Possible values:
+
+* A positive number, or nothing.
+
+Related options:
+
+* ``initial_%(option)s``
+* The AggregateCoreFilter, AggregateRamFilter and AggregateDiskFilter read an
+  aggregate's ``%(option)s`` metadata instead.
+""" % {'what': what, 'option': option}),
+        cfg.FloatOpt('initial_' + option,
+                     default=initial,
+                     min=0.0,
+                     help="""
+%(what)s allocation ratio a new compute node starts with.
+
+Used when ``%(option)s`` is unset, at the node's first report; later reports
+keep the node's ratio.
+
+Related options:
+
+* ``%(option)s``
+""" % {'what': what, 'option': option}),
+    ]
+
+
+allocation_ratio_opts = (_ratio('cpu', 'Virtual CPU to physical CPU', 4.0)
+                         + _ratio('ram', 'Virtual RAM to physical RAM', 1.0)
+                         + _ratio('disk', 'Virtual disk to physical disk',
+                                  1.0))
+
+
 def register_opts(conf):
     conf.register_opts(default_opts)
+    conf.register_opts(allocation_ratio_opts)
 
 
 def list_opts():
-    return {'DEFAULT': default_opts}
+    return {'DEFAULT': default_opts + allocation_ratio_opts}

@@ -1,4 +1,4 @@
-"""Options of the ``[filter_scheduler]`` group: filters, weighers, ratios."""
+"""Options of the ``[filter_scheduler]`` group: filters and weighers."""
 
 from oslo_config import cfg
 
@@ -394,31 +394,6 @@ boots on hosts of any architecture.
 Possible values:
 
 * A CPU architecture name such as ``x86_64`` or ``aarch64``, or nothing.
-"""),
-    cfg.FloatOpt('cpu_allocation_ratio',
-                 default=16.0,
-                 min=0.0,
-                 help="""
-Virtual CPU to physical CPU allocation ratio.
-
-Used when a compute node does not report a ratio of its own. CoreFilter and
-the claims allow ``vcpus * cpu_allocation_ratio`` vCPUs on a node.
-"""),
-    cfg.FloatOpt('ram_allocation_ratio',
-                 default=1.5,
-                 min=0.0,
-                 help="""
-Virtual RAM to physical RAM allocation ratio.
-
-Used when a compute node does not report a ratio of its own.
-"""),
-    cfg.FloatOpt('disk_allocation_ratio',
-                 default=1.0,
-                 min=0.0,
-                 help="""
-Virtual disk to physical disk allocation ratio.
-
-Used when a compute node does not report a ratio of its own.
 """),
 ]
 

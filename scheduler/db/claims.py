@@ -7,8 +7,8 @@ for the last room on a node cannot both win: the database evaluates the
 condition against the row as it is when the UPDATE takes its lock.
 
 Capacity follows Nova's filters: ``total * allocation_ratio - reserved``,
-with the scheduler's ``[filter_scheduler] *_allocation_ratio`` used for nodes
-that report no ratio of their own::
+with the node's own ratio (for a node that never reported one,
+``[DEFAULT] *_allocation_ratio``, else ``initial_*_allocation_ratio``)::
 
     with db_api.writer() as session:
         won = claims.claim_resources(session, node_id, instance_uuid,
@@ -55,11 +55,19 @@ RESOURCE_COLUMNS = {
 }
 
 
+def default_ratio(option):
+    """The ratio of a node that has none recorded (``option``, e.g.
+    ``cpu_allocation_ratio``): ``[DEFAULT] <option>``, else
+    ``[DEFAULT] initial_<option>``, as a new node would take."""
+    value = getattr(CONF, option)
+    return getattr(CONF, 'initial_' + option) if value is None else value
+
+
 def capacity_expression(resource):
     """SQL expression of a node's capacity for one resource."""
     _used, total, ratio, reserved, option = RESOURCE_COLUMNS[resource]
-    default_ratio = getattr(CONF.filter_scheduler, option)
-    return (_NODE.c[total] * sa.func.coalesce(_NODE.c[ratio], default_ratio)
+    return (_NODE.c[total] * sa.func.coalesce(_NODE.c[ratio],
+                                              default_ratio(option))
             - _NODE.c[reserved])
 
 
@@ -481,7 +489,7 @@ def _fresh_update(checked, refuse_settled):
     """The conditional UPDATE of :func:`_claim_fresh`, with bind
     parameters ``node``, ``consumer``, ``now`` and ``claim_<resource>``.
     """
-    ratios = tuple(getattr(CONF.filter_scheduler, RESOURCE_COLUMNS[field][4])
+    ratios = tuple(default_ratio(RESOURCE_COLUMNS[field][4])
                    for field in Resources._fields)
     key = (checked, refuse_settled, ratios)
     statement = _fresh_updates.get(key)

@@ -22,6 +22,11 @@ INVENTORY_FIELDS = (
     'host_ip', 'supported_instances', 'stats', 'metrics', 'num_instances',
     'io_workload',
 )
+RATIO_FIELDS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
+                'disk_allocation_ratio')
+# What a report may add: the ratio a new node starts with when the
+# compute sets none (Nova's [DEFAULT] initial_*_allocation_ratio).
+INITIAL_RATIO_FIELDS = tuple('initial_' + name for name in RATIO_FIELDS)
 
 
 def report_inventory(session, uuid, host, nodename, inventory):
@@ -29,15 +34,30 @@ def report_inventory(session, uuid, host, nodename, inventory):
 
     Usage columns are never taken from a report: they are the sum of the
     node's allocations. Returns the node row's id.
+
+    Allocation ratios follow Nova: a ratio the compute sets is written; one
+    it reports as None keeps the node's ratio, or, for a node with none
+    yet, takes the report's ``initial_*`` ratio.
     """
+    inventory = dict(inventory)
+    initial = {name: inventory.pop('initial_' + name, None)
+               for name in RATIO_FIELDS}
     unknown = set(inventory) - set(INVENTORY_FIELDS)
     if unknown:
         raise ValueError('unknown inventory fields: %s'
                          % ', '.join(sorted(unknown)))
     existing = session.execute(
         sa.select(_NODE.c.id, _NODE.c.uuid, _NODE.c.host,
-                  _NODE.c.hypervisor_hostname)
+                  _NODE.c.hypervisor_hostname,
+                  *(_NODE.c[name] for name in RATIO_FIELDS))
         .where(_NODE.c.uuid == uuid)).first()
+    for name in RATIO_FIELDS:
+        if name in inventory and inventory[name] is None:
+            kept = existing is not None and existing._mapping[name] is not None
+            if kept or initial[name] is None:
+                del inventory[name]
+            else:
+                inventory[name] = initial[name]
     now = models.utcnow()
     if existing is None:
         result = session.execute(sa.insert(_NODE).values(

@@ -5,7 +5,8 @@ with the allocation ratio the host's aggregates set in their metadata
 (``ram_allocation_ratio``, ``cpu_allocation_ratio``,
 ``disk_allocation_ratio``); several aggregates setting it: the smallest
 value wins; none, or a value that is not a finite number: the node's own
-ratio (``[filter_scheduler] *_allocation_ratio`` if it reports none).
+ratio (for a node that never reported one, ``[DEFAULT]
+*_allocation_ratio``, else ``initial_*_allocation_ratio``).
 
 The claim in SQL still checks the node's own ratio, as placement did once
 Nova deprecated these filters: an aggregate can lower a host's limit, not

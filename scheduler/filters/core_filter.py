@@ -1,10 +1,11 @@
 """CoreFilter: only hosts with enough vCPUs for one more instance.
 
 Capacity is ``vcpus * cpu_allocation_ratio - reserved_vcpus``, with the
-node's own ratio or else ``[filter_scheduler] cpu_allocation_ratio``; a
-host passes if ``vcpus_used + flavor.vcpus`` fits in it, exactly the check
-its claim makes. Example: a 16-core node with the default ratio of 16.0
-takes up to 256 vCPUs of instances.
+node's own ratio (a node that never reported one: ``[DEFAULT]
+cpu_allocation_ratio``, else ``initial_cpu_allocation_ratio``); a host
+passes if ``vcpus_used + flavor.vcpus`` fits in it, exactly the check its
+claim makes. Example: a 16-core node with a ratio of 16.0 takes up to 256
+vCPUs of instances.
 """
 
 from scheduler import filters

@@ -3,7 +3,8 @@
 The request is ``root_gb + ephemeral_gb`` plus swap (MB, rounded up to
 whole GB), as ``RequestSpec.resources()`` counts it. Capacity is
 ``local_gb * disk_allocation_ratio - reserved_disk_gb``, with the node's
-own ratio or else ``[filter_scheduler] disk_allocation_ratio``; a host
+own ratio (a node that never reported one: ``[DEFAULT]
+disk_allocation_ratio``, else ``initial_disk_allocation_ratio``); a host
 passes if ``local_gb_used`` plus the request fits in it, exactly the check
 its claim makes. Example: root 20 GB, ephemeral 10 GB and 1536 MB of swap
 ask for 32 GB.

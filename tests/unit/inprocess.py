@@ -49,8 +49,7 @@ def configure(config_fixture, refresh_interval=0.05, exact_ratios=False):
                           group='scheduler')
     if exact_ratios:
         config_fixture.config(cpu_allocation_ratio=1.0,
-                              ram_allocation_ratio=1.0,
-                              group='filter_scheduler')
+                              ram_allocation_ratio=1.0)
     return config_fixture
 
 

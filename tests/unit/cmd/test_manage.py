@@ -177,7 +177,7 @@ def test_service_unknown_is_a_clear_error(database, run, action):
 def test_host_list_shows_used_and_capacity_as_claims_count_them(database,
                                                                 config,
                                                                 run):
-    config.config(cpu_allocation_ratio=4.0, group='filter_scheduler')
+    config.config(cpu_allocation_ratio=4.0)
     with db_api.writer() as session:
         node_id = add_node(session)
         add_node(session, uuid=OTHER_NODE_UUID, host='compute2',
@@ -188,8 +188,9 @@ def test_host_list_shows_used_and_capacity_as_claims_count_them(database,
     result = run('host', 'list')
     assert result.code == 0
     assert output.table(result.out) == [
-        # 4 * 4.0 (the option) vCPUs; 8192 * 1.5 - 512 MB; 100 * 1.0 GB.
-        ['compute1', 'compute1', 'no', '2/16', '1024/11776', '10/100', '1'],
+        # 4 * 4.0 (the option) vCPUs; 8192 * 1.0 (the initial ratio) -
+        # 512 MB; 100 * 1.0 GB.
+        ['compute1', 'compute1', 'no', '2/16', '1024/7680', '10/100', '1'],
         # The node's own ratios win, minus what it reserves.
         ['compute2', 'compute2', 'no', '0/7', '0/4096', '0/100', '0'],
     ]

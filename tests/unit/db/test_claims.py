@@ -93,7 +93,7 @@ def test_claim_fills_a_node_exactly(any_database):
 
 
 def test_capacity_uses_ratio_and_reserved(any_database, config):
-    config.config(cpu_allocation_ratio=3.0, group='filter_scheduler')
+    config.config(cpu_allocation_ratio=3.0)
     # Node ratio 2.0: 4 * 2.0 - 1 reserved = 7 vCPUs.
     node = make_node(cpu_allocation_ratio=2.0, reserved_vcpus=1)
     # No node ratio: the option's 3.0 applies, 4 * 3.0 = 12 vCPUs.
@@ -397,12 +397,12 @@ def test_a_claim_waits_for_the_placement_and_is_refused(any_database):
 
 def test_fast_path_follows_ratio_defaults_and_capacity(any_database, config):
     node = make_node(cpu_allocation_ratio=None)
-    config.config(cpu_allocation_ratio=1.0, group='filter_scheduler')
+    config.config(cpu_allocation_ratio=1.0)
     assert sql_claim(node, (4, 0, 0)) is True
     assert sql_claim(node, (1, 0, 0)) is False
     # A new default applies to the next claim (statements are prepared
     # per ratio).
-    config.config(cpu_allocation_ratio=2.0, group='filter_scheduler')
+    config.config(cpu_allocation_ratio=2.0)
     assert sql_claim(node, (4, 0, 0)) is True
     assert sql_claim(node, (1, 0, 0)) is False
     # Zero amounts are not checked on the fast path either.
@@ -466,3 +466,29 @@ def test_claims_through_a_bare_postgresql_url_use_psycopg_3(config):
         assert node_state(node)['vcpus_used'] == 2
         assert inconsistencies() == []
         db_api.dispose_engine()
+
+
+@pytest.mark.parametrize('conf_text', [
+    '[DEFAULT]\ncpu_allocation_ratio = 2.0\n',
+    # The name Gantt used before, still read (deprecated).
+    '[filter_scheduler]\ncpu_allocation_ratio = 2.0\n',
+])
+def test_the_ratio_of_a_config_file_reaches_the_claims(database, config,
+                                                       tmp_path, conf_text):
+    path = tmp_path / 'gantt.conf'
+    path.write_text(conf_text)
+    config.set_config_files([str(path)])
+    assert claims.default_ratio('cpu_allocation_ratio') == 2.0
+    # A node that never reported a ratio: 4 vCPUs * 2.0 - 0 reserved.
+    node = make_node(vcpus=4, reserved_vcpus=0, cpu_allocation_ratio=None)
+    assert sql_claim(node, (8, 1, 1)) is True
+    assert sql_claim(node, (1, 1, 1)) is False
+
+
+def test_without_the_option_a_node_without_ratio_has_the_initial_one(
+        database, config):
+    config.config(initial_cpu_allocation_ratio=3.0)
+    assert claims.default_ratio('cpu_allocation_ratio') == 3.0
+    node = make_node(vcpus=4, reserved_vcpus=0, cpu_allocation_ratio=None)
+    assert sql_claim(node, (12, 1, 1)) is True
+    assert sql_claim(node, (1, 1, 1)) is False

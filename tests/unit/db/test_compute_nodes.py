@@ -69,6 +69,44 @@ def test_report_updates_and_bumps_generation(any_database):
             session, 'host1b', 'host1b-node').id == node_id
 
 
+def ratios(node_uuid):
+    node = get(node_uuid)
+    return (node.cpu_allocation_ratio, node.ram_allocation_ratio,
+            node.disk_allocation_ratio)
+
+
+INITIAL = {'initial_cpu_allocation_ratio': 4.0,
+           'initial_ram_allocation_ratio': 1.0,
+           'initial_disk_allocation_ratio': 1.0}
+UNSET = {'cpu_allocation_ratio': None, 'ram_allocation_ratio': None,
+         'disk_allocation_ratio': None}
+
+
+def test_ratios_follow_nova_set_else_kept_else_initial(any_database):
+    node_uuid = str(uuid.uuid4())
+    # A new node whose compute sets no ratio takes the initial ones.
+    report(node_uuid, **UNSET, **INITIAL)
+    assert ratios(node_uuid) == (4.0, 1.0, 1.0)
+    # A ratio set on the compute is written...
+    report(node_uuid, **dict(UNSET, cpu_allocation_ratio=16.0,
+                             ram_allocation_ratio=1.5), **INITIAL)
+    assert ratios(node_uuid) == (16.0, 1.5, 1.0)
+    # ... and kept once the option is unset again, whatever the initial
+    # ratios say now.
+    report(node_uuid, **UNSET, **dict(INITIAL,
+                                      initial_cpu_allocation_ratio=2.0))
+    assert ratios(node_uuid) == (16.0, 1.5, 1.0)
+
+
+def test_a_report_without_initial_ratios_leaves_a_new_node_without(
+        any_database):
+    # An older compute: the scheduler counts such a node with [DEFAULT]
+    # *_allocation_ratio, else the initial ratios (claims.default_ratio).
+    node_uuid = str(uuid.uuid4())
+    report(node_uuid, **UNSET)
+    assert ratios(node_uuid) == (None, None, None)
+
+
 def test_report_never_touches_usage(any_database):
     node_uuid = str(uuid.uuid4())
     node_id = report(node_uuid)

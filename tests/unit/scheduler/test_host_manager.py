@@ -48,7 +48,8 @@ def test_snapshot_loads_nodes_services_and_mapping(cloud,
     a = _state(table, 'a')
     assert a.total_usable_ram_mb == 4096
     assert a.service.binary == 'gantt-compute' and a.service_up()
-    assert a.cpu_allocation_ratio == 16.0
+    # No ratio reported: [DEFAULT] initial_cpu_allocation_ratio.
+    assert a.cpu_allocation_ratio == 4.0
     assert _state(table, 'c').service is None
 
 
@@ -63,7 +64,7 @@ def test_refresh_reads_only_what_changed(cloud, make_host_manager):
     assert manager.stats['nodes_read'] == 5
     assert _state(new, 'c').total_usable_ram_mb == 8192
     assert _state(old, 'c').total_usable_ram_mb == 4096
-    assert new.capacity['memory_mb'][2] == 8192 * 1.5
+    assert new.capacity['memory_mb'][2] == 8192 * 1.0
     # Nothing changed: nothing read, no rebuild.
     builds = manager.stats['full_builds']
     assert manager.refresh() is new
@@ -238,11 +239,11 @@ def test_consume_updates_the_cache_at_once(cloud, make_host_manager):
     assert after is before
     assert _state(after, 'a').vcpus_used == 2
     assert 'inst-1' in _state(after, 'a').instances
-    assert after.vcpus_free[0] == 4 * 16.0 - 2
+    assert after.vcpus_free[0] == 4 * 4.0 - 2
     assert after.instance_counts(['inst-1']).tolist() == [1, 0]
     assert _state(detached, 'a').vcpus_used == 0
     assert detached.vcpus_used.tolist() == [0, 0]
-    assert detached.vcpus_free[0] == 4 * 16.0
+    assert detached.vcpus_free[0] == 4 * 4.0
     # Every column, derived column and per-state value equals a build.
     fresh = host_table.HostTable.build(after.states)
     for name in fresh.columns:
@@ -424,12 +425,12 @@ def test_states_are_restated_without_node_rows(cloud, config,
     cloud.add_node('b', vcpus=4, cpu_allocation_ratio=3.0)
     manager = make_host_manager(auto_refresh=False)
     table = manager.snapshot()
-    assert _state(table, 'a').cpu_allocation_ratio == 16.0
+    assert _state(table, 'a').cpu_allocation_ratio == 4.0
     assert _state(table, 'b').cpu_allocation_ratio == 3.0
     manager.consume(a_id, claims.Resources(1, 0, 0))
     manager._reread.clear()   # as if the claim's row had been read
     manager._generations[a_id] = cloud.node_row('a').generation
-    config.config(cpu_allocation_ratio=2.0, group='filter_scheduler')
+    config.config(cpu_allocation_ratio=2.0)
     cloud.disable('a', reason='maintenance')
     table = manager.refresh()
     a = _state(table, 'a')

@@ -36,7 +36,8 @@ def test_lands_on_the_host_with_most_free_ram_and_claims_in_sql(cloud,
     assert chosen.compute_node_uuid == cloud.node_row('big').uuid
     assert chosen.requested_resources() == {'vcpus': 2, 'memory_mb': 2048,
                                             'disk_gb': 20}
-    assert chosen.limits['memory_mb'] == 16384 * 1.5
+    # The node reports no ratio: [DEFAULT] initial_ram_allocation_ratio.
+    assert chosen.limits['memory_mb'] == 16384 * 1.0
     assert cloud.allocations(uuid) == {'big': (2, 2048, 20)}
     row = cloud.node_row('big')
     assert (row.vcpus_used, row.memory_mb_used, row.local_gb_used) == (

@@ -32,7 +32,7 @@ def test_oversubscribed_host_takes_zero_memory(filt):
 
 
 def test_node_ratio_else_option(filt, config, cloud, make_host_manager):
-    config.config(ram_allocation_ratio=2.0, group='filter_scheduler')
+    config.config(ram_allocation_ratio=2.0)
     cloud.add_node('own', memory_mb=1000, ram_allocation_ratio=1.0)
     cloud.add_node('default', memory_mb=1000)
     states = make_host_manager(auto_refresh=False).snapshot().states
