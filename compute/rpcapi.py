@@ -31,7 +31,9 @@ RPC_API_VERSION = '1.2'
 
 class ComputeAPI:
     def __init__(self):
-        target = messaging.Target(topic=RPC_TOPIC, version=RPC_API_VERSION)
+        # 1.0 methods are sent as 1.0 (newer ones prepare their version),
+        # so that a cap at 1.0 still lets them through.
+        target = messaging.Target(topic=RPC_TOPIC, version='1.0')
         self.client = rpc.get_client(
             target, version_cap=CONF.upgrade_levels.compute)
 

@@ -62,8 +62,9 @@ class ConductorAPI:
     """The database conduit for compute agents."""
 
     def __init__(self):
-        target = messaging.Target(topic=RPC_TOPIC,
-                                  version=CONDUCTOR_API_VERSION)
+        # 1.0 methods are sent as 1.0 (newer ones prepare their version),
+        # so that a cap at 1.0 still lets them through.
+        target = messaging.Target(topic=RPC_TOPIC, version='1.0')
         self.client = rpc.get_client(
             target, version_cap=CONF.upgrade_levels.conductor)
 
@@ -102,7 +103,7 @@ class ComputeTaskAPI:
     def __init__(self):
         target = messaging.Target(topic=RPC_TOPIC,
                                   namespace=COMPUTE_TASK_NAMESPACE,
-                                  version=COMPUTE_TASK_API_VERSION)
+                                  version='1.0')
         self.client = rpc.get_client(
             target, version_cap=CONF.upgrade_levels.conductor)
 
