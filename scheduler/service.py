@@ -11,7 +11,9 @@ A Service wraps a manager (the RPC endpoint object) and gives it:
   starts (never at import time);
 * a graceful stop: SIGTERM stops consuming, lets in-flight requests finish,
   then exits; ``reset()`` (SIGHUP) asks the manager to re-read its mutable
-  options.
+  options;
+* systemd notification (``scheduler.sd_notify``): ``READY=1`` once the RPC
+  server consumes, ``STOPPING=1`` from the master when SIGTERM reaches it.
 
 Example::
 
@@ -34,6 +36,7 @@ from scheduler import context as gantt_context
 from scheduler.db import api as db_api
 from scheduler.db import services as db_services
 from scheduler import rpc
+from scheduler import sd_notify
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -132,6 +135,7 @@ class Service(oslo_service.Service):
                                lambda t=task: t.func(admin),
                                run_immediately=task.run_immediately)
         LOG.info('%s on %s is ready', self.binary, self.host)
+        sd_notify.ready()
 
     def _add_loop(self, name, interval, func, run_immediately=False):
         loop = _Loop(name, interval, func, run_immediately)
@@ -211,6 +215,29 @@ def serve(server, workers=None):
         threading.ServiceWrapper.reload = _reload_worker_in_place
     _launcher = oslo_service.launch(CONF, server, workers=workers or 1,
                                     restart_method='mutate')
+    _notify_stopping_on_sigterm(_launcher)
+
+
+def _notify_stopping_on_sigterm(launcher):
+    """Send systemd ``STOPPING=1`` from the master when SIGTERM starts
+    the shutdown (neither oslo.service nor cotyledon sends it).
+
+    Under the threading backend the master is a cotyledon ServiceManager,
+    which runs its ``on_terminate`` hooks at SIGTERM; under eventlet the
+    launcher's ``stop()`` runs at SIGTERM (a SIGHUP restarts the services,
+    it does not stop the launcher).
+    """
+    manager = getattr(launcher, '_manager', None)
+    if manager is not None and hasattr(manager, 'register_hooks'):
+        manager.register_hooks(on_terminate=sd_notify.stopping)
+        return
+    stop = launcher.stop
+
+    def stop_and_notify(*args, **kwargs):
+        sd_notify.stopping()
+        return stop(*args, **kwargs)
+
+    launcher.stop = stop_and_notify
 
 
 def wait():

@@ -23,6 +23,7 @@ from scheduler import objects
 from scheduler import prometheus
 from scheduler import reports
 from scheduler import rpc
+from scheduler import sd_notify
 from scheduler import service
 
 CONF = conf.CONF
@@ -52,6 +53,14 @@ def run_daemon(binary, topic, make_manager, workers=None,
     write their own row.
     """
     config.parse_args(argv or sys.argv, description='The %s daemon' % binary)
+    # Before anything else can take a while: from here on SIGUSR2 gives a
+    # report instead of killing the process.
+    try:
+        reports.setup(binary)
+    except exception.GanttException as error:
+        fail(binary, error)
+    # Gantt, not oslo.service or cotyledon, tells systemd when it serves.
+    sd_notify.take_socket()
     objects.register_all()
     # oslo.service announced its backend before logging was set up.
     LOG.info('%s runs on the %s backend', binary,
@@ -65,7 +74,6 @@ def run_daemon(binary, topic, make_manager, workers=None,
     try:
         # Before anything records a value, and before the workers fork.
         prometheus.setup(binary)
-        reports.setup(binary)
         rpc.init(CONF, check_broker=True)
         if uses_database:
             check_database()

@@ -226,13 +226,16 @@ class Cluster:
             args += ['--config-file', conf_path]
         return args, conf_path
 
-    def start(self, binary, name, extra_conf=''):
+    def start(self, binary, name, extra_conf='', env=None):
+        """Start ``binary``; ``env``: variables added to its environment
+        (e.g. ``NOTIFY_SOCKET``)."""
         args, conf_path = self._args(binary, name, extra_conf)
         log_path = os.path.join(self.workdir, name + '.log')
         with open(log_path, 'w') as log:
             popen = subprocess.Popen(args, stdout=log,
                                      stderr=subprocess.STDOUT,
-                                     env=self.env(), start_new_session=True)
+                                     env=dict(self.env(), **(env or {})),
+                                     start_new_session=True)
         process = Process(name, popen, log_path, conf_path)
         self.processes.append(process)
         return process
@@ -277,11 +280,12 @@ class Cluster:
         self.wait_for_service(name, 'gantt-conductor', process)
         return process
 
-    def start_scheduler(self, name='scheduler', workers=1, extra_conf=''):
+    def start_scheduler(self, name='scheduler', workers=1, extra_conf='',
+                        env=None):
         process = self.start(
             'gantt-scheduler', name,
             '[DEFAULT]\nhost = %s\n[scheduler]\nworkers = %d\n' % (
-                name, workers) + textwrap.dedent(extra_conf))
+                name, workers) + textwrap.dedent(extra_conf), env=env)
         self.wait_for_service(name, 'gantt-scheduler', process)
         return process
 
