@@ -1,8 +1,9 @@
 """gantt-status upgrade check, run in-process against real databases
-(migrated SQLite and PostgreSQL), one outcome each: Nova's exit codes."""
+(migrated SQLite and PostgreSQL), one outcome each: Nova's exit codes.
+(``conf_file`` and the logging clean-up come from this directory's
+conftest.)"""
 
 import json
-import logging as std_logging
 
 from alembic import command
 import pytest
@@ -14,24 +15,6 @@ from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import migration
 from scheduler.db import models
 from tests.fixtures import databases
-
-
-@pytest.fixture(autouse=True)
-def restore_logging():
-    root = std_logging.getLogger()
-    level = root.level
-    yield
-    for handler in list(root.handlers):
-        if type(handler) is std_logging.StreamHandler:
-            root.removeHandler(handler)
-    root.setLevel(level)
-
-
-@pytest.fixture
-def conf_file(tmp_path):
-    path = tmp_path / 'gantt.conf'
-    path.write_text('')
-    return path
 
 
 @pytest.fixture

@@ -116,12 +116,8 @@ def test_a_sqlite_writer_takes_the_write_lock_at_once(database):
         other.close()
 
 
-@pytest.mark.parametrize('url', [
-    'postgresql+psycopg2://u:p@127.0.0.1:9/x',
-    'mysql+pymysql://u:p@127.0.0.1:9/x',
-])
-def test_check_connection_waits_max_retries_then_names_the_database(
-        config, url, caplog):
+def _connection_error(config, url):
+    """check_connection()'s error for ``url`` (3 tries, no wait)."""
     config.config(connection=url, max_retries=3, retry_interval=0,
                   group='database')
     db_api.dispose_engine()
@@ -130,6 +126,16 @@ def test_check_connection_waits_max_retries_then_names_the_database(
             db_api.check_connection()
     finally:
         db_api.dispose_engine()
+    return raised
+
+
+@pytest.mark.parametrize('url', [
+    'postgresql+psycopg2://u:p@127.0.0.1:9/x',
+    'mysql+pymysql://u:p@127.0.0.1:9/x',
+])
+def test_check_connection_waits_max_retries_then_names_the_database(
+        config, url, caplog):
+    raised = _connection_error(config, url)
     waits = [record for record in caplog.records
              if 'unreachable' in record.getMessage()]
     assert len(waits) == 2, [r.getMessage() for r in caplog.records]
@@ -141,14 +147,7 @@ def test_a_driver_that_is_not_installed_is_named_with_its_package(
         config):
     # mysql:// is MySQLdb's URL, whose package (mysqlclient) Gantt does
     # not install.
-    config.config(connection='mysql://u:p@127.0.0.1:9/x', max_retries=3,
-                  retry_interval=0, group='database')
-    db_api.dispose_engine()
-    try:
-        with pytest.raises(exception.DatabaseUnavailable) as raised:
-            db_api.check_connection()
-    finally:
-        db_api.dispose_engine()
+    raised = _connection_error(config, 'mysql://u:p@127.0.0.1:9/x')
     assert str(raised.value) == (
         'Cannot use the database at mysql://u:***@127.0.0.1:9/x: the '
         'Python package mysqlclient (pip install mysqlclient, the driver '
