@@ -24,6 +24,7 @@ hold part of a password (a raw ``@`` in a database password; a raw ``,``
 (``'rabbit://<unparseable URL>'``), never echoed.
 """
 
+import logging as std_logging
 import re
 import urllib.parse
 
@@ -82,6 +83,31 @@ def parse_args(argv, description=None, default_config_files=None,
     CONF(argv[1:], project='gantt', prog=argv[0].rsplit('/', 1)[-1],
          description=description, default_config_files=default_config_files)
     logging.setup(CONF, 'gantt')
+    quiet_cancel_on_close()
+
+
+class _CancelOnCloseFilter(std_logging.Filter):
+    """Drops py-amqp's "Received method (60, 30) during closing channel"
+    WARNING, and only it.
+
+    When an RPC server stops, oslo.messaging deletes its fanout queue
+    ("[connection close] Deleting fanout queue", at DEBUG) while its own
+    consumer is still on that queue; RabbitMQ then tells that consumer the
+    queue is gone (basic.cancel, method 60/30), on the channel being
+    closed, and py-amqp warns that it ignores it. Every clean stop of
+    every daemon printed one per RPC server: nothing went wrong.
+    """
+
+    def filter(self, record):
+        return not (record.getMessage().startswith(
+            'Received method (60, 30) during closing channel'))
+
+
+_CANCEL_FILTER = _CancelOnCloseFilter()
+
+
+def quiet_cancel_on_close():
+    std_logging.getLogger('amqp').addFilter(_CANCEL_FILTER)
 
 
 MASK = '***'

@@ -58,3 +58,28 @@ def test_exchange_default_survives_a_config_reset():
     config.register_opts()
     CONF.reset()
     assert CONF.control_exchange == 'gantt'
+
+
+def test_only_py_amqp_s_cancel_on_close_warning_is_dropped():
+    import logging as std_logging
+
+    logger = std_logging.getLogger('amqp')
+    config.quiet_cancel_on_close()
+    seen = []
+
+    class Keep(std_logging.Handler):
+        def emit(self, record):
+            seen.append(record.getMessage())
+
+    handler = Keep()
+    logger.addHandler(handler)
+    try:
+        logger.warning('Received method %s during closing channel %s. '
+                       'This method will be ignored', (60, 30), 1)
+        logger.warning('Received method %s during closing channel %s. '
+                       'This method will be ignored', (60, 40), 1)
+        logger.warning('Socket closed')
+    finally:
+        logger.removeHandler(handler)
+    assert seen == ['Received method (60, 40) during closing channel 1. '
+                    'This method will be ignored', 'Socket closed']
