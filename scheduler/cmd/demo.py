@@ -29,6 +29,7 @@ from conductor import manager as conductor_manager
 from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
 from scheduler import config
+from scheduler.cmd import demo_database
 from scheduler.cmd import manage
 from scheduler.cmd import manage_server
 from scheduler import context as gantt_context
@@ -181,11 +182,24 @@ def main(argv=None):
         _OneProcessCallsFilter())
     objects.register_all()
     workdir = tempfile.TemporaryDirectory(prefix='gantt-demo-')
-    CONF.set_override('connection', CONF.demo_database_connection or
-                      'sqlite:///%s/gantt.sqlite' % workdir.name,
-                      group='database')
+    url = CONF.demo_database_connection or \
+        'sqlite:///%s/gantt.sqlite' % workdir.name
     CONF.set_override('transport_url', CONF.demo_transport_url)
-    rng = random.Random(CONF.seed)
+    try:
+        with demo_database.own_database(url) as demo_url:
+            CONF.set_override('connection', demo_url, group='database')
+            states = _run_demo(random.Random(CONF.seed))
+    except exception.GanttException as error:
+        sys.stderr.write('gantt-demo: error: %s\n' % error)
+        return 1
+    finally:
+        workdir.cleanup()
+    return 0 if set(states) <= {db_instances.ACTIVE,
+                                db_instances.ERROR} else 1
+
+
+def _run_demo(rng):
+    """Start everything, boot, report; the servers' states."""
     started = []
     try:
         migration.db_sync()
@@ -200,19 +214,13 @@ def main(argv=None):
             return len(rows) == len(uuids) and all(
                 r.vm_state != db_instances.BUILDING for r in rows)
         _wait_for(done, CONF.timeout, 'the servers to finish building')
-        states = _report(uuids, time.monotonic() - begin)
-    except exception.GanttException as error:
-        sys.stderr.write('gantt-demo: error: %s\n' % error)
-        return 1
+        return _report(uuids, time.monotonic() - begin)
     finally:
         # The conductor goes last: computes and the scheduler call it.
         service.stop_all(started[1:])
         service.stop_all(started[:1])
         rpc.cleanup()
         db_api.dispose_engine()
-        workdir.cleanup()
-    return 0 if set(states) <= {db_instances.ACTIVE,
-                                db_instances.ERROR} else 1
 
 
 if __name__ == '__main__':
