@@ -116,10 +116,12 @@ def _start_cluster(host_count):
 
 def _boot(server_count, rng):
     """Ask for builds of 1-3 servers each (each answered once the
-    conductor recorded it); return all instance UUIDs."""
+    conductor recorded it); return all instance UUIDs and how many of
+    each flavor were asked for."""
     api = conductor_rpcapi.ComputeTaskAPI()
     ctxt = gantt_context.get_admin_context()
     uuids = []
+    flavors = dict.fromkeys(FLAVORS, 0)
     while len(uuids) < server_count:
         count = min(rng.randint(1, 3), server_count - len(uuids))
         name, vcpus, ram, disk = rng.choice(FLAVORS)
@@ -130,18 +132,26 @@ def _boot(server_count, rng):
         batch = [uuidutils.generate_uuid() for _ in range(count)]
         api.schedule_and_build_instances(ctxt, batch, spec)
         uuids.extend(batch)
-    return uuids
+        flavors[(name, vcpus, ram, disk)] += count
+    return uuids, flavors
 
 
-def _report(uuids, elapsed):
-    """Print where each server landed and every host's usage; return
-    ``{vm_state: count}``."""
+def _report(uuids, flavors, elapsed):
+    """Print the flavors booted, where each server landed and every
+    host's usage; return ``{vm_state: count}``."""
     with db_api.reader() as session:
         rows = {row.uuid: row
                 for row in db_instances.list_instances(session, uuids=uuids)}
+    print('Flavors booted: %s.' % ', '.join(
+        '%d %s (%d vCPU, %d MB RAM, %d GB disk)' % (count, name, vcpus, ram,
+                                                   disk)
+        for (name, vcpus, ram, disk), count in flavors.items() if count))
+    print()
     print(manage_server.landing_table(uuids, rows))
     print()
     manage.host_list()
+    print('(used/capacity; capacity is effective: total x allocation '
+          'ratio - reserved, what the claims allow)')
     states = {}
     for row in rows.values():
         states[row.vm_state] = states.get(row.vm_state, 0) + 1
@@ -206,7 +216,7 @@ def _run_demo(rng):
         rpc.init(CONF, check_broker=True)
         started = _start_cluster(CONF.hosts)
         begin = time.monotonic()
-        uuids = _boot(CONF.servers, rng)
+        uuids, flavors = _boot(CONF.servers, rng)
 
         def done():
             with db_api.reader() as session:
@@ -214,7 +224,7 @@ def _run_demo(rng):
             return len(rows) == len(uuids) and all(
                 r.vm_state != db_instances.BUILDING for r in rows)
         _wait_for(done, CONF.timeout, 'the servers to finish building')
-        return _report(uuids, time.monotonic() - begin)
+        return _report(uuids, flavors, time.monotonic() - begin)
     finally:
         # The conductor goes last: computes and the scheduler call it.
         service.stop_all(started[1:])
