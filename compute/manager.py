@@ -60,6 +60,7 @@ from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
 from scheduler import context as gantt_context
 from scheduler import exception
+from scheduler.notifications import instance as instance_notes
 from scheduler.objects import instance_info as instance_info_obj
 from scheduler.objects import request_spec as request_spec_obj
 from scheduler.objects import selection as selection_obj
@@ -286,14 +287,19 @@ class ComputeManager(service.Manager):
                                host_list, 'node %s is not run by %s'
                                % (node, self.host))
             return
+        instance_notes.create(ctxt, 'start', instance_uuid, request_spec,
+                              self.host, node)
         if not self._spawn(instance_uuid, node):
             return
         failure_rate = (CONF.fake_virt.build_failure_rate
                         if self.build_failure_rate is None
                         else self.build_failure_rate)
         if random.random() < failure_rate:
+            reason = 'fake spawn failure on %s' % node
+            instance_notes.create(ctxt, 'error', instance_uuid, request_spec,
+                                  self.host, node, fault=reason)
             self._build_failed(ctxt, instance_uuid, node, request_spec,
-                               host_list, 'fake spawn failure on %s' % node)
+                               host_list, reason)
             return
         with self._lock:
             # Nova resets the count of failed builds on a success.
@@ -312,6 +318,8 @@ class ComputeManager(service.Manager):
             self._untrack(ctxt, instance_uuid)
             return
         LOG.info('Spawned instance %s on %s', instance_uuid, node)
+        instance_notes.create(ctxt, 'end', instance_uuid, request_spec,
+                              self.host, node)
         self._announce(ctxt, instance_uuid, request_spec)
 
     def _spawn(self, instance_uuid, node):

@@ -23,6 +23,7 @@ import threading
 
 from scheduler.db import api as db_api
 from scheduler.db import services as db_services
+from scheduler.notifications import service as service_notes
 
 # Heartbeats written in one transaction at most (bounds the IN lists).
 MAX_BATCH = 500
@@ -81,6 +82,7 @@ class HeartbeatBatcher:
                 by_service[heartbeat.binary, heartbeat.topic].add(
                     heartbeat.host)
             answers = {}
+            created = []
             with db_api.writer() as session:
                 for (binary, topic), hosts in by_service.items():
                     found = db_services.heartbeat_many(session, binary,
@@ -90,11 +92,16 @@ class HeartbeatBatcher:
                         row = db_services.report_alive(session, host,
                                                        binary, topic)
                         found[host] = bool(row.disabled)
+                        if row.report_count == 1:
+                            created.append(row)
                     for host, disabled in found.items():
                         answers[host, binary] = disabled
             for heartbeat in batch:
                 heartbeat.disabled = answers[heartbeat.host,
                                              heartbeat.binary]
+            for row in created:
+                service_notes.service_action(None, 'create', row,
+                                             'gantt-conductor')
         except Exception as error:
             for heartbeat in batch:
                 heartbeat.error = error

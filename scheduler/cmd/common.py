@@ -19,6 +19,7 @@ from scheduler import conf
 from scheduler import config
 from scheduler.db import api as db_api
 from scheduler import exception
+from scheduler import notifications
 from scheduler import objects
 from scheduler import prometheus
 from scheduler import reports
@@ -75,6 +76,7 @@ def run_daemon(binary, topic, make_manager, workers=None,
         # Before anything records a value, and before the workers fork.
         prometheus.setup(binary)
         rpc.init(CONF, check_broker=True)
+        notifications.init(CONF)
         if uses_database:
             check_database()
         manager = make_manager()
