@@ -80,9 +80,11 @@ class ExceptionPayload(NotificationPayload):
 
     @classmethod
     def from_exception(cls, error, function_name=None):
-        return cls(module_name=type(error).__module__,
+        # An exception raised by another service arrives as a subclass
+        # named <class>_Remote in <module>_Remote: name the original.
+        return cls(module_name=_original(type(error).__module__),
                    function_name=function_name,
-                   exception=type(error).__name__,
+                   exception=_original(type(error).__name__),
                    exception_message=_message(error))
 
     @classmethod
@@ -91,6 +93,13 @@ class ExceptionPayload(NotificationPayload):
         if sep and name.isidentifier():
             return cls(exception=name, exception_message=rest)
         return cls(exception=None, exception_message=fault)
+
+
+def _original(name):
+    return name[:-len(_REMOTE)] if name.endswith(_REMOTE) else name
+
+
+_REMOTE = '_Remote'
 
 
 def _message(error):

@@ -5,6 +5,7 @@ import datetime
 
 from oslo_utils import uuidutils
 
+from scheduler import exception
 from scheduler.notifications import base
 from scheduler.notifications import request_spec as spec_notes
 from scheduler.notifications import service as service_notes
@@ -91,3 +92,13 @@ def test_service_status_payload():
             data['forced_down'], data['uuid']) == (
                 'h1', 'gantt-compute', True, 'maintenance', 3, False, None)
     assert data['last_seen_up'].startswith('2026-11-25T10:00:00')
+
+
+def test_exception_payload_names_a_remote_exception_by_its_class():
+    remote = type('NoValidHost_Remote', (exception.NoValidHost,),
+                  {'__module__': 'scheduler.exception_Remote'})
+    payload = base.ExceptionPayload.from_exception(
+        remote(reason='RamFilter removed the last 2'))
+    assert (payload.module_name, payload.exception) == (
+        'scheduler.exception', 'NoValidHost')
+    assert 'RamFilter removed the last 2' in payload.exception_message
