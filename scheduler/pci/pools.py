@@ -78,7 +78,7 @@ def _checked(pool):
     if not isinstance(tags, dict):
         raise errors.PciPoolInvalid(pool=pool, reason="'tags' must be an "
                                     "object")
-    count = pool.get('count', 0)
+    count = pool.get('count')
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise errors.PciPoolInvalid(pool=pool, reason="'count' must be a "
                                     "non-negative integer")
@@ -209,9 +209,10 @@ def _total(pools, free):
 def cell_sockets(host_topology):
     """``{cell id: socket}`` of a host NUMA topology, or None when it
     does not say (no topology, no cells, a cell with socket null)."""
-    cells = (host_topology or {}).get('cells') if isinstance(
-        host_topology, dict) else None
-    if not cells:
+    if not isinstance(host_topology, dict):
+        return None
+    cells = host_topology.get('cells')
+    if not cells or not isinstance(cells, list):
         return None
     sockets = {}
     for cell in cells:

@@ -225,6 +225,7 @@ def test_releasing_more_than_used_is_refused():
     ('x', 'not an object'),
     (dict(_pool(), count=-1), "'count' must be a non-negative integer"),
     (dict(_pool(), count=True), "'count' must be a non-negative integer"),
+    ({'vendor_id': '8086', 'product_id': '154d'}, "'count' must be"),
     (dict(_pool(), numa_node='0'), "'numa_node' must be an integer"),
     (dict(_pool(), vendor_id=None), "'vendor_id' must be a non-empty"),
     (dict(_pool(), tags=['a']), "'tags' must be an object"),
