@@ -64,8 +64,8 @@ def _id_of(pool, name):
     return value.lower()
 
 
-def _checked(pool):
-    """``(vendor_id, product_id, numa_node, tags, count)`` of a pool."""
+def _identity(pool):
+    """``(vendor_id, product_id, numa_node, tags)`` of a pool, checked."""
     if not isinstance(pool, dict):
         raise errors.PciPoolInvalid(pool=pool, reason='not an object')
     numa_node = pool.get('numa_node')
@@ -78,12 +78,16 @@ def _checked(pool):
     if not isinstance(tags, dict):
         raise errors.PciPoolInvalid(pool=pool, reason="'tags' must be an "
                                     "object")
+    return (_id_of(pool, 'vendor_id'), _id_of(pool, 'product_id'),
+            numa_node, tags)
+
+
+def _count_of(pool):
     count = pool.get('count')
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:
         raise errors.PciPoolInvalid(pool=pool, reason="'count' must be a "
                                     "non-negative integer")
-    return (_id_of(pool, 'vendor_id'), _id_of(pool, 'product_id'),
-            numa_node, tags, count)
+    return count
 
 
 def pool_key(pool):
@@ -93,14 +97,20 @@ def pool_key(pool):
     the tags, as compact JSON with sorted keys; ``count`` is not part of
     it. Example: ``{"numa_node":0,"product_id":"154d","tags":{"dev_type":
     "type-VF"},"vendor_id":"8086"}`` (on one line).
+
+    :raises: PciPoolInvalid if those fields are not of the reported shape.
     """
-    return _key_of(*_checked(pool)[:4])
+    return _key_of(pool, *_identity(pool))
 
 
-def _key_of(vendor_id, product_id, numa_node, tags):
-    return json.dumps({'vendor_id': vendor_id, 'product_id': product_id,
-                       'numa_node': numa_node, 'tags': tags},
-                      sort_keys=True, separators=(',', ':'))
+def _key_of(pool, vendor_id, product_id, numa_node, tags):
+    try:
+        return json.dumps({'vendor_id': vendor_id, 'product_id': product_id,
+                           'numa_node': numa_node, 'tags': tags},
+                          sort_keys=True, separators=(',', ':'))
+    except (TypeError, ValueError) as error:
+        raise errors.PciPoolInvalid(pool=pool, reason='tags are not JSON '
+                                    '(%s)' % error)
 
 
 def index_pools(pools):
@@ -115,8 +125,9 @@ def index_pools(pools):
         raise errors.PciPoolInvalid(pool=pools, reason='not a list')
     merged = {}
     for pool in pools:
-        vendor_id, product_id, numa_node, tags, count = _checked(pool)
-        key = _key_of(vendor_id, product_id, numa_node, tags)
+        vendor_id, product_id, numa_node, tags = _identity(pool)
+        key = _key_of(pool, vendor_id, product_id, numa_node, tags)
+        count = _count_of(pool)
         if key in merged:
             merged[key] = merged[key]._replace(
                 count=merged[key].count + count)

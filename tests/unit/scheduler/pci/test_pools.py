@@ -40,6 +40,10 @@ def test_pool_key_is_canonical():
     assert pools.pool_key(one) != pools.pool_key(_pool(1, tags_a='x',
                                                        physical_network=
                                                        'physnet1'))
+    assert pools.pool_key({'vendor_id': '8086', 'product_id': '154d',
+                           'numa_node': None}) == (
+        '{"numa_node":null,"product_id":"154d","tags":{},'
+        '"vendor_id":"8086"}')
     assert pools.pool_key(_pool()) == (
         '{"numa_node":0,"product_id":"154d","tags":{"dev_type":"type-VF"},'
         '"vendor_id":"8086"}')
@@ -229,6 +233,7 @@ def test_releasing_more_than_used_is_refused():
     (dict(_pool(), numa_node='0'), "'numa_node' must be an integer"),
     (dict(_pool(), vendor_id=None), "'vendor_id' must be a non-empty"),
     (dict(_pool(), tags=['a']), "'tags' must be an object"),
+    (dict(_pool(), tags={'a': {1, 2}}), 'tags are not JSON'),
 ])
 def test_malformed_pools_are_named(pool, expected):
     with pytest.raises(errors.PciPoolInvalid) as error:
