@@ -2,8 +2,9 @@
 
 Which base each one has decides how the services report it:
 
-* :class:`PciInvalidAlias` is a :class:`scheduler.exception.ConfigError`:
-  the operator's ``[pci] alias`` is wrong, and no request can fix it.
+* :class:`PciInvalidAlias` and :class:`PciConfigInvalidSpec` are
+  :class:`scheduler.exception.ConfigError`: the operator's ``[pci]
+  alias`` or ``device_spec`` is wrong, and no request can fix it.
 * The request errors (:class:`PciRequestAliasNotDefined`,
   :class:`PciInvalidRequest`, :class:`InvalidPCINUMAAffinity`,
   :class:`ImagePCINUMAPolicyForbidden`) are
@@ -29,6 +30,10 @@ from scheduler import exception
 
 class PciInvalidAlias(exception.ConfigError):
     msg_fmt = "Invalid PCI alias definition %(alias)s: %(reason)s"
+
+
+class PciConfigInvalidSpec(exception.ConfigError):
+    msg_fmt = "Invalid [pci] device_spec %(spec)s: %(reason)s"
 
 
 class PciRequestAliasNotDefined(exception.InvalidRequest):
