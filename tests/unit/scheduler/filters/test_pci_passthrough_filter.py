@@ -8,6 +8,8 @@ import hypothesis
 from hypothesis import strategies as st
 import pytest
 
+from scheduler.drivers import filter_scheduler
+from scheduler import exception
 from scheduler.filters import pci_passthrough_filter
 from scheduler import host_table
 from scheduler import loadables
@@ -149,3 +151,32 @@ def test_both_paths_agree_and_count_the_free_qat_devices(filt, hosts, value):
         assert ok == (matching >= needed)
         assert pci_passthrough_filter.free_devices(state) >= (
             needed if ok else 0)
+
+
+@pytest.fixture
+def pci_driver(cloud, make_driver, config):
+    config.config(alias=[QAT], group='pci')
+    config.config(enabled_filters=['ComputeFilter', 'PciPassthroughFilter'],
+                  group='filter_scheduler')
+    return make_driver(filter_scheduler.FilterScheduler)
+
+
+def test_in_the_scheduler_hosts_without_devices_fail_pci_requests(
+        cloud, pci_driver):
+    cloud.add_node('a')
+    selections = pci_driver.select_destinations(None, fakes.spec(),
+                                                fakes.uuids(1), False)
+    assert selections[0][0].service_host == 'a'
+    with pytest.raises(exception.NoValidHost) as error:
+        pci_driver.select_destinations(None, _spec('qat'), fakes.uuids(1),
+                                       False)
+    assert 'PciPassthroughFilter 1 -> 0' in str(error.value)
+
+
+def test_in_the_scheduler_an_unknown_alias_claims_nothing(cloud, pci_driver):
+    cloud.add_node('a')
+    uuids = fakes.uuids(1)
+    with pytest.raises(exception.InvalidRequest) as error:
+        pci_driver.select_destinations(None, _spec('nic:2'), uuids, False)
+    assert "PCI alias 'nic'" in str(error.value)
+    assert cloud.allocations(uuids[0]) == {}
