@@ -176,7 +176,8 @@ def parse_aliases(values):
 
 
 @functools.lru_cache(maxsize=8)
-def _parsed(values):
+def parsed_aliases(values):
+    """:func:`parse_aliases` of the tuple ``values``, parsed once."""
     return parse_aliases(values)
 
 
@@ -187,4 +188,4 @@ def get_aliases(config=None):
     Callers must not change what it returns.
     """
     config = CONF if config is None else config
-    return _parsed(tuple(config.pci.alias))
+    return parsed_aliases(tuple(config.pci.alias))

@@ -25,8 +25,11 @@ spec or property and its value (see :mod:`scheduler.pci.errors`).
 import collections
 import functools
 
+from scheduler import conf
 from scheduler.pci import alias as pci_alias
 from scheduler.pci import errors
+
+CONF = conf.CONF
 
 ALIAS_EXTRA_SPEC = 'pci_passthrough:alias'
 POLICY_EXTRA_SPEC = 'hw:pci_numa_affinity_policy'
@@ -133,7 +136,7 @@ def _cached_requests(value, flavor_policy, image_policy, alias_values):
     if image_policy is not None:
         image[POLICY_IMAGE_PROPERTY] = image_policy
     return requests_from_extra_specs(extra_specs, image,
-                                     pci_alias._parsed(alias_values))
+                                     pci_alias.parsed_aliases(alias_values))
 
 
 def _field(obj, name):
@@ -157,7 +160,7 @@ def requests_from_spec(spec, config=None):
     if value is None:
         return ()
     properties = _field(_field(spec, 'image'), 'properties') or {}
-    config = pci_alias.CONF if config is None else config
+    config = CONF if config is None else config
     return _cached_requests(value, extra_specs.get(POLICY_EXTRA_SPEC),
                             properties.get(POLICY_IMAGE_PROPERTY),
                             tuple(config.pci.alias))
