@@ -22,6 +22,7 @@ from scheduler.conf import default
 from scheduler.conf import filter_scheduler
 from scheduler.conf import metrics
 from scheduler.conf import notifications
+from scheduler.conf import pci
 from scheduler.conf import scheduler
 from scheduler.conf import server_groups
 from scheduler.conf import upgrade_levels
@@ -30,7 +31,7 @@ CONF = cfg.CONF
 
 for _module in (default, database, scheduler, filter_scheduler,
                 upgrade_levels, conductor, compute, metrics, server_groups,
-                notifications):
+                notifications, pci):
     _module.register_opts(CONF)
 # [oslo_reports]: where Guru Meditation Reports go (scheduler/reports.py).
 reports_opts.set_defaults(CONF)

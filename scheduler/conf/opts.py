@@ -13,12 +13,14 @@ from scheduler.conf import default
 from scheduler.conf import filter_scheduler
 from scheduler.conf import metrics
 from scheduler.conf import notifications
+from scheduler.conf import pci
 from scheduler.conf import scheduler
 from scheduler.conf import server_groups
 from scheduler.conf import upgrade_levels
 
 _MODULES = (default, database, scheduler, filter_scheduler, upgrade_levels,
-            conductor, compute, metrics, server_groups, notifications)
+            conductor, compute, metrics, server_groups, notifications,
+            pci)
 
 
 def list_opts():
