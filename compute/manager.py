@@ -68,6 +68,7 @@ from scheduler import rpc
 from scheduler import rpcapi as scheduler_rpcapi
 from scheduler import service
 from scheduler import validation
+from scheduler import version
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -132,7 +133,8 @@ class ComputeManager(service.Manager):
     def heartbeat(self):
         self.conductor_api.service_update(gantt_context.get_admin_context(),
                                           self.host, BINARY,
-                                          compute_rpcapi.RPC_TOPIC)
+                                          compute_rpcapi.RPC_TOPIC,
+                                          version.SERVICE_VERSION)
 
     def periodic_tasks(self):
         # Runs at once and then periodically, so that a conductor that

@@ -9,6 +9,9 @@ ConductorAPI (no namespace), what compute agents call instead of SQL:
 * 1.1 - ``sync_instances(host, instances)``: the instances a compute runs
   (``{uuid: node}``); the conductor marks active the ones still building
   there and answers ``{'activated': [...], 'forget': [...]}``.
+* 1.2 - ``service_update(host, binary, topic, version)``: the heartbeat
+  says which service version the compute runs (``scheduler.version``);
+  capped below 1.2 it is sent without.
 
 ComputeTaskAPI (namespace ``compute_task``), what API clients
 (``gantt-manage``) and compute agents call:
@@ -50,7 +53,7 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 RPC_TOPIC = 'conductor'
-CONDUCTOR_API_VERSION = '1.1'
+CONDUCTOR_API_VERSION = '1.2'
 COMPUTE_TASK_API_VERSION = '1.2'
 # How many times schedule_and_build_instances is sent again after a
 # timeout (accepting is idempotent).
@@ -68,8 +71,13 @@ class ConductorAPI:
         self.client = rpc.get_client(
             target, version_cap=CONF.upgrade_levels.conductor)
 
-    def service_update(self, ctxt, host, binary, topic):
-        """Heartbeat of a service; answers ``{'disabled': bool}``."""
+    def service_update(self, ctxt, host, binary, topic, version=None):
+        """Heartbeat of a service running service ``version``; answers
+        ``{'disabled': bool}``."""
+        if version is not None and self.client.can_send_version('1.2'):
+            return self.client.prepare(version='1.2').call(
+                ctxt, 'service_update', host=host, binary=binary,
+                topic=topic, version=version)
         return self.client.call(ctxt, 'service_update', host=host,
                                 binary=binary, topic=topic)
 

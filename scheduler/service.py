@@ -39,6 +39,7 @@ from scheduler import notifications
 from scheduler.notifications import service as service_notes
 from scheduler import rpc
 from scheduler import sd_notify
+from scheduler import version
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -98,7 +99,8 @@ def db_reporter(host, binary, topic):
     """A reporter that writes the heartbeat to the services table."""
     def report():
         with db_api.writer() as session:
-            row = db_services.report_alive(session, host, binary, topic)
+            row = db_services.report_alive(session, host, binary, topic,
+                                           version.SERVICE_VERSION)
         if row.report_count == 1:
             service_notes.service_action(None, 'create', row, binary, host)
     return report

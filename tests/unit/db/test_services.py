@@ -154,3 +154,24 @@ def test_concurrent_first_heartbeats_register_once(any_database):
         rows = services.list_services(session)
     assert [(row.host, row.report_count) for row in rows] == [
         ('host1', workers)]
+
+
+def test_the_version_a_heartbeat_reports_is_kept_until_another_says(
+        any_database):
+    with db_api.writer() as session:
+        row = services.report_alive(session, 'h1', 'gantt-compute',
+                                    'compute', 1)
+        assert row.version == 1
+        # A heartbeat that says nothing (a compute capped below conductor
+        # API 1.2) leaves the version recorded.
+        assert services.report_alive(session, 'h1', 'gantt-compute',
+                                     'compute').version == 1
+        services.report_alive(session, 'h2', 'gantt-compute', 'compute')
+        services.heartbeat_many(session, 'gantt-compute', 'compute',
+                                ['h1', 'h2'], 2)
+        assert {row.host: row.version for row in services.list_services(
+            session)} == {'h1': 2, 'h2': 2}
+        services.heartbeat_many(session, 'gantt-compute', 'compute',
+                                ['h1', 'h2'])
+        assert {row.host: row.version for row in services.list_services(
+            session)} == {'h1': 2, 'h2': 2}
