@@ -44,6 +44,7 @@ ARCHES = ('x86_64', 'aarch64', 'i686', 'amd64', 'i386', 'X86_64')
 HV_TYPES = ('qemu', 'kvm', 'xen', 'xapi')
 VM_MODES = ('hvm', 'xen', 'hv', 'pv', 'exe')
 METRICS = ('cpu.percent', 'mem.free', 'load')
+BOOLEANS = ('yes', 'no', 'true', '1')
 WORDS = ('true', 'false', 'a100', 'k80', 'r1', 'r2', '1', '10', '100')
 FILTERS = [cls() for cls in loadables.load_filter_classes(
     ['all_filters'], loadables.entry_point_names(loadables.FILTER_NAMESPACE))]
@@ -78,6 +79,8 @@ def aggregate_metadata(draw):
         ('instance_type',): comma_list(FLAVOR_NAMES),
         ('filter_tenant_id', 'filter_tenant_id_2'): comma_list(PROJECTS),
         ('ssd', 'speed', 'os_type', 'iso.os_type'): comma_list(WORDS),
+        ('hw_architecture',): comma_list(ARCHES),
+        ('hw_qemu_guest_agent',): comma_list(BOOLEANS + ('True',)),
     }
     for keys, values in optional.items():
         for key in keys:
@@ -159,7 +162,10 @@ def host_instances_of(draw, host):
     images = st.fixed_dictionaries({}, optional={
         'os_distro': st.sampled_from(['linux', 'windows']),
         'hw_machine_type': st.sampled_from(['pc', 'q35']),
-        'hw_numa_nodes': st.sampled_from(['1', '2'])})
+        'hw_numa_nodes': st.sampled_from(['1', '2']),
+        'architecture': st.sampled_from(ARCHES),
+        'hw_qemu_guest_agent': st.sampled_from(BOOLEANS),
+        'vmware_ostype': st.sampled_from(['linux', 'windows'])})
     return {'%s-instance-%d' % (host, number): host_instances.InstanceInfo(
                 draw(st.sampled_from(FLAVOR_NAMES + (None,))), draw(images))
             for number in range(draw(st.integers(0, 3)))}
@@ -254,7 +260,11 @@ def specs(draw):
             'os_type': st.sampled_from(WORDS),
             'iso.os_type': st.sampled_from(WORDS),
             'os_distro': st.sampled_from(['linux', 'windows']),
-            'hw_machine_type': st.sampled_from(['pc', 'q35'])}))
+            'hw_machine_type': st.sampled_from(['pc', 'q35']),
+            'architecture': st.sampled_from(ARCHES),
+            'vm_mode': st.sampled_from(VM_MODES),
+            'hw_qemu_guest_agent': st.sampled_from(BOOLEANS),
+            'vmware_ostype': st.sampled_from(['linux', 'windows'])}))
         spec.image = request_spec.ImageMeta(
             id=draw(st.sampled_from(IMAGES)), properties=properties)
     hints = {}
@@ -283,7 +293,9 @@ OPTION_VALUES = {
         'isolated_hosts': st.lists(st.sampled_from('aAbc'), max_size=2),
         'restrict_isolated_hosts_to_isolated_images': st.booleans(),
         'aggregate_image_properties_isolation_namespace':
-            st.sampled_from([None, 'iso']),
+            st.sampled_from([None, 'iso', 'hw']),
+        'aggregate_image_properties_isolation_separator':
+            st.sampled_from(['.', '_']),
         'image_properties_default_architecture':
             st.sampled_from([None, 'x86_64', 'aarch64']),
         'io_ops_weight_multiplier': st.floats(-2, 2),
@@ -291,7 +303,8 @@ OPTION_VALUES = {
         'build_failure_weight_multiplier': st.sampled_from([0.0, 1e6]),
         'image_props_weight_multiplier': st.sampled_from([0.0, 1.0, -2.0]),
         'image_props_weight_setting': st.lists(st.sampled_from(
-            ['os_distro=10', 'hw_machine_type=0', 'os_type=2', 'bad']),
+            ['os_distro=10', 'hw_machine_type=0', 'os_type=2', 'bad',
+             'hw_architecture=3']),
             max_size=2),
     },
     'metrics': {
