@@ -221,7 +221,9 @@ REQUIREMENTS = st.one_of(
 VARIABLES = ('$free_ram_mb', '$num_instances', '$vcpus_total',
              '$cpu_allocation_ratio', '$stats.gpu', '$stats.failed_builds',
              '$hypervisor_type', '$hypervisor_version', '$host',
-             '$stats.none', '$stats')
+             '$stats.none', '$stats', '$service.disabled',
+             '$service.forced_down', '$service.host', '$free_ram',
+             '$service.topic')
 literals = st.one_of(
     st.integers(-5, 70000), st.floats(-10, 10, allow_nan=False),
     st.booleans(), st.sampled_from(WORDS + HV_TYPES + ('', None)),
