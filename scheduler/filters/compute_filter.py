@@ -1,8 +1,10 @@
 """ComputeFilter: only hosts whose compute service is enabled and up.
 
 A host fails if its ``gantt-compute`` service is disabled (``gantt-manage
-service disable``), forced down, or has not heartbeated within ``[DEFAULT]
-service_down_time`` seconds::
+service disable``), forced down, or its last heartbeat is not within
+``[DEFAULT] service_down_time`` seconds of now, either way; as in Nova's DB
+servicegroup driver, a service that never sent one counts from when its
+row was created (see :func:`scheduler.db.services.is_up`)::
 
     [filter_scheduler]
     enabled_filters = ComputeFilter,RamFilter

@@ -127,14 +127,18 @@ def host_states(draw, name, nodename, aggregates):
     zones = {agg.metadata['availability_zone'] for agg in mine
              if 'availability_zone' in agg.metadata} or {'nova'}
     kind = draw(st.sampled_from(['up', 'down', 'disabled', 'forced',
-                                 'never', 'none']))
+                                 'never', 'ahead', 'none']))
     svc = {
         'up': lambda: fakes.service(name, seen_ago=draw(st.integers(0, 50))),
         'down': lambda: fakes.service(name,
                                       seen_ago=draw(st.integers(70, 900))),
         'disabled': lambda: fakes.service(name, disabled=True),
         'forced': lambda: fakes.service(name, forced_down=True),
-        'never': lambda: fakes.service(name, seen_ago=None),
+        'never': lambda: fakes.service(
+            name, seen_ago=None, created_ago=draw(st.sampled_from(
+                [None, 0, 50, 900]))),
+        'ahead': lambda: fakes.service(
+            name, seen_ago=-draw(st.integers(0, 900))),
         'none': lambda: None,
     }[kind]()
     fields = {}

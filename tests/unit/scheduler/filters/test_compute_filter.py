@@ -31,6 +31,20 @@ def test_no_heartbeat_or_no_service_fails(filt):
     assert fakes.passes(filt, [never, orphan], fakes.spec()) == [False, False]
 
 
+def test_never_heartbeated_counts_from_created_at(filt, config):
+    """Nova's DB servicegroup driver falls back to created_at: with 60s,
+    a service created 20s ago that never heartbeated is up, one created
+    90s ago is down; a heartbeat 90s in the future is down too."""
+    config.config(service_down_time=60)
+    new = fakes.host_state('a', svc=fakes.service('a', seen_ago=None,
+                                                  created_ago=20))
+    old = fakes.host_state('b', svc=fakes.service('b', seen_ago=None,
+                                                  created_ago=90))
+    ahead = fakes.host_state('c', svc=fakes.service('c', seen_ago=-90))
+    assert fakes.passes(filt, [new, old, ahead], fakes.spec()) == [
+        True, False, False]
+
+
 def test_service_down_time_decides(filt, config):
     config.config(service_down_time=60)
     recent = fakes.host_state('a', svc=fakes.service('a', seen_ago=50))
