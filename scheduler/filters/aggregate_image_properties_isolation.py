@@ -85,10 +85,13 @@ class AggregateImagePropertiesIsolation(filters.BaseHostFilter):
         key = conflict(host_state.aggregates, properties, _prefix())
         if key is None:
             return True
+        allowed = aggregate_metadata.by_key(host_state.aggregates)[key]
         LOG.debug('%(host)s fails image properties isolation: its '
-                  'aggregates do not allow %(key)s=%(value)s',
+                  'aggregates do not allow %(key)s=%(value)s (only '
+                  '%(allowed)s)',
                   {'host': host_state, 'key': key,
-                   'value': properties.get(key)})
+                   'value': image_properties.as_text(properties[key]),
+                   'allowed': ', '.join(sorted(allowed))})
         return False
 
     def filter_all(self, host_table, mask, spec):

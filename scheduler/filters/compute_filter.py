@@ -19,6 +19,17 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
+def _last_heard(host_state):
+    service = host_state.service
+    if service is None:
+        return 'no compute service'
+    if service.forced_down:
+        return 'forced down'
+    if service.last_seen_up is None:
+        return 'never heartbeated; created %s' % service.created_at
+    return 'last heartbeat %s' % service.last_seen_up
+
+
 class ComputeFilter(filters.BaseHostFilter):
     """Passes hosts with an enabled compute service that is up."""
 
@@ -34,7 +45,9 @@ class ComputeFilter(filters.BaseHostFilter):
                        'reason': host_state.disabled_reason})
             return False
         if not host_state.service_up(CONF.service_down_time):
-            LOG.warning('%s has not been heard from in a while', host_state)
+            LOG.warning('%(host)s has not been heard from in a while '
+                        '(%(last)s)', {'host': host_state,
+                                       'last': _last_heard(host_state)})
             return False
         return True
 

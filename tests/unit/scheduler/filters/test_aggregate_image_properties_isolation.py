@@ -1,5 +1,6 @@
 import pytest
 
+from scheduler.drivers import explain
 from scheduler.filters import aggregate_image_properties_isolation as aipi
 from scheduler.objects import request_spec
 from tests.unit.scheduler import fakes
@@ -117,3 +118,11 @@ def test_flags_as_nova():
     assert aipi.AggregateImagePropertiesIsolation.RUN_ON_REBUILD is True
     assert aipi.AggregateImagePropertiesIsolation.\
         run_filter_once_per_request is True
+
+
+def test_reason_names_the_value_and_what_is_allowed(filt):
+    agg = fakes.aggregate('arm', ['a'], hw_architecture='aarch64, armv7l')
+    state = fakes.host_state('a', aggregates=[agg])
+    reason = explain.reject_reason(filt, state, _spec(architecture='AMD64'))
+    assert reason.endswith('do not allow hw_architecture=x86_64 (only '
+                           'aarch64, armv7l)')
