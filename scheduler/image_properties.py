@@ -255,16 +255,25 @@ def _key(raw):
     return tuple((str(name), value) for name, value in (raw or {}).items())
 
 
+def _read(raw):
+    key = _key(raw)
+    try:
+        return _cached(key)
+    except TypeError:
+        # A value that cannot be hashed (not a string): read it uncached.
+        return _cached.__wrapped__(key)
+
+
 def normalise(raw):
     """Nova's reading of the raw property dict ``raw`` (see the module
     docstring): ``{current name: typed, canonical value}``."""
-    return dict(_cached(_key(raw))[0])
+    return dict(_read(raw)[0])
 
 
 def text_pairs(raw):
     """``frozenset((name, as_text(value)))`` of :func:`normalise`'s
     answer: what Nova's ImagePropertiesWeigher compares."""
-    return _cached(_key(raw))[1]
+    return _read(raw)[1]
 
 
 def as_text(value):

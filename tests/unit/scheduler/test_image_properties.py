@@ -68,3 +68,9 @@ def test_normalise_returns_a_fresh_dict():
     first['os_distro'] = 'changed'
     assert image_properties.normalise({'os_distro': 'linux'}) == {
         'os_distro': 'linux'}
+
+
+def test_values_that_cannot_be_hashed_are_read_too():
+    assert image_properties.normalise({'hw_cpu_cores': 2,
+                                       'os_distro': ['odd']}) == {
+        'hw_cpu_cores': 2, 'os_distro': ['odd']}
