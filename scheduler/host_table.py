@@ -386,7 +386,8 @@ class HostState:
 
 # The HostState attributes a request may name, under Nova's names: the
 # ComputeCapabilitiesFilter's extra specs and the JsonFilter's
-# ``$variables`` read these and nothing else (no methods, nothing private).
+# ``$variables`` read these and nothing else (no methods, nothing private;
+# the JsonFilter also reads the service's json_query.SERVICE_FIELDS).
 PUBLIC_ATTRIBUTES = frozenset(HostState.NODE_FIELDS) | frozenset([
     'hypervisor_hostname', 'free_ram_mb', 'free_disk_mb', 'disk_mb_used',
     'vcpus_free', 'num_io_ops', 'failed_builds', 'availability_zone',
