@@ -1,7 +1,9 @@
 """Queries over ``services``: registration, heartbeats, enable/disable.
 
-A service is up when it reported within ``[DEFAULT] service_down_time``
-seconds and is not forced down (:func:`is_up`).
+A service is up when its last heartbeat (``last_seen_up``, or
+``created_at`` until it sends one) lies within ``[DEFAULT]
+service_down_time`` seconds of now and it is not forced down
+(:func:`is_up`, Nova's DB servicegroup rule).
 """
 
 import datetime
@@ -102,9 +104,14 @@ def set_disabled(session, host, binary, disabled, reason=None):
 
 
 def is_up(service, now=None):
-    """True if the service row heartbeated within service_down_time."""
-    if service is None or service.forced_down or not service.last_seen_up:
+    """True if the service row heartbeated within service_down_time of
+    now, either way, and is not forced down: Nova's DB servicegroup rule.
+    A service that never heartbeated counts from its ``created_at``."""
+    if service is None or service.forced_down:
+        return False
+    heartbeat = service.last_seen_up or getattr(service, 'created_at', None)
+    if heartbeat is None:
         return False
     now = now or models.utcnow()
     window = datetime.timedelta(seconds=CONF.service_down_time)
-    return now - service.last_seen_up <= window
+    return abs(now - heartbeat) <= window

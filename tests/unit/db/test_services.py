@@ -107,17 +107,36 @@ def test_is_up_follows_service_down_time(any_database, config):
         seconds=121)) is False
 
 
-def test_is_up_false_when_forced_down_or_never_seen(any_database):
+def test_is_up_false_when_forced_down(any_database):
     alive()
     with db_api.writer() as session:
         session.execute(sa.update(_SERVICE).values(forced_down=True))
     assert services.is_up(get()) is False
-
-    with db_api.writer() as session:
-        session.execute(sa.update(_SERVICE).values(forced_down=False,
-                                                   last_seen_up=None))
-    assert services.is_up(get()) is False
     assert services.is_up(None) is False
+
+
+def test_never_seen_counts_from_created_at(any_database):
+    """Nova's DB servicegroup driver reads last_seen_up or, if unset,
+    created_at: a row made a moment ago is up, one made 5 minutes ago
+    (service_down_time 60) is down."""
+    alive()
+    with db_api.writer() as session:
+        session.execute(sa.update(_SERVICE).values(last_seen_up=None))
+    assert services.is_up(get()) is True
+    with db_api.writer() as session:
+        session.execute(sa.update(_SERVICE).values(
+            created_at=models.utcnow() - datetime.timedelta(minutes=5)))
+    assert services.is_up(get()) is False
+
+
+def test_a_heartbeat_far_in_the_future_is_down(any_database):
+    """Nova compares abs(now - heartbeat) with service_down_time."""
+    alive()
+    seen = get().last_seen_up
+    assert services.is_up(get(), now=seen - datetime.timedelta(
+        seconds=59)) is True
+    assert services.is_up(get(), now=seen - datetime.timedelta(
+        seconds=61)) is False
 
 
 def test_is_up_with_stale_heartbeat_in_the_database(any_database):
