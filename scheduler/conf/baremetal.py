@@ -6,7 +6,8 @@ of their own (``[filter_scheduler] use_baremetal_filters`` and
 ``baremetal_enabled_filters``). Gantt keeps those options, their defaults
 and their deprecation status (Nova deprecated the filter options for
 removal in Queens, and the ``ironic_host_manager`` value with them).
-Example::
+The fake-virt agent's ``[fake_virt] baremetal_nodes`` lets a
+gantt-compute report such nodes. Example::
 
     [scheduler]
     host_manager = ironic_host_manager
@@ -120,11 +121,41 @@ Related options:
 """),
 ]
 
+fake_virt_opts = [
+    cfg.IntOpt('baremetal_nodes',
+               default=0,
+               min=0,
+               help="""
+Number of baremetal nodes this fake-virt agent reports.
+
+With a positive number the agent stands for a nova-compute of Ironic: it
+reports that many nodes, named ``<host>-bm-<n>``, of hypervisor type
+``ironic``, each with ``vcpus``, ``memory_mb`` and ``local_gb`` of the
+``[fake_virt]`` group, allocation ratios of 1.0 and nothing reserved (as
+Nova's Ironic driver reports them), instead of its ``node_count``
+virtual nodes.
+
+Possible values:
+
+* 0: no baremetal node; ``node_count`` virtual nodes (the default).
+* A positive integer.
+
+Related options:
+
+* ``node_count``: ignored when this option is positive.
+* ``[scheduler] host_manager``: ``ironic_host_manager`` gives each
+  baremetal node to one instance only.
+"""),
+]
+
+
 def register_opts(conf):
     conf.register_opts(scheduler_opts, group='scheduler')
     conf.register_opts(filter_scheduler_opts, group='filter_scheduler')
+    conf.register_opts(fake_virt_opts, group='fake_virt')
 
 
 def list_opts():
     return {'scheduler': scheduler_opts,
-            'filter_scheduler': filter_scheduler_opts}
+            'filter_scheduler': filter_scheduler_opts,
+            'fake_virt': fake_virt_opts}
