@@ -27,6 +27,7 @@ spent filtering and weighing, and claiming.
 import abc
 import threading
 
+from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
@@ -34,6 +35,7 @@ from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import services as db_services
+from scheduler import exception
 from scheduler import host_manager as host_manager_mod
 from scheduler import loadables
 from scheduler.objects import selection as selection_obj
@@ -71,10 +73,17 @@ class Scheduler(metaclass=abc.ABCMeta):
         self.last_timings = {'filter_weigh': 0.0, 'claim': 0.0}
 
     def _create_host_manager(self, **kwargs):
-        """The ``[scheduler] host_manager`` (PluginNotFound if nobody
-        installed it), built with ``kwargs``."""
-        return loadables.load_host_manager(CONF.scheduler.host_manager)(
-            **kwargs)
+        """The ``[scheduler] host_manager``, built with ``kwargs``.
+
+        :raises ConfigError: the option's value is not one of its choices
+            (PluginNotFound if nobody installed the one named).
+        """
+        try:
+            name = CONF.scheduler.host_manager
+        except cfg.ConfigFileValueError as error:
+            raise exception.ConfigError(
+                reason='[scheduler] host_manager: %s' % error)
+        return loadables.load_host_manager(name)(**kwargs)
 
     def count(self, name, amount=1):
         with self._stats_lock:

@@ -109,3 +109,18 @@ def test_an_unknown_baremetal_filter_stops_the_start(config, make_driver):
     assert message.startswith("Unknown filter 'ExactFilter'. Available")
     assert message.endswith(
         '(in [filter_scheduler] baremetal_enabled_filters)')
+
+
+def test_an_unknown_value_in_the_config_file_is_a_config_error(
+        config, tmp_path):
+    # What a daemon reports in one line at start (not a traceback).
+    conf_file = tmp_path / 'gantt.conf'
+    conf_file.write_text('[scheduler]\nhost_manager = baremetal\n')
+    config.set_config_files([str(conf_file)])
+    with pytest.raises(exception.ConfigError) as error:
+        filter_scheduler.FilterScheduler()
+    message = str(error.value)
+    assert message.startswith('Configuration error: [scheduler] '
+                              'host_manager: ')
+    assert "Valid values are [host_manager, ironic_host_manager], but " \
+        "found 'baremetal'" in message
