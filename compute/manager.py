@@ -2,7 +2,9 @@
 
 At start it reports its nodes' inventory to the conductor, then again every
 ``[DEFAULT] report_interval`` seconds with its instance counts; its
-heartbeat also goes through the conductor. With the inventory go the host
+heartbeat also goes through the conductor. Its nodes are ``[fake_virt]
+node_count`` virtual ones, or ``baremetal_nodes`` baremetal ones (see
+:mod:`compute.baremetal`). With the inventory go the host
 facts filters read, set per agent in ``[fake_virt]``: hypervisor type and
 version, supported instances, host IP, stats (the agent's own
 ``num_instances``, ``num_vm_active``, ``num_proj_<project>``,
@@ -55,6 +57,7 @@ import uuid as uuid_lib
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from compute import baremetal
 from compute import rpcapi as compute_rpcapi
 from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
@@ -111,8 +114,15 @@ class ComputeManager(service.Manager):
         this agent, so one process can run unlike hosts (the demo and the
         tests do)."""
         self.host = host or CONF.host
-        self.nodes = node_names(self.host, CONF.fake_virt.node_count)
         self.capacity = dict(capacity or {})
+        # ``[fake_virt] baremetal_nodes``: an Ironic compute's nodes
+        # instead of virtual ones (see compute.baremetal).
+        self.baremetal = bool(self._fake('baremetal_nodes'))
+        if self.baremetal:
+            self.nodes = baremetal.node_names(
+                self.host, self._fake('baremetal_nodes'))
+        else:
+            self.nodes = node_names(self.host, CONF.fake_virt.node_count)
         self.build_failure_rate = build_failure_rate
         self._instances = {}   # instance uuid -> node
         self._projects = {}    # instance uuid -> project id
@@ -241,7 +251,7 @@ class ComputeManager(service.Manager):
 
     def _inventory(self, nodename):
         stats, count, io_workload = self._stats(nodename)
-        return {
+        inventory = {
             'vcpus': self._fake('vcpus'),
             'memory_mb': self._fake('memory_mb'),
             'local_gb': self._fake('local_gb'),
@@ -266,6 +276,9 @@ class ComputeManager(service.Manager):
             'num_instances': count,
             'io_workload': io_workload,
         }
+        if self.baremetal:
+            return baremetal.inventory(inventory)
+        return inventory
 
     def update_available_resource(self, context):
         nodes = [{'uuid': node_uuid(self.host, name), 'nodename': name,

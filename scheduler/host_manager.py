@@ -239,6 +239,12 @@ class HostManager(instance_tracking.InstanceTracking):
             self._ensure_thread()
         return table
 
+    def filter_names(self):
+        """``(option, filter names)``: the filters requests go through
+        and the ``[filter_scheduler]`` option that lists them."""
+        return ('enabled_filters',
+                list(CONF.filter_scheduler.enabled_filters))
+
     def consume(self, node_id, resources, instance_uuid=None,
                 instance_info=None, in_flight=False):
         """Record a claim in the cached row of ``node_id``; with

@@ -372,6 +372,12 @@ class HostState:
             datetime.timezone.utc).replace(tzinfo=None)
         return service_is_up(self.service, now, down_time)
 
+    def claim_amounts(self, resources):
+        """What a claim for an instance asking ``resources`` takes on
+        this node: those resources (a baremetal node is taken whole, see
+        :mod:`scheduler.ironic_host_manager`)."""
+        return resources
+
     def consumed(self, resources):
         """A copy with ``resources`` (placement_types.Resources) taken by one
         more instance, as Nova's consume_from_request counts it."""

@@ -25,7 +25,7 @@ from scheduler import conf
 from scheduler import context as gantt_context
 from scheduler.db import migration
 from scheduler.drivers import filter_scheduler
-from scheduler import host_manager
+from scheduler import loadables
 
 CONF = conf.CONF
 
@@ -78,8 +78,9 @@ def explain(vcpus, ram, disk, count, az, hints, project, extra_specs=(),
                                      'caching_scheduler'):
         print('Note: [scheduler] driver is %s; this is what the filter '
               'scheduler would do.\n' % CONF.scheduler.driver)
+    manager_cls = loadables.load_host_manager(CONF.scheduler.host_manager)
     driver = filter_scheduler.FilterScheduler(
-        host_manager=host_manager.HostManager(auto_refresh=False))
+        host_manager=manager_cls(auto_refresh=False))
     try:
         explanation = driver.explain(gantt_context.get_admin_context(), spec)
     finally:

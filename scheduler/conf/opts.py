@@ -6,6 +6,7 @@ which resolves to :func:`list_opts` below.
 
 import collections
 
+from scheduler.conf import baremetal
 from scheduler.conf import compute
 from scheduler.conf import conductor
 from scheduler.conf import database
@@ -20,7 +21,7 @@ from scheduler.conf import upgrade_levels
 
 _MODULES = (default, database, scheduler, filter_scheduler, upgrade_levels,
             conductor, compute, metrics, server_groups, notifications,
-            pci)
+            pci, baremetal)
 
 
 def list_opts():
