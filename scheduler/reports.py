@@ -30,6 +30,7 @@ from oslo_reports.models import with_default_views as views
 
 from scheduler import conf
 from scheduler import exception
+from scheduler import notifications
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ def _gantt_section():
     workers = worker_pids()
     if workers:
         data['workers (each writes its own report)'] = sorted(workers)
+    if notifications.enabled():
+        data['notifications waiting to be sent'] = notifications.pending()
     with _lock:
         states = list(_states.items())
     for title, provider in states:

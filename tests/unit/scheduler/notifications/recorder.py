@@ -19,6 +19,11 @@ def enable(config, notification_format='both'):
     notifications.init(CONF)
 
 
+def reset():
+    """Forget what earlier tests sent."""
+    _impl_test.reset()
+
+
 def sent(event_type=None, versioned=None):
     """The notifications sent so far (after a flush), as
     ``(priority, message)``; only ``event_type``'s if given, and only the

@@ -6,6 +6,7 @@ import pytest
 
 from scheduler import exception
 from scheduler import notifications
+from scheduler import reports
 from scheduler.objects import request_spec
 from tests.unit.conductor import move_checks as checks
 from tests.unit import inprocess
@@ -26,6 +27,7 @@ def _only(event_type, versioned=True):
 
 
 def test_nothing_is_sent_without_a_driver(cluster_config):
+    recorder.reset()
     notifications.init(inprocess.CONF)
     assert not notifications.enabled()
     with inprocess.Cluster({'h1': SMALL}) as cluster:
@@ -140,3 +142,11 @@ def test_a_resize_without_a_host_sends_error_and_migrate_server_error(
         'ERROR', uuid, 'active')
     assert 'RamFilter' in data['reason']['nova_object.data'][
         'exception_message']
+
+
+def test_the_guru_meditation_report_counts_what_waits(config):
+    assert 'notifications waiting to be sent' not in \
+        reports._gantt_section().data
+    recorder.enable(config, 'versioned')
+    section = reports._gantt_section().data
+    assert section['notifications waiting to be sent'] == 0
