@@ -19,13 +19,13 @@ refused (``ConductorManager.instance_update``), after which the compute
 forgets the instance.
 
 It also releases stray claims (:func:`reap_stray_claims`): claims that no
-consumer holds legitimately (:func:`scheduler.db.claims.find_stray_allocations`
-names the kinds: an instance in ERROR without a host, deleted or
-shelved-offloaded; an unknown consumer; a superseded claim; a migration
-that ended) and that are older than ``[conductor]
-stray_allocation_grace_period``. Each is re-checked and released in one
-transaction, so two conductors release it once, and logged at WARNING
-with its kind.
+consumer holds legitimately
+(:func:`scheduler.db.claim_checks.find_stray_allocations` names the
+kinds: an instance in ERROR without a host, deleted or shelved-offloaded;
+an unknown consumer; a superseded claim; a migration that ended) and that
+are older than ``[conductor] stray_allocation_grace_period``. Each is
+re-checked and released in one transaction, so two conductors release it
+once, and logged at WARNING with its kind.
 
 Example::
 
@@ -41,6 +41,7 @@ from oslo_log import log as logging
 
 from scheduler import conf
 from scheduler.db import api as db_api
+from scheduler.db import claim_checks
 from scheduler.db import claims
 from scheduler.db import instances as db_instances
 from scheduler.db import models
@@ -88,7 +89,7 @@ def reap_stray_claims(ctxt):
     with db_api.reader() as session:
         found = [(row.consumer_uuid, row.compute_node_id, row.alloc_host,
                   row.alloc_node)
-                 for row, _kind in claims.stray_claims(session, cutoff)]
+                 for row, _kind in claim_checks.stray_claims(session, cutoff)]
     released = 0
     for consumer_uuid, node_id, host, node in found:
         outcome = _release_stray(consumer_uuid, node_id, cutoff)
@@ -105,7 +106,7 @@ def reap_stray_claims(ctxt):
 @db_api.retry_on_db_error
 def _release_stray(consumer_uuid, node_id, cutoff):
     with db_api.writer() as session:
-        return claims.release_if_stray(session, consumer_uuid, node_id,
+        return claim_checks.release_if_stray(session, consumer_uuid, node_id,
                                        cutoff)
 
 

@@ -56,6 +56,7 @@ from scheduler.cmd import manage_table
 from scheduler import conf
 from scheduler import config
 from scheduler.db import api as db_api
+from scheduler.db import claim_checks
 from scheduler.db import claims
 from scheduler.db import migration
 from scheduler.db import models
@@ -102,8 +103,8 @@ def db_check():
     anything is wrong."""
     migration.check_schema()
     with db_api.reader() as session:
-        bad_nodes = claims.find_inconsistent_nodes(session)
-        stray = claims.find_stray_allocations(session)
+        bad_nodes = claim_checks.find_inconsistent_nodes(session)
+        stray = claim_checks.find_stray_allocations(session)
         node_count = session.execute(
             sa.select(sa.func.count()).select_from(
                 models.ComputeNode.__table__)).scalar_one()
@@ -126,7 +127,7 @@ def db_check():
             [list(row) for row in stray]))
         print('\n%d allocation(s) held by consumers that should hold none.'
               % len(stray))
-        for kind in claims.STRAY_KINDS:
+        for kind in claim_checks.STRAY_KINDS:
             count = sum(1 for row in stray if row.why == kind)
             if count:
                 print('  %d %s' % (count, kind))

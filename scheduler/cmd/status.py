@@ -42,7 +42,7 @@ from scheduler import conf
 from scheduler.conf import opts
 from scheduler import config
 from scheduler.db import api as db_api
-from scheduler.db import claims
+from scheduler.db import claim_checks
 from scheduler.db import migration
 from scheduler.db import services as db_services
 from scheduler import exception
@@ -135,8 +135,8 @@ class Checks(upgradecheck.UpgradeCommands):
                           'is not at the newest revision.')
         try:
             with db_api.reader() as session:
-                bad_nodes = claims.find_inconsistent_nodes(session)
-                stray = claims.find_stray_allocations(session)
+                bad_nodes = claim_checks.find_inconsistent_nodes(session)
+                stray = claim_checks.find_stray_allocations(session)
         except Exception as error:
             return Result(Code.FAILURE, 'Cannot read the claims: %s'
                           % db_api.describe_error(error))

@@ -6,7 +6,7 @@ import sqlalchemy as sa
 
 from scheduler import context as gantt_context
 from scheduler.db import api as db_api
-from scheduler.db import claims
+from scheduler.db import claim_checks
 from scheduler.db import instances as db_instances
 from scheduler.db import models
 from scheduler.db import moves
@@ -51,8 +51,8 @@ def migrations(instance_uuid=None):
 
 def assert_consistent():
     with db_api.reader() as session:
-        assert claims.find_inconsistent_nodes(session) == []
-        assert claims.find_stray_allocations(session) == []
+        assert claim_checks.find_inconsistent_nodes(session) == []
+        assert claim_checks.find_stray_allocations(session) == []
 
 
 def canonical(primitive):

@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from conductor.tasks import reaper
 from scheduler import context as gantt_context
 from scheduler.db import api as db_api
+from scheduler.db import claim_checks
 from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
@@ -55,7 +56,7 @@ def _state():
         usage = tuple(session.execute(sa.select(
             nodes.c.vcpus_used, nodes.c.memory_mb_used,
             nodes.c.local_gb_used)).one())
-        bad = claims.find_inconsistent_nodes(session)
+        bad = claim_checks.find_inconsistent_nodes(session)
     assert not bad
     return instances, allocations, usage
 

@@ -11,6 +11,7 @@ import sqlalchemy as sa
 from conductor.tasks import reaper
 from scheduler import context as gantt_context
 from scheduler.db import api as db_api
+from scheduler.db import claim_checks
 from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
@@ -58,22 +59,23 @@ def strays(any_database, config):
     with db_api.writer() as session:
         cmp1, cmp2 = _node(session, 'cmp1'), _node(session, 'cmp2')
         stray = {
-            claims.STRAY_ERROR: _instance(session, cmp1, 'error', host=None),
-            claims.STRAY_OFFLOADED: _instance(session, cmp1,
+            claim_checks.STRAY_ERROR: _instance(session, cmp1, 'error',
+                                                host=None),
+            claim_checks.STRAY_OFFLOADED: _instance(session, cmp1,
                                               'shelved_offloaded', host=None),
-            claims.STRAY_SUPERSEDED: _instance(session, cmp2, 'active'),
-            claims.STRAY_UNKNOWN: _uuid(),
+            claim_checks.STRAY_SUPERSEDED: _instance(session, cmp2, 'active'),
+            claim_checks.STRAY_UNKNOWN: _uuid(),
         }
         assert claims.claim_resources(session, cmp1,
-                                      stray[claims.STRAY_UNKNOWN], ONE)
+                                      stray[claim_checks.STRAY_UNKNOWN], ONE)
         deleted = _instance(session, cmp1, 'active')
         db_instances.soft_delete(session, deleted)
-        stray[claims.STRAY_DELETED] = deleted
+        stray[claim_checks.STRAY_DELETED] = deleted
         active = _instance(session, cmp1, 'active')
         ended = moves.create(session, active, moves.MIGRATION,
                              status=moves.CONFIRMED).uuid
         assert claims.claim_resources(session, cmp2, ended, ONE)
-        stray[claims.STRAY_MIGRATION_ENDED] = ended
+        stray[claim_checks.STRAY_MIGRATION_ENDED] = ended
         resizing = _instance(session, cmp2, 'active', task_state='resize_prep')
         moving = moves.create(session, resizing, moves.MIGRATION,
                               status=moves.FINISHED).uuid
@@ -94,13 +96,13 @@ def _holders():
 
 def _assert_consistent():
     with db_api.reader() as session:
-        assert claims.find_inconsistent_nodes(session) == []
+        assert claim_checks.find_inconsistent_nodes(session) == []
 
 
 def test_each_kind_is_found_by_name(strays):
     stray, _legit = strays
     with db_api.reader() as session:
-        found = claims.find_stray_allocations(session)
+        found = claim_checks.find_stray_allocations(session)
     assert sorted((row.consumer_uuid, row.why) for row in found) == sorted(
         (consumer, kind) for kind, consumer in stray.items())
 
@@ -114,7 +116,7 @@ def test_reaper_releases_each_kind_and_keeps_the_rest(strays, caplog):
     assert _holders() == set(legit)
     _assert_consistent()
     with db_api.reader() as session:
-        assert claims.find_stray_allocations(session) == []
+        assert claim_checks.find_stray_allocations(session) == []
     warnings = [record.getMessage() for record in caplog.records
                 if record.levelname == 'WARNING']
     for kind, consumer in stray.items():
@@ -125,7 +127,8 @@ def test_reaper_releases_each_kind_and_keeps_the_rest(strays, caplog):
 
 def test_grace_period_protects_young_claims(strays):
     stray, legit = strays
-    young = [stray[claims.STRAY_UNKNOWN], stray[claims.STRAY_ERROR]]
+    young = [stray[claim_checks.STRAY_UNKNOWN],
+             stray[claim_checks.STRAY_ERROR]]
     _age_allocations(10, young)
 
     assert reaper.reap_stray_claims(gantt_context.get_admin_context()) == \

@@ -8,6 +8,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler.db import api as db_api
+from scheduler.db import claim_checks
 from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
@@ -53,8 +54,8 @@ def allocations(consumer):
 
 def inconsistencies():
     with db_api.reader() as session:
-        return [(row.host, problems)
-                for row, problems in claims.find_inconsistent_nodes(session)]
+        return [(row.host, problems) for row, problems
+                in claim_checks.find_inconsistent_nodes(session)]
 
 
 def test_claim_that_fits_writes_usage_and_allocation(any_database):

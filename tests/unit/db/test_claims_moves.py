@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from scheduler.db import api as db_api
+from scheduler.db import claim_checks
 from scheduler.db import claims
 from scheduler.db import instances as db_instances
 from scheduler.db import moves
@@ -90,12 +91,12 @@ def test_stray_allocations_are_reported(any_database):
                      running.uuid):
         assert helpers.claim(node, (0, 1, 0), consumer)
     with db_api.reader() as session:
-        stray = claims.find_stray_allocations(session)
+        stray = claim_checks.find_stray_allocations(session)
     assert sorted((consumer, why) for consumer, _h, _n, why in stray) == \
-        sorted([(failed, claims.STRAY_ERROR),
-                (offloaded, claims.STRAY_OFFLOADED),
-                (unknown, claims.STRAY_UNKNOWN),
-                (done.uuid, claims.STRAY_MIGRATION_ENDED)])
+        sorted([(failed, claim_checks.STRAY_ERROR),
+                (offloaded, claim_checks.STRAY_OFFLOADED),
+                (unknown, claim_checks.STRAY_UNKNOWN),
+                (done.uuid, claim_checks.STRAY_MIGRATION_ENDED)])
 
 
 @pytest.mark.parametrize('vm_state, task_state, refused', [

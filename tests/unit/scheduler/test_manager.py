@@ -10,7 +10,7 @@ import sqlalchemy as sa
 
 from scheduler import context as gantt_context
 from scheduler.db import api as db_api
-from scheduler.db import claims
+from scheduler.db import claim_checks
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import models
 from scheduler import exception
@@ -144,7 +144,7 @@ def test_repeated_request_replaces_the_earlier_claim(scheduler_manager):
         nodes = db_compute_nodes.get_nodes(session)
         assert sum(n.vcpus_used for n in nodes) == 2
         assert sum(n.memory_mb_used for n in nodes) == 1024
-        assert claims.find_inconsistent_nodes(session) == []
+        assert claim_checks.find_inconsistent_nodes(session) == []
 
 
 def _stats_lines(caplog):

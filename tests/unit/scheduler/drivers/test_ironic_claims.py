@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from scheduler.db import api as db_api
+from scheduler.db import claim_checks
 from scheduler.db import claims
 from scheduler import exception
 from scheduler.drivers import filter_scheduler
@@ -127,4 +128,4 @@ def test_schedulers_racing_for_one_baremetal_node(any_database, config,
         assert held == [{'bm-1': (1, 512, 1)}] * 4
         assert _usage(cloud, 'bm-1') == (4, 2048, 4)
     with db_api.reader() as session:
-        assert claims.find_inconsistent_nodes(session) == []
+        assert claim_checks.find_inconsistent_nodes(session) == []
