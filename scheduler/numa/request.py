@@ -21,8 +21,11 @@ thread policy the flavor sets explicitly (a ``shared`` flavor forbids a
 ``dedicated``/``mixed`` image, a ``mixed`` one a ``dedicated`` image), may
 not set ``hw_numa_nodes``/``hw_numa_cpus``/``hw_numa_mem`` when the flavor
 does, and may only choose a page size when the flavor says ``any`` or
-``large``. Every error is an :class:`errors.InvalidNUMARequest` or
-:class:`errors.NUMARequestConflict` naming the key and the value.
+``large``. ``resources:PCPU`` / ``resources:VCPU`` and
+``trait:HW_CPU_HYPERTHREADING`` are read too (see
+:mod:`scheduler.numa.resources`). Every error is an
+:class:`errors.InvalidNUMARequest` or :class:`errors.NUMARequestConflict`
+naming the key and the value.
 """
 
 import dataclasses
@@ -31,6 +34,7 @@ from typing import Any
 
 from scheduler.numa import cpuspec
 from scheduler.numa import errors
+from scheduler.numa import resources
 
 SHARED, DEDICATED, MIXED = 'shared', 'dedicated', 'mixed'
 CPU_POLICIES = (SHARED, DEDICATED, MIXED)
@@ -354,8 +358,10 @@ def get_request(vcpus: int, memory_mb: int, extra_specs: dict | None,
     """
     extra_specs = extra_specs or {}
     image_props = image_props or {}
-    policy = _cpu_policy(extra_specs, image_props)
-    thread_policy = _thread_policy(extra_specs, image_props)
+    policy, thread_policy = resources.cpu_policies(
+        vcpus, extra_specs, image_props,
+        _cpu_policy(extra_specs, image_props),
+        _thread_policy(extra_specs, image_props))
     realtime = _realtime_cpus(vcpus, extra_specs, image_props)
     dedicated = _dedicated_cpus(vcpus, policy, thread_policy, realtime,
                                 extra_specs)
