@@ -14,7 +14,9 @@ For each guest cell on a host cell it checks, in Nova's order: the page
 size (a requested one must be offered by the host and fit in free pages,
 ``large``/``any`` taking the largest that does), memory (see
 :mod:`scheduler.numa.capacity`), shared vCPUs against ``cpuset`` and the
-CPU ratio, and pins dedicated vCPUs with :mod:`scheduler.numa.pinning`.
+CPU ratio, and pins dedicated vCPUs with :mod:`scheduler.numa.pinning`
+(plus one host CPU for the emulator threads on the host cell of guest
+cell 0, with ``hw:emulator_threads_policy=isolate``).
 
 When the host has more cells than the guest, the host cells are tried in
 Nova's order: most free memory first, then (shared guests) least shared
@@ -63,11 +65,30 @@ def _choose_page_size(cell, used, inst_cell, req):
         req.pagesize, inst_cell.memory_mb)
 
 
+def _pin(cell, used, inst_cell, req, emulator: int):
+    """Return ``(pinning, reserved, emulator cpus)`` or ``None``."""
+    pinned = pinning.pin_cell(cell, inst_cell.pcpuset, used.pinned_cpus,
+                              req.cpu_thread_policy)
+    if pinned is None:
+        return None
+    if not emulator:
+        return pinned[0], pinned[1], frozenset()
+    taken = used.pinned_cpus | set(pinned[0].values()) | pinned[1]
+    extra = pinning.pin_emulator(cell, taken, req.cpu_thread_policy,
+                                 emulator)
+    if extra is None:
+        return None
+    return pinned[0], pinned[1], extra[1]
+
+
 def fit_cell(cell: topology.HostCell, used: topology.CellUsage,
              inst_cell: numa_request.InstanceCell,
              req: numa_request.InstanceRequest,
-             limits: capacity.Limits | None):
-    """Place one guest cell on one host cell: a PlacedCell or ``None``."""
+             limits: capacity.Limits | None, emulator: int = 0):
+    """Place one guest cell on one host cell: a PlacedCell or ``None``.
+
+    ``emulator`` host CPUs are set aside for the emulator threads too.
+    """
     size, why = _choose_page_size(cell, used, inst_cell, req)
     if why is None:
         why = capacity.memory_problem(
@@ -76,13 +97,12 @@ def fit_cell(cell: topology.HostCell, used: topology.CellUsage,
     if why is None and inst_cell.cpuset:
         why = capacity.shared_cpu_problem(cell, used, len(inst_cell.cpuset),
                                           limits)
-    pinned: Any = ({}, frozenset())
-    if why is None and inst_cell.pcpuset:
-        pinned = pinning.pin_cell(cell, inst_cell.pcpuset, used.pinned_cpus,
-                                  req.cpu_thread_policy)
+    pinned: Any = ({}, frozenset(), frozenset())
+    if why is None and (inst_cell.pcpuset or emulator):
+        pinned = _pin(cell, used, inst_cell, req, emulator)
         if pinned is None:
-            why = 'cannot pin %d vCPUs (thread policy %s)' % (
-                len(inst_cell.pcpuset), req.cpu_thread_policy)
+            why = 'cannot pin %d vCPUs + %d emulator (thread policy %s)' % (
+                len(inst_cell.pcpuset), emulator, req.cpu_thread_policy)
     if why is not None:
         LOG.debug("Guest cell %s does not fit host cell %s: %s",
                   inst_cell.id, cell.id, why)
@@ -91,7 +111,7 @@ def fit_cell(cell: topology.HostCell, used: topology.CellUsage,
         id=inst_cell.id, host_cell=cell.id, memory_mb=inst_cell.memory_mb,
         page_size_kb=size, shared_vcpus=inst_cell.cpuset,
         cpu_pinning=tuple(sorted(pinned[0].items())),
-        reserved_cpus=pinned[1])
+        reserved_cpus=pinned[1], emulator_cpus=pinned[2])
 
 
 def _order_cells(cells, usage, req, pack: bool):
@@ -118,11 +138,12 @@ def fit_cells(cells: tuple[topology.HostCell, ...],
     for choice in itertools.permutations(_order_cells(cells, usage, req,
                                                       pack), len(req.cells)):
         placed = []
-        for cell, inst_cell in zip(choice, req.cells):
+        for index, (cell, inst_cell) in enumerate(zip(choice, req.cells)):
             key = (cell.id, inst_cell.id)
             if key not in fitted:
-                fitted[key] = fit_cell(cell, usage[cell.id], inst_cell, req,
-                                       limits)
+                fitted[key] = fit_cell(
+                    cell, usage[cell.id], inst_cell, req, limits,
+                    req.emulator_cpus if index == 0 else 0)
             if fitted[key] is None:
                 break
             placed.append(fitted[key])
@@ -135,7 +156,8 @@ def fit_cells(cells: tuple[topology.HostCell, ...],
         return placement.Placement(
             cells=tuple(placed), cpu_policy=req.cpu_policy,
             cpu_thread_policy=req.cpu_thread_policy,
-            pagesize_request=req.pagesize, realtime_vcpus=req.realtime_cpus)
+            pagesize_request=req.pagesize, realtime_vcpus=req.realtime_cpus,
+            emulator_threads_policy=req.emulator_threads_policy)
     return None
 
 

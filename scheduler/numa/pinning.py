@@ -16,6 +16,9 @@
     other threads of that core are set aside for the guest too (returned
     as ``reserved`` and counted as pinned), so no other guest shares it.
 
+The emulator threads of a guest with ``hw:emulator_threads_policy=isolate``
+get one more host CPU (``pin_emulator``), taken the same way.
+
 Example, a host cell with cores (4, 5), (6, 7), CPU 5 already pinned::
 
     pin_cell(cell, {0, 1}, pinned={5}, thread_policy='prefer')
@@ -81,6 +84,29 @@ def _pin_packed(cell, vcpus, pinned, require: bool) -> Pinning | None:
     singles = [[cpu] for core in cores for cpu in core]
     pinning = _take(vcpus, singles, 1)
     return None if pinning is None else (pinning, frozenset())
+
+
+def pin_emulator(cell: topology.HostCell, taken, thread_policy: str | None,
+                 count: int = 1) -> Pinning | None:
+    """Pick ``count`` host CPUs for the emulator threads, or ``None``.
+
+    ``taken`` are the host CPUs already pinned, including the guest's own.
+    Returns ``({}, cpus)`` in the same shape as :func:`pin_cell`; with
+    ``isolate`` the emulator gets a whole free core, and the core's other
+    threads are returned with it.
+    """
+    taken = frozenset(taken)
+    if thread_policy == numa_request.ISOLATE:
+        width = cell.threads_per_core
+        whole = [core for core in cell.cores()
+                 if len(core) == width and not core & taken]
+        if len(whole) < count:
+            return None
+        return {}, frozenset().union(*whole[:count])
+    free = [cpu for core in cell.cores() for cpu in sorted(core - taken)]
+    if len(free) < count:
+        return None
+    return {}, frozenset(free[:count])
 
 
 def pin_cell(cell: topology.HostCell, vcpus, pinned,

@@ -4,7 +4,8 @@ A :class:`Placement` is what fitting returns and what a claim stores so
 that it can release exactly what it took later: for each guest cell, the
 host cell it went to, its memory and the page size charged, its shared
 vCPUs, the host CPU each dedicated vCPU is pinned to, and the host CPUs
-set aside beside them (the ``isolate`` thread policy)::
+set aside beside them (the ``isolate`` thread policy), and the host CPU
+for the emulator threads (``hw:emulator_threads_policy=isolate``)::
 
     text = json.dumps(placement.to_dict())
     same = Placement.from_dict(json.loads(text))
@@ -13,9 +14,11 @@ JSON shape::
 
     {"cpu_policy": "dedicated", "cpu_thread_policy": null,
      "pagesize_request": null, "realtime_vcpus": [],
+     "emulator_threads_policy": "isolate",
      "cells": [{"id": 0, "host_cell": 1, "memory_mb": 2048,
                 "page_size_kb": 4, "shared_vcpus": [],
-                "cpu_pinning": {"0": 4, "1": 5}, "reserved_cpus": []}]}
+                "cpu_pinning": {"0": 4, "1": 5}, "reserved_cpus": [],
+                "emulator_cpus": [6]}]}
 
 ``page_size_kb`` is null when the host cell reports no page sizes;
 ``pagesize_request`` is the request's page size (``"large"``, 2048, ...)
@@ -40,11 +43,13 @@ class PlacedCell:
     shared_vcpus: frozenset[int] = frozenset()
     cpu_pinning: tuple[tuple[int, int], ...] = ()
     reserved_cpus: frozenset[int] = frozenset()
+    emulator_cpus: frozenset[int] = frozenset()
 
     @property
     def pinned_host_cpus(self) -> frozenset[int]:
-        """Host CPUs this cell takes: the pinned ones and the set-aside."""
-        return frozenset(p for _, p in self.cpu_pinning) | self.reserved_cpus
+        """Host CPUs this cell takes: pinned, set aside, emulator's."""
+        return (frozenset(p for _, p in self.cpu_pinning) |
+                self.reserved_cpus | self.emulator_cpus)
 
     @property
     def pages(self) -> int:
@@ -63,6 +68,7 @@ class Placement:
     cpu_thread_policy: str | None = None
     pagesize_request: str | int | None = None
     realtime_vcpus: frozenset[int] = frozenset()
+    emulator_threads_policy: str | None = None
 
     @property
     def pinned(self) -> bool:
@@ -79,12 +85,14 @@ class Placement:
             'cpu_thread_policy': self.cpu_thread_policy,
             'pagesize_request': self.pagesize_request,
             'realtime_vcpus': sorted(self.realtime_vcpus),
+            'emulator_threads_policy': self.emulator_threads_policy,
             'cells': [{
                 'id': c.id, 'host_cell': c.host_cell,
                 'memory_mb': c.memory_mb, 'page_size_kb': c.page_size_kb,
                 'shared_vcpus': sorted(c.shared_vcpus),
                 'cpu_pinning': {str(v): p for v, p in c.cpu_pinning},
                 'reserved_cpus': sorted(c.reserved_cpus),
+                'emulator_cpus': sorted(c.emulator_cpus),
             } for c in self.cells]}
 
     @classmethod
@@ -99,7 +107,8 @@ class Placement:
                 pagesize_request=(None if request is None else
                                   numa_request.parse_page_size(request)),
                 realtime_vcpus=frozenset(
-                    int(v) for v in data.get('realtime_vcpus', [])))
+                    int(v) for v in data.get('realtime_vcpus', [])),
+                emulator_threads_policy=data.get('emulator_threads_policy'))
         except (KeyError, TypeError, ValueError, AttributeError,
                 errors.InvalidNUMARequest) as exc:
             raise errors.InvalidNUMAPlacement(
@@ -116,4 +125,6 @@ def _cell_from_dict(raw: dict) -> PlacedCell:
         cpu_pinning=tuple(sorted(
             (int(v), int(p)) for v, p in raw.get('cpu_pinning', {}).items())),
         reserved_cpus=frozenset(
-            int(c) for c in raw.get('reserved_cpus', [])))
+            int(c) for c in raw.get('reserved_cpus', [])),
+        emulator_cpus=frozenset(
+            int(c) for c in raw.get('emulator_cpus', [])))

@@ -17,9 +17,10 @@ allowed by the caller) and must go through fitting. Keys:
 
 ``cells``                    host NUMA cells / guest cells
 ``max_cell_free_pcpus``      most unpinned dedicated CPUs in one host cell /
-                             most dedicated vCPUs in one guest cell
+                             most dedicated vCPUs in one guest cell (the
+                             emulator's CPU counted on guest cell 0)
 ``total_free_pcpus``         unpinned dedicated CPUs on the host / dedicated
-                             vCPUs of the guest
+                             vCPUs of the guest, plus the emulator's
 ``max_cell_shared_vcpus``    most shared vCPUs one host cell can still take
                              (``len(cpuset)``, and the CPU ratio when limits
                              are given) / most shared vCPUs in a guest cell
@@ -105,10 +106,13 @@ def request_minimums(req: numa_request.InstanceRequest) -> dict:
     if isinstance(req.pagesize, int):
         pages[req.pagesize] = sum(c.memory_mb * 1024 // req.pagesize
                                   for c in req.cells)
+    first = len(req.cells[0].pcpuset) + req.emulator_cpus
     return {
         'cells': len(req.cells),
-        'max_cell_free_pcpus': max(len(c.pcpuset) for c in req.cells),
-        'total_free_pcpus': sum(len(c.pcpuset) for c in req.cells),
+        'max_cell_free_pcpus': max([first] +
+                                   [len(c.pcpuset) for c in req.cells]),
+        'total_free_pcpus': (sum(len(c.pcpuset) for c in req.cells) +
+                             req.emulator_cpus),
         'max_cell_shared_vcpus': max(len(c.cpuset) for c in req.cells),
         'max_cell_memory_mb': memory,
         'max_cell_free_memory_mb': memory if no_overcommit else 0,

@@ -41,6 +41,8 @@ CPU_POLICIES = (SHARED, DEDICATED, MIXED)
 PREFER, ISOLATE, REQUIRE = 'prefer', 'isolate', 'require'
 THREAD_POLICIES = (PREFER, ISOLATE, REQUIRE)
 PAGE_SMALL, PAGE_LARGE, PAGE_ANY = 'small', 'large', 'any'
+EMULATOR_SHARE, EMULATOR_ISOLATE = 'share', 'isolate'
+EMULATOR_POLICIES = (EMULATOR_SHARE, EMULATOR_ISOLATE)
 NUMA_NODES_MAX = 128
 _TRUE = ('1', 't', 'true', 'on', 'y', 'yes')
 _UNITS_KB = {'': 1, 'k': 1, 'm': 1024, 'g': 1024 ** 2, 't': 1024 ** 3}
@@ -75,10 +77,16 @@ class InstanceRequest:
     cpu_thread_policy: str | None = None
     pagesize: str | int | None = None
     realtime_cpus: frozenset[int] = frozenset()
+    emulator_threads_policy: str | None = None
 
     @property
     def pinned(self) -> bool:
         return self.cpu_policy in (DEDICATED, MIXED)
+
+    @property
+    def emulator_cpus(self) -> int:
+        """Extra host CPUs for the emulator threads, on the first cell."""
+        return 1 if self.emulator_threads_policy == EMULATOR_ISOLATE else 0
 
 
 def _pair(key: str, extra_specs: dict, image_props: dict) -> tuple:
@@ -144,6 +152,15 @@ def _mask(value: str, key: str, vcpus: int) -> set[int]:
     return cpuspec.parse_cpu_spec(value, key)
 
 
+def _emulator_policy(extra_specs: dict) -> str | None:
+    value = extra_specs.get('hw:emulator_threads_policy')
+    if value and value not in EMULATOR_POLICIES:
+        raise errors.InvalidNUMARequest(
+            key='hw:emulator_threads_policy', value=value,
+            reason='must be one of %s' % ', '.join(EMULATOR_POLICIES))
+    return value or None
+
+
 def _realtime_cpus(vcpus: int, extra_specs: dict,
                    image_props: dict) -> set[int]:
     flag = str(extra_specs.get('hw:cpu_realtime', '')).strip().lower()
@@ -161,10 +178,11 @@ def _realtime_cpus(vcpus: int, extra_specs: dict,
             key=key, value=mask,
             reason='vCPUs %s are not in the flavor (0-%d)'
                    % (sorted(rt - set(range(vcpus))), vcpus - 1))
-    if len(rt) == vcpus:
+    if len(rt) == vcpus and not _emulator_policy(extra_specs):
         raise errors.InvalidNUMARequest(
             key=key, value=mask,
-            reason='at least one vCPU must be left non-realtime')
+            reason='at least one vCPU must be left non-realtime (or '
+                   'hw:emulator_threads_policy set)')
     return rt
 
 
@@ -202,6 +220,10 @@ def _dedicated_cpus(vcpus: int, policy: str | None, thread_policy,
             raise errors.NUMARequestConflict(
                 reason='hw:cpu_realtime needs hw:cpu_policy dedicated or '
                        'mixed')
+        if _emulator_policy(extra_specs) == EMULATOR_ISOLATE:
+            raise errors.NUMARequestConflict(
+                reason='hw:emulator_threads_policy=isolate needs '
+                       'hw:cpu_policy dedicated or mixed')
         return set()
     if policy == DEDICATED:
         if dedicated:
@@ -380,7 +402,7 @@ def get_request(vcpus: int, memory_mb: int, extra_specs: dict | None,
         InstanceCell(id=node, cpuset=frozenset(cpus - dedicated),
                      pcpuset=frozenset(cpus & dedicated), memory_mb=mem)
         for node, (cpus, mem) in enumerate(zip(cpu_list, mem_list)))
-    return InstanceRequest(cells=cells, cpu_policy=policy,
-                           cpu_thread_policy=thread_policy,
-                           pagesize=pagesize,
-                           realtime_cpus=frozenset(realtime))
+    return InstanceRequest(
+        cells=cells, cpu_policy=policy, cpu_thread_policy=thread_policy,
+        pagesize=pagesize, realtime_cpus=frozenset(realtime),
+        emulator_threads_policy=_emulator_policy(extra_specs))

@@ -4,7 +4,8 @@ Besides ``hw:cpu_policy`` and ``hw:cpu_thread_policy``, Nova accepts the
 Placement spelling of the same wishes, and so does Gantt:
 
 * ``resources:PCPU=N`` (or ``resourcesG:PCPU``) asks for dedicated CPUs:
-  the CPU policy becomes ``dedicated``; N must equal the flavor's vCPUs.
+  the CPU policy becomes ``dedicated``; N must equal the flavor's vCPUs
+  (plus one with ``hw:emulator_threads_policy=isolate``).
 * ``resources:VCPU=N`` asks for shared CPUs: the policy becomes
   ``shared``.
 * ``trait:HW_CPU_HYPERTHREADING=forbidden`` means thread policy
@@ -71,10 +72,14 @@ def cpu_policies(vcpus: int, extra_specs: dict, image_props: dict,
         raise errors.NUMARequestConflict(
             reason='resources:VCPU and resources:PCPU cannot both be given')
     if counts['PCPU']:
-        if counts['PCPU'] != vcpus:
+        emulator = extra_specs.get('hw:emulator_threads_policy')
+        wanted = vcpus + 1 if emulator == 'isolate' else vcpus
+        if counts['PCPU'] != wanted:
             raise errors.InvalidNUMARequest(
                 key='resources:PCPU', value=counts['PCPU'],
-                reason='must equal the flavor vCPUs (%d)' % vcpus)
+                reason='must equal the flavor vCPUs%s (%d)' % (
+                    ' + 1 for hw:emulator_threads_policy=isolate'
+                    if wanted > vcpus else '', wanted))
         cpu_policy = 'dedicated'
     elif counts['VCPU']:
         cpu_policy = 'shared'

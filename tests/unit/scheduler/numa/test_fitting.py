@@ -184,3 +184,31 @@ def test_spread_prefers_the_emptier_cell_and_pack_the_fuller():
     req = request.get_request(1, 1024, {'hw:numa_nodes': '1'})
     assert fit(TWO_CELLS, req, used).host_cells == (1,)
     assert fit(TWO_CELLS, req, used, pack=True).host_cells == (0,)
+
+
+def test_emulator_threads_isolate_takes_one_more_cpu_on_the_first_cell():
+    host = hosts.host(hosts.cell(0, [], [0, 1, 2]),
+                      hosts.cell(1, [], [3, 4, 5]))
+    req = dedicated(4, 2048, numa_nodes='2', emulator_threads_policy='isolate')
+    where = fit(host, req)
+    first, second = where.cells
+    assert dict(first.cpu_pinning) == {0: 0, 1: 1}
+    assert first.emulator_cpus == {2} and second.emulator_cpus == set()
+    assert dict(second.cpu_pinning) == {2: 3, 3: 4}
+    # Three guest CPUs on a three-CPU cell leave no room for the emulator.
+    req = dedicated(3, 1024, emulator_threads_policy='isolate')
+    assert fit(host, req) is None
+    assert fit(host, dedicated(3, 1024, emulator_threads_policy='share'))
+
+
+def test_emulator_threads_with_isolate_thread_policy_take_a_whole_core():
+    host = hosts.host(hosts.cell(0, [], range(6),
+                                 siblings=[[0, 1], [2, 3], [4, 5]]))
+    req = dedicated(2, 1024, emulator_threads_policy='isolate',
+                    cpu_thread_policy='isolate')
+    (placed,) = fit(host, req).cells
+    assert dict(placed.cpu_pinning) == {0: 0, 1: 2}
+    assert placed.reserved_cpus == {1, 3}
+    assert placed.emulator_cpus == {4, 5}
+    used = hosts.usage({'id': 0, 'pinned_cpus': [5]})
+    assert fit(host, req, used) is None

@@ -9,14 +9,18 @@ the usage. Along the way:
 * no host CPU is ever pinned twice, no page size beyond the smallest is
   used beyond its pages, shared vCPUs stay within cpuset * ratio;
 * a host below the prescreen minimums never fits;
-* releasing everything, in any order, gives back an empty usage.
+* releasing everything, in any order, gives back an empty usage;
+* every placement survives its JSON round trip.
 """
+
+import json
 
 import hypothesis
 from hypothesis import strategies as st
 
 from scheduler.numa import capacity
 from scheduler.numa import fitting
+from scheduler.numa import placement
 from scheduler.numa import prescreen
 from scheduler.numa import request
 from scheduler.numa import topology
@@ -78,6 +82,9 @@ def _maybe_numa_requests(draw):
                                        'require']))
         if thread:
             specs['hw:cpu_thread_policy'] = thread
+        emulator = draw(st.sampled_from([None, 'share', 'isolate']))
+        if emulator:
+            specs['hw:emulator_threads_policy'] = emulator
     page = draw(st.sampled_from([None, 'small', 'large', 'any', '2MB',
                                  '1GB']))
     if page:
@@ -118,7 +125,8 @@ def check_invariants(host, used, placements, limits):
                               if core & placed.pinned_host_cpus]
                 assert all(core <= placed.pinned_host_cpus
                            for core in used_cores)
-                assert len(used_cores) == len(placed.cpu_pinning)
+                assert len(used_cores) == (len(placed.cpu_pinning) +
+                                           bool(placed.emulator_cpus))
 
 
 @settings
@@ -139,6 +147,8 @@ def test_fitted_placements_apply_release_and_respect_capacity(
         if where is None:
             continue
         assert len(set(where.host_cells)) == len(req.cells)
+        assert placement.Placement.from_dict(
+            json.loads(json.dumps(where.to_dict()))) == where
         after = numa_usage.apply_placement(host, used, where, limits)
         assert numa_usage.release_placement(host, after, where) == used
         used = after

@@ -271,3 +271,26 @@ def test_cpu_spec_round_trip():
     assert cpuspec.format_cpu_spec({0, 1, 3, 6, 8, 9}) == '0-1,3,6,8-9'
     with pytest.raises(errors.InvalidCPUSpec, match="'3-1'"):
         cpuspec.parse_cpu_spec('3-1', 'hw:numa_cpus.0')
+
+
+def test_emulator_threads_policy():
+    req = request.get_request(2, 1024, {
+        'hw:cpu_policy': 'dedicated', 'hw:emulator_threads_policy': 'isolate',
+        'hw:cpu_realtime': 'yes'})
+    # With the emulator threads elsewhere every vCPU may be realtime.
+    assert req.emulator_cpus == 1 and sorted(req.realtime_cpus) == [0, 1]
+    with pytest.raises(errors.InvalidNUMARequest,
+                       match="hw:emulator_threads_policy='own'"):
+        request.get_request(2, 1024, {'hw:cpu_policy': 'dedicated',
+                                      'hw:emulator_threads_policy': 'own'})
+    with pytest.raises(errors.NUMARequestConflict,
+                       match='emulator_threads_policy=isolate needs'):
+        request.get_request(2, 1024, {'hw:numa_nodes': '1',
+                                      'hw:emulator_threads_policy': 'isolate'})
+    with pytest.raises(errors.InvalidNUMARequest,
+                       match=r'resources:PCPU=2.*\+ 1.*\(3\)'):
+        request.get_request(2, 1024, {'resources:PCPU': '2',
+                                      'hw:emulator_threads_policy': 'isolate'})
+    assert request.get_request(2, 1024, {
+        'resources:PCPU': '3',
+        'hw:emulator_threads_policy': 'isolate'}).emulator_cpus == 1
