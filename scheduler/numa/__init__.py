@@ -4,7 +4,8 @@ No SQL and no RPC here; the NUMA filter and the claim code call in. The
 whole life of one request, with the JSON shapes of ``compute_nodes``
 (``numa_topology``, ``numa_usage``) as ``HostState`` carries them::
 
-    from scheduler.numa import capacity, fitting, prescreen, request, usage
+    from scheduler.numa import (capacity, fitting, placement, prescreen,
+                                request, usage)
 
     req = request.get_request(flavor.vcpus, flavor.memory_mb,
                               flavor.extra_specs, image_properties)

@@ -294,3 +294,22 @@ def test_emulator_threads_policy():
     assert request.get_request(2, 1024, {
         'resources:PCPU': '3',
         'hw:emulator_threads_policy': 'isolate'}).emulator_cpus == 1
+
+
+def test_image_numa_cpus_as_parsed_lists():
+    props = {'hw_numa_nodes': 2, 'hw_numa_cpus.0': [0], 'hw_numa_cpus.1': [1],
+             'hw_numa_mem.0': 256, 'hw_numa_mem.1': 768}
+    req = request.get_request(2, 1024, {}, props)
+    assert cells(req) == [([0], [], 256), ([1], [], 768)]
+
+
+def test_numa_cpus_suffix_must_be_a_node_number():
+    specs = {'hw:numa_nodes': '1', 'hw:numa_cpus.0': '0-1',
+             'hw:numa_mem.0': '1024', 'hw:numa_cpus.x': '0'}
+    with pytest.raises(errors.InvalidNUMARequest, match='hw:numa_cpus.x'):
+        request.get_request(2, 1024, specs)
+
+
+def test_numa_cpus_are_ignored_without_numa_needs():
+    # As Nova: numa_cpus.N alone does not ask for a NUMA topology.
+    assert request.get_request(2, 1024, {'hw:numa_cpus.0': '0-1'}) is None
