@@ -7,10 +7,13 @@ facts filters read, set per agent in ``[fake_virt]``: hypervisor type and
 version, supported instances, host IP, stats (the agent's own
 ``num_instances``, ``num_vm_active``, ``num_proj_<project>``,
 ``io_workload`` and ``failed_builds``, as Nova's resource tracker counts
-them, plus any configured) and metrics. ``build_and_run_instance``
-"spawns" at once (or after ``[fake_virt] spawn_time``) and reports ACTIVE;
-a failed build (``[fake_virt] build_failure_rate``) goes back to the
-conductor with the alternates, which reschedules it.
+them, plus any configured), metrics, and the hardware of
+:mod:`compute.hardware` (``cpu_info``, ``numa_topology``,
+``pci_device_pools``, ``disk_available_least``; conductor API 1.2).
+``build_and_run_instance`` "spawns" at once (or after ``[fake_virt]
+spawn_time``) and reports ACTIVE; a failed build (``[fake_virt]
+build_failure_rate``) goes back to the conductor with the alternates,
+which reschedules it.
 
 The schedulers hear of the instances on this host (scheduler RPC API 1.3,
 fanout casts) when ``[filter_scheduler] track_instance_changes`` is on:
@@ -55,6 +58,7 @@ import uuid as uuid_lib
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from compute import hardware
 from compute import rpcapi as compute_rpcapi
 from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
@@ -112,6 +116,8 @@ class ComputeManager(service.Manager):
         self.nodes = node_names(self.host, CONF.fake_virt.node_count)
         self.capacity = dict(capacity or {})
         self.build_failure_rate = build_failure_rate
+        # Checked now: a bad document stops the agent before it serves.
+        self.hardware = hardware.configured(self._fake)
         self._instances = {}   # instance uuid -> node
         self._projects = {}    # instance uuid -> project id
         self._specs = {}       # instance uuid -> its RequestSpec
@@ -262,6 +268,8 @@ class ComputeManager(service.Manager):
             'metrics': self._metrics(),
             'num_instances': count,
             'io_workload': io_workload,
+            # None: not reported (the conductor writes NULL).
+            **self.hardware,
         }
 
     def update_available_resource(self, context):

@@ -9,6 +9,10 @@ ConductorAPI (no namespace), what compute agents call instead of SQL:
 * 1.1 - ``sync_instances(host, instances)``: the instances a compute runs
   (``{uuid: node}``); the conductor marks active the ones still building
   there and answers ``{'activated': [...], 'forget': [...]}``.
+* 1.2 - ``compute_node_update``'s inventories may hold the host's
+  hardware: ``cpu_info``, ``disk_available_least``, ``numa_topology``,
+  ``pci_device_pools`` (see :mod:`scheduler.host_inputs`). To a conductor
+  capped below 1.2 the report goes as 1.0, without them.
 
 ComputeTaskAPI (namespace ``compute_task``), what API clients
 (``gantt-manage``) and compute agents call:
@@ -44,18 +48,21 @@ import oslo_messaging as messaging
 
 from scheduler import conf
 from scheduler import exception
+from scheduler import host_inputs
 from scheduler import rpc
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 RPC_TOPIC = 'conductor'
-CONDUCTOR_API_VERSION = '1.1'
+CONDUCTOR_API_VERSION = '1.2'
 COMPUTE_TASK_API_VERSION = '1.2'
 # How many times schedule_and_build_instances is sent again after a
 # timeout (accepting is idempotent).
 BUILD_CALL_RETRIES = 2
 COMPUTE_TASK_NAMESPACE = 'compute_task'
+# Inventory fields a conductor takes since ConductorAPI 1.2.
+HARDWARE_FIELDS = frozenset(host_inputs.REPORTED_FIELDS)
 
 
 class ConductorAPI:
@@ -78,7 +85,15 @@ class ConductorAPI:
 
         ``nodes`` is a list of ``{'uuid', 'nodename', 'inventory'}`` dicts,
         ``inventory`` holding fields of ``compute_nodes.INVENTORY_FIELDS``.
+        The hardware fields (1.2) are left out for an older conductor,
+        which would refuse them.
         """
+        if self.client.can_send_version('1.2'):
+            return self.client.prepare(version='1.2').call(
+                ctxt, 'compute_node_update', host=host, nodes=nodes)
+        nodes = [dict(node, inventory={
+            name: value for name, value in node['inventory'].items()
+            if name not in HARDWARE_FIELDS}) for node in nodes]
         return self.client.call(ctxt, 'compute_node_update', host=host,
                                 nodes=nodes)
 

@@ -20,8 +20,11 @@ INVENTORY_FIELDS = (
     'reserved_disk_gb', 'cpu_allocation_ratio', 'ram_allocation_ratio',
     'disk_allocation_ratio', 'hypervisor_type', 'hypervisor_version',
     'host_ip', 'supported_instances', 'stats', 'metrics', 'num_instances',
-    'io_workload',
+    'io_workload', 'cpu_info', 'disk_available_least', 'numa_topology',
+    'pci_device_pools',
 )
+# Written by claims only: a report never touches them.
+USAGE_FIELDS = ('numa_usage', 'pci_usage')
 RATIO_FIELDS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
                 'disk_allocation_ratio')
 # What a report may add: the ratio a new node starts with when the
@@ -33,7 +36,8 @@ def report_inventory(session, uuid, host, nodename, inventory):
     """Create or update a node from a compute agent's report.
 
     Usage columns are never taken from a report: they are the sum of the
-    node's allocations. Returns the node row's id.
+    node's allocations (``numa_usage`` and ``pci_usage``: what claims
+    wrote). Returns the node row's id.
 
     Allocation ratios follow Nova: a ratio the compute sets is written; one
     it reports as None keeps the node's ratio, or, for a node with none
