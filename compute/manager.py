@@ -2,14 +2,16 @@
 
 At start it reports its nodes' inventory to the conductor, then again every
 ``[DEFAULT] report_interval`` seconds with its instance counts; its
-heartbeat also goes through the conductor. With the inventory go the host
+heartbeat also goes through the conductor. Its nodes are ``[fake_virt]
+node_count`` virtual ones, or ``baremetal_nodes`` baremetal ones (see
+:mod:`compute.baremetal`). With the inventory go the host
 facts filters read, set per agent in ``[fake_virt]``: hypervisor type and
 version, supported instances, host IP, stats (the agent's own
 ``num_instances``, ``num_vm_active``, ``num_proj_<project>``,
 ``io_workload`` and ``failed_builds``, as Nova's resource tracker counts
 them, plus any configured), metrics, and the hardware of
 :mod:`compute.hardware` (``cpu_info``, ``numa_topology``,
-``pci_device_pools``, ``disk_available_least``; conductor API 1.2).
+``pci_device_pools``, ``disk_available_least``; conductor API 1.3).
 ``build_and_run_instance`` "spawns" at once (or after ``[fake_virt]
 spawn_time``) and reports ACTIVE; a failed build (``[fake_virt]
 build_failure_rate``) goes back to the conductor with the alternates,
@@ -58,12 +60,14 @@ import uuid as uuid_lib
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from compute import baremetal
 from compute import hardware
 from compute import rpcapi as compute_rpcapi
 from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
 from scheduler import context as gantt_context
 from scheduler import exception
+from scheduler.notifications import instance as instance_notes
 from scheduler.objects import instance_info as instance_info_obj
 from scheduler.objects import request_spec as request_spec_obj
 from scheduler.objects import selection as selection_obj
@@ -71,6 +75,7 @@ from scheduler import rpc
 from scheduler import rpcapi as scheduler_rpcapi
 from scheduler import service
 from scheduler import validation
+from scheduler import version
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -113,8 +118,15 @@ class ComputeManager(service.Manager):
         this agent, so one process can run unlike hosts (the demo and the
         tests do)."""
         self.host = host or CONF.host
-        self.nodes = node_names(self.host, CONF.fake_virt.node_count)
         self.capacity = dict(capacity or {})
+        # ``[fake_virt] baremetal_nodes``: an Ironic compute's nodes
+        # instead of virtual ones (see compute.baremetal).
+        self.baremetal = bool(self._fake('baremetal_nodes'))
+        if self.baremetal:
+            self.nodes = baremetal.node_names(
+                self.host, self._fake('baremetal_nodes'))
+        else:
+            self.nodes = node_names(self.host, CONF.fake_virt.node_count)
         self.build_failure_rate = build_failure_rate
         # Checked now: a bad document stops the agent before it serves.
         self.hardware = hardware.configured(self._fake)
@@ -137,7 +149,8 @@ class ComputeManager(service.Manager):
     def heartbeat(self):
         self.conductor_api.service_update(gantt_context.get_admin_context(),
                                           self.host, BINARY,
-                                          compute_rpcapi.RPC_TOPIC)
+                                          compute_rpcapi.RPC_TOPIC,
+                                          version.SERVICE_VERSION)
 
     def periodic_tasks(self):
         # Runs at once and then periodically, so that a conductor that
@@ -244,7 +257,7 @@ class ComputeManager(service.Manager):
 
     def _inventory(self, nodename):
         stats, count, io_workload = self._stats(nodename)
-        return {
+        inventory = {
             'vcpus': self._fake('vcpus'),
             'memory_mb': self._fake('memory_mb'),
             'local_gb': self._fake('local_gb'),
@@ -271,6 +284,9 @@ class ComputeManager(service.Manager):
             # None: not reported (the conductor writes NULL).
             **self.hardware,
         }
+        if self.baremetal:
+            return baremetal.inventory(inventory)
+        return inventory
 
     def update_available_resource(self, context):
         nodes = [{'uuid': node_uuid(self.host, name), 'nodename': name,
@@ -294,14 +310,19 @@ class ComputeManager(service.Manager):
                                host_list, 'node %s is not run by %s'
                                % (node, self.host))
             return
+        instance_notes.create(ctxt, 'start', instance_uuid, request_spec,
+                              self.host, node)
         if not self._spawn(instance_uuid, node):
             return
         failure_rate = (CONF.fake_virt.build_failure_rate
                         if self.build_failure_rate is None
                         else self.build_failure_rate)
         if random.random() < failure_rate:
+            reason = 'fake spawn failure on %s' % node
+            instance_notes.create(ctxt, 'error', instance_uuid, request_spec,
+                                  self.host, node, fault=reason)
             self._build_failed(ctxt, instance_uuid, node, request_spec,
-                               host_list, 'fake spawn failure on %s' % node)
+                               host_list, reason)
             return
         with self._lock:
             # Nova resets the count of failed builds on a success.
@@ -320,6 +341,8 @@ class ComputeManager(service.Manager):
             self._untrack(ctxt, instance_uuid)
             return
         LOG.info('Spawned instance %s on %s', instance_uuid, node)
+        instance_notes.create(ctxt, 'end', instance_uuid, request_spec,
+                              self.host, node)
         self._announce(ctxt, instance_uuid, request_spec)
 
     def _spawn(self, instance_uuid, node):

@@ -11,7 +11,8 @@ conductor writes each heartbeat at once, alone; a busy one writes them in
 batches as large as its load, with no timer and no thread of its own::
 
     batcher = HeartbeatBatcher()
-    disabled = batcher.report('compute-1', 'gantt-compute', 'compute')
+    disabled = batcher.report('compute-1', 'gantt-compute', 'compute',
+                              version=1)
 
 Each caller gets its own service's ``disabled`` flag, or the error of the
 transaction its heartbeat was in (the compute logs it and reports again
@@ -23,18 +24,21 @@ import threading
 
 from scheduler.db import api as db_api
 from scheduler.db import services as db_services
+from scheduler.notifications import service as service_notes
 
 # Heartbeats written in one transaction at most (bounds the IN lists).
 MAX_BATCH = 500
 
 
 class _Heartbeat:
-    __slots__ = ('host', 'binary', 'topic', 'done', 'disabled', 'error')
+    __slots__ = ('host', 'binary', 'topic', 'version', 'done', 'disabled',
+                 'error')
 
-    def __init__(self, host, binary, topic):
+    def __init__(self, host, binary, topic, version):
         self.host = host
         self.binary = binary
         self.topic = topic
+        self.version = version
         self.done = False
         self.disabled = None
         self.error = None
@@ -49,9 +53,10 @@ class HeartbeatBatcher:
         self._writing = False
         self.stats = {'heartbeats': 0, 'transactions': 0}
 
-    def report(self, host, binary, topic):
-        """Record the heartbeat; the service's ``disabled`` flag."""
-        heartbeat = _Heartbeat(host, binary, topic)
+    def report(self, host, binary, topic, version=None):
+        """Record the heartbeat (of a service running ``version``, if it
+        said); the service's ``disabled`` flag."""
+        heartbeat = _Heartbeat(host, binary, topic, version)
         with self._cond:
             self._pending.append(heartbeat)
             while not heartbeat.done:
@@ -78,23 +83,29 @@ class HeartbeatBatcher:
         try:
             by_service = collections.defaultdict(set)
             for heartbeat in batch:
-                by_service[heartbeat.binary, heartbeat.topic].add(
-                    heartbeat.host)
+                by_service[heartbeat.binary, heartbeat.topic,
+                           heartbeat.version].add(heartbeat.host)
             answers = {}
+            created = []
             with db_api.writer() as session:
-                for (binary, topic), hosts in by_service.items():
+                for (binary, topic, version), hosts in by_service.items():
                     found = db_services.heartbeat_many(session, binary,
-                                                       topic, hosts)
+                                                       topic, hosts, version)
                     for host in hosts - set(found):
                         # First report: the row is created.
                         row = db_services.report_alive(session, host,
-                                                       binary, topic)
+                                                       binary, topic, version)
                         found[host] = bool(row.disabled)
+                        if row.report_count == 1:
+                            created.append(row)
                     for host, disabled in found.items():
                         answers[host, binary] = disabled
             for heartbeat in batch:
                 heartbeat.disabled = answers[heartbeat.host,
                                              heartbeat.binary]
+            for row in created:
+                service_notes.service_action(None, 'create', row,
+                                             'gantt-conductor')
         except Exception as error:
             for heartbeat in batch:
                 heartbeat.error = error

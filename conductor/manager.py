@@ -46,6 +46,9 @@ from scheduler import validation
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
+# A service version fits an SQL INTEGER.
+MAX_SERVICE_VERSION = 2 ** 31 - 1
+
 
 class ConductorManager(service.Manager):
     """Mission: conduct things, so that computes never touch SQL."""
@@ -70,11 +73,14 @@ class ConductorManager(service.Manager):
 
     @rpc.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
-    def service_update(self, ctxt, host, binary, topic):
+    def service_update(self, ctxt, host, binary, topic, version=None):
         payloads.checked_service(host, binary, topic)
+        validation.integer('version', version, 0, MAX_SERVICE_VERSION,
+                           nullable=True)
         # Written with the heartbeats of other computes arriving at the
         # same time, in one transaction (conductor/heartbeats.py).
-        return {'disabled': self.heartbeats.report(host, binary, topic)}
+        return {'disabled': self.heartbeats.report(host, binary, topic,
+                                                   version)}
 
     @rpc.expose
     @messaging.expected_exceptions(exception.InvalidRequest)

@@ -13,9 +13,10 @@ host_state_refresh_interval`` seconds, reading only what changed:
   (registration, enable/disable, forced down; a heartbeat does not move
   it);
 * liveness transitions, not heartbeats: the services whose last heartbeat
-  is older than ``[DEFAULT] service_down_time`` (an indexed
-  ``last_seen_up``; as many rows as there are dead services), and those
-  of them that heartbeated again. Each cached service carries the
+  is older than ``[DEFAULT] service_down_time`` or that never sent one
+  (an indexed ``last_seen_up``; as many rows as there are dead or new
+  services, the new ones judged by ``created_at`` as Nova does), and
+  those of them that heartbeated again. Each cached service carries the
   judgement (``ServiceInfo.alive``) that ComputeFilter reads;
 * every ``FULL_READ_INTERVAL`` seconds, the generation of every node and
   every service, to notice deleted rows and rows written by a host whose
@@ -94,7 +95,7 @@ _SERVICE = models.Service.__table__
 _SERVICE_COLUMNS = (_SERVICE.c.id, _SERVICE.c.host, _SERVICE.c.binary,
                     _SERVICE.c.disabled, _SERVICE.c.disabled_reason,
                     _SERVICE.c.forced_down, _SERVICE.c.last_seen_up,
-                    _SERVICE.c.updated_at)
+                    _SERVICE.c.updated_at, _SERVICE.c.created_at)
 _RATIO_OPTIONS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
                   'disk_allocation_ratio')
 
@@ -135,9 +136,11 @@ def _read_services(session, since=None, hosts=None, dead_before=None):
     return session.execute(query).all()
 
 
-def _alive_since(now):
-    """The earliest heartbeat that makes a service alive at ``now``."""
-    return now - datetime.timedelta(seconds=CONF.service_down_time)
+def _alive_window(now):
+    """``(earliest, latest)`` heartbeat that makes a service alive at
+    ``now``."""
+    window = datetime.timedelta(seconds=CONF.service_down_time)
+    return now - window, now + window
 
 
 class _Changes:
@@ -147,8 +150,8 @@ class _Changes:
         self.nodes = []
         self.removed = []
         self.services = []
-        # Services heartbeating at or after this are alive.
-        self.alive_since = None
+        # Services whose last heartbeat lies between these are alive.
+        self.alive_since = self.alive_until = None
         # A full read: ``nodes`` holds the rows whose generation changed,
         # ``services`` every service. Otherwise both hold the rows
         # written since the watermark.
@@ -236,6 +239,12 @@ class HostManager(instance_tracking.InstanceTracking):
             self._ensure_thread()
         return table
 
+    def filter_names(self):
+        """``(option, filter names)``: the filters requests go through
+        and the ``[filter_scheduler]`` option that lists them."""
+        return ('enabled_filters',
+                list(CONF.filter_scheduler.enabled_filters))
+
     def consume(self, node_id, resources, instance_uuid=None,
                 instance_info=None, in_flight=False):
         """Record a claim in the cached row of ``node_id``; with
@@ -302,7 +311,7 @@ class HostManager(instance_tracking.InstanceTracking):
             return {}
         with self._lock:
             seen_seq = self._consume_seq
-        alive_since = _alive_since(models.utcnow())
+        alive_since, alive_until = _alive_window(models.utcnow())
         with db_api.reader() as session:
             rows = compute_nodes.get_nodes(session, ids=node_ids)
             services = _read_services(session,
@@ -310,7 +319,7 @@ class HostManager(instance_tracking.InstanceTracking):
         with self._lock:
             for service in services:
                 self._cache_service(service.host, host_table.service_from_row(
-                    service, alive_since))
+                    service, alive_since, alive_until))
             # A node claimed on since the read began, or with a claim in
             # flight, keeps its cached row. Nodes new to the cache wait
             # for the next refresh, which rebuilds the table with them.
@@ -347,7 +356,7 @@ class HostManager(instance_tracking.InstanceTracking):
             full = (full or self._watermark is None
                     or now - self._last_full_read >= FULL_READ_INTERVAL)
             changes = _Changes()
-            changes.alive_since = _alive_since(began)
+            changes.alive_since, changes.alive_until = _alive_window(began)
             first_load = self._table is None
             with self._lock:
                 seen_seq = self._consume_seq
@@ -501,21 +510,20 @@ class HostManager(instance_tracking.InstanceTracking):
         changed = set()
         seen = set()
         cached = self._services
-        alive_since = changes.alive_since
+        window = (changes.alive_since, changes.alive_until)
         for row in changes.services:
             seen.add(row.host)
             # Rows read again within the slack, and the heartbeats of the
             # full read, mostly change nothing the filters see: compare
             # before building anything. (A cached last_seen_up is the one
             # of the row's last change; ``alive`` is what counts.)
-            alive = (row.last_seen_up is not None
-                     and row.last_seen_up >= alive_since)
+            alive = host_table.heartbeat_within(row, *window)
             old = cached.get(row.host)
             if old is not None and old.alive == alive and \
                     old[:6] == tuple(row[:6]):
                 continue
             self._cache_service(row.host, host_table.service_from_row(
-                row, alive_since))
+                row, *window))
             changed.add(row.host)
         if changes.full:
             for host in set(cached) - seen:

@@ -46,7 +46,7 @@ EPOCH = datetime.datetime(1970, 1, 1)
 # arithmetic of db.services.is_up does.
 NO_HEARTBEAT = np.iinfo(np.int64).min
 # The heartbeat column of a service the host cache judged alive at its
-# last refresh (see ServiceInfo): later than any limit.
+# last refresh (see ServiceInfo): later than any limit, and up.
 ALIVE = np.iinfo(np.int64).max
 
 # resource -> (HostState total, used, reserved and ratio attributes)
@@ -70,30 +70,47 @@ def to_microseconds(when):
 
 
 # ``alive``: None, or the host cache's judgement of the heartbeat at its
-# last refresh (last_seen_up within ``[DEFAULT] service_down_time``); the
-# cache reads liveness transitions, not every heartbeat, so its
-# last_seen_up is the one of the row's last change and ``alive`` decides.
+# last refresh (see last_heartbeat); the cache reads liveness transitions,
+# not every heartbeat, so its last_seen_up is the one of the row's last
+# change and ``alive`` decides. ``created_at``: when the service row was
+# made, its heartbeat until it sends one.
 ServiceInfo = collections.namedtuple(
     'ServiceInfo',
-    'id host binary disabled disabled_reason forced_down last_seen_up alive',
-    defaults=(None,))
+    'id host binary disabled disabled_reason forced_down last_seen_up alive '
+    'created_at', defaults=(None, None))
 
 
-def service_from_row(row, alive_since=None):
-    """A ServiceInfo from a ``services`` row; with ``alive_since`` (naive
-    UTC), judged alive if it heartbeated at or after that time."""
+def last_heartbeat(service):
+    """The service's last heartbeat as Nova's DB servicegroup driver reads
+    it: ``last_seen_up``, or ``created_at`` if it never sent one."""
+    return service.last_seen_up or getattr(service, 'created_at', None)
+
+
+def heartbeat_within(service, alive_since, alive_until):
+    """True if the service's last heartbeat lies in ``[alive_since,
+    alive_until]`` (naive UTC): now -/+ ``[DEFAULT] service_down_time``,
+    since Nova counts a heartbeat that far in the future as down too."""
+    heartbeat = last_heartbeat(service)
+    return heartbeat is not None and alive_since <= heartbeat <= alive_until
+
+
+def service_from_row(row, alive_since=None, alive_until=None):
+    """A ServiceInfo from a ``services`` row; with ``alive_since`` (and
+    ``alive_until``, naive UTC), judged alive if its last heartbeat lies
+    between the two."""
     alive = None
     if alive_since is not None:
-        alive = (row.last_seen_up is not None
-                 and row.last_seen_up >= alive_since)
+        alive = heartbeat_within(row, alive_since,
+                                 alive_until or datetime.datetime.max)
     return ServiceInfo(row.id, sys.intern(row.host), sys.intern(row.binary),
                        bool(row.disabled), row.disabled_reason,
-                       bool(row.forced_down),
-                       row.last_seen_up, alive)
+                       bool(row.forced_down), row.last_seen_up, alive,
+                       row.created_at)
 
 
 def service_is_up(service, now, down_time):
-    """True if ``service`` heartbeated within ``down_time`` seconds.
+    """True if ``service`` heartbeated within ``down_time`` seconds of
+    ``now`` (either way), as Nova's DB servicegroup driver says.
 
     ``now`` is a naive UTC datetime; the arithmetic is the one of
     :func:`scheduler.db.services.is_up`. A service the host cache judged
@@ -104,10 +121,8 @@ def service_is_up(service, now, down_time):
         return False
     if service.alive is not None:
         return service.alive
-    if not service.last_seen_up:
-        return False
-    return now - service.last_seen_up <= datetime.timedelta(
-        seconds=down_time)
+    window = datetime.timedelta(seconds=down_time)
+    return heartbeat_within(service, now - window, now + window)
 
 
 _RATIO_FIELDS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
@@ -385,6 +400,12 @@ class HostState:
             datetime.timezone.utc).replace(tzinfo=None)
         return service_is_up(self.service, now, down_time)
 
+    def claim_amounts(self, resources):
+        """What a claim for an instance asking ``resources`` takes on
+        this node: those resources (a baremetal node is taken whole, see
+        :mod:`scheduler.ironic_host_manager`)."""
+        return resources
+
     def consumed(self, resources):
         """A copy with ``resources`` (placement_types.Resources) taken by one
         more instance, as Nova's consume_from_request counts it."""
@@ -403,7 +424,8 @@ class HostState:
 
 # The HostState attributes a request may name, under Nova's names: the
 # ComputeCapabilitiesFilter's extra specs and the JsonFilter's
-# ``$variables`` read these and nothing else (no methods, nothing private).
+# ``$variables`` read these and nothing else (no methods, nothing private;
+# the JsonFilter also reads the service's json_query.SERVICE_FIELDS).
 PUBLIC_ATTRIBUTES = frozenset(HostState.NODE_FIELDS) | frozenset([
     'hypervisor_hostname', 'free_ram_mb', 'free_disk_mb', 'disk_mb_used',
     'vcpus_free', 'num_io_ops', 'failed_builds', 'availability_zone',
@@ -462,7 +484,7 @@ def _service_values(state):
     if service.alive is not None:
         heartbeat = ALIVE if service.alive else NO_HEARTBEAT
     else:
-        heartbeat = to_microseconds(service.last_seen_up)
+        heartbeat = to_microseconds(last_heartbeat(service))
     return (True, bool(service.disabled), bool(service.forced_down),
             heartbeat)
 
@@ -804,10 +826,13 @@ class HostTable:
             down_time = CONF.service_down_time
         now = now or datetime.datetime.now(
             datetime.timezone.utc).replace(tzinfo=None)
-        limit = to_microseconds(now) - down_time * 1000000
+        window = down_time * 1000000
+        now_us = to_microseconds(now)
         return (self.has_service & ~self.forced_down
                 & (self.heartbeat_us != NO_HEARTBEAT)
-                & (self.heartbeat_us >= limit))
+                & (self.heartbeat_us >= now_us - window)
+                & ((self.heartbeat_us <= now_us + window)
+                   | (self.heartbeat_us == ALIVE)))
 
     def in_zone(self, zone):
         """Column: the host is in availability zone ``zone``."""

@@ -1,9 +1,11 @@
 """Plugin loading: scheduler drivers, host filters and host weighers.
 
 Plugins are classes published as setuptools entry points, looked up by
-stevedore in three namespaces:
+stevedore in four namespaces:
 
 * ``gantt.scheduler.driver``: drivers, chosen by ``[scheduler] driver``;
+* ``gantt.scheduler.host_manager``: host managers, chosen by
+  ``[scheduler] host_manager``;
 * ``gantt.scheduler.filters``: host filters, one entry point per class,
   named like the class (``RamFilter``);
 * ``gantt.scheduler.weighers``: host weighers (``RAMWeigher``).
@@ -21,6 +23,7 @@ import error. Example::
 
     from scheduler import loadables
     driver_cls = loadables.load_driver('filter_scheduler')
+    manager_cls = loadables.load_host_manager('ironic_host_manager')
     filter_classes = loadables.load_filter_classes(
         ['all_filters'], ['ComputeFilter', 'RamFilter'])
     weigher_classes = loadables.load_weigher_classes(['all_weighers'])
@@ -36,6 +39,7 @@ from scheduler import exception
 LOG = logging.getLogger(__name__)
 
 DRIVER_NAMESPACE = 'gantt.scheduler.driver'
+HOST_MANAGER_NAMESPACE = 'gantt.scheduler.host_manager'
 FILTER_NAMESPACE = 'gantt.scheduler.filters'
 WEIGHER_NAMESPACE = 'gantt.scheduler.weighers'
 
@@ -116,6 +120,17 @@ def load_driver(name):
     PluginLoadFailed.
     """
     return _load_entry_points(DRIVER_NAMESPACE, 'scheduler driver',
+                              [name])[name]
+
+
+def load_host_manager(name):
+    """The host manager class published as ``name`` in
+    ``gantt.scheduler.host_manager``.
+
+    Raises PluginNotFound (listing the installed host managers) or
+    PluginLoadFailed.
+    """
+    return _load_entry_points(HOST_MANAGER_NAMESPACE, 'host manager',
                               [name])[name]
 
 

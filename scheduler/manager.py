@@ -43,6 +43,7 @@ from scheduler.db import api as db_api
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler import exception
 from scheduler import loadables
+from scheduler.notifications import request_spec as spec_notes
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler.objects import instance_info as instance_info_obj
 from scheduler.objects import request_spec as request_spec_obj
@@ -209,6 +210,8 @@ class SchedulerManager(service.Manager):
         for field, value in (('return_objects', return_objects),
                              ('return_alternates', return_alternates)):
             validation.choice(field, value, (True, False))
+        # As Nova's: no .end when the request fails (NoValidHost...).
+        spec_notes.select_destinations(ctxt, spec_obj, 'start')
         try:
             selections = self.driver.select_destinations(
                 ctxt, spec_obj, instance_uuids, return_alternates)
@@ -217,6 +220,7 @@ class SchedulerManager(service.Manager):
             raise exception.DatabaseUnavailable(
                 url=config.redact_database_url(CONF.database.connection),
                 reason=db_api.describe_error(error))
+        spec_notes.select_destinations(ctxt, spec_obj, 'end')
         if return_objects:
             return selections
         return [alternates[0].to_legacy_dict() for alternates in selections]

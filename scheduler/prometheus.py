@@ -200,6 +200,9 @@ class _Metrics:
         self.reaped = prom.Counter(
             'gantt_conductor_reaper_releases',
             'Instances or claims the reaper ended, by kind', ['kind'])
+        self.notifications = prom.Counter(
+            'gantt_notifications', 'Notifications sent, failed to send, or '
+            'dropped from a full queue, by outcome', ['outcome'])
 
 
 def metrics():
@@ -270,3 +273,8 @@ def rescheduled():
 def reaped(kind, amount=1):
     if amount > 0:
         metrics().reaped.labels(kind=kind).inc(amount)
+
+
+def notification(outcome):
+    """``outcome``: sent, failed, dropped."""
+    metrics().notifications.labels(outcome=outcome).inc()

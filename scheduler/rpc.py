@@ -55,7 +55,7 @@ TRANSPORT = None
 NOTIFIER = None
 
 # Exceptions of these modules reach RPC callers as themselves.
-ALLOWED_EXMODS = ['scheduler.exception']
+ALLOWED_EXMODS = ['scheduler.exception', 'scheduler.pci.errors']
 
 # The topic of the start-up probe's cast; nothing consumes it.
 PROBE_TOPIC = 'gantt-broker-probe'

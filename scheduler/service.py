@@ -35,8 +35,11 @@ from scheduler import conf
 from scheduler import context as gantt_context
 from scheduler.db import api as db_api
 from scheduler.db import services as db_services
+from scheduler import notifications
+from scheduler.notifications import service as service_notes
 from scheduler import rpc
 from scheduler import sd_notify
+from scheduler import version
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -96,7 +99,10 @@ def db_reporter(host, binary, topic):
     """A reporter that writes the heartbeat to the services table."""
     def report():
         with db_api.writer() as session:
-            db_services.report_alive(session, host, binary, topic)
+            row = db_services.report_alive(session, host, binary, topic,
+                                           version.SERVICE_VERSION)
+        if row.report_count == 1:
+            service_notes.service_action(None, 'create', row, binary, host)
     return report
 
 
@@ -167,6 +173,7 @@ class Service(oslo_service.Service):
             loop.wait(timeout=max(0.0, deadline - time.monotonic()))
         self._loops = []
         self.manager.cleanup_host()
+        notifications.flush()
         self._stopped.set()
 
     def wait(self):

@@ -55,6 +55,8 @@ from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instance_groups as db_groups
 from scheduler.db import instances as db_instances
 from scheduler import exception
+from scheduler.notifications import compute_task as compute_task_notes
+from scheduler.notifications import server_group as group_notes
 from scheduler.objects import request_spec as request_spec_obj
 from scheduler import prometheus
 
@@ -188,22 +190,27 @@ class BuildTask:
         """Join the server group, ask the scheduler, cast the builds;
         every outcome ends on the instances."""
         try:
-            db_api.retry_on_db_error(join_group)(instance_uuids,
-                                                 request_spec)
+            group = db_api.retry_on_db_error(join_group)(instance_uuids,
+                                                         request_spec)
         except (db_groups.InstanceGroupNotFound,
                 exception.InvalidRequest) as error:
             LOG.warning('Build of %s refused: %s', instance_uuids, error)
-            self._fail_all(instance_uuids, error_text(error))
+            self._fail_all(instance_uuids, request_spec,
+                           error_text(error))
             prometheus.build_ended('refused', len(instance_uuids))
             return
         except Exception as error:
             # Not left BUILDING until the reaper's timeout: say why now.
             LOG.exception('Joining the server group of %s failed',
                           instance_uuids)
-            self._fail_all(instance_uuids, 'Joining the server group '
-                           'failed: %s' % error_text(error))
+            self._fail_all(instance_uuids, request_spec,
+                           'Joining the server group failed: %s'
+                           % error_text(error))
             prometheus.build_ended('failed', len(instance_uuids))
             return
+        if group is not None:
+            group_notes.group_action(ctxt, 'add_member', group,
+                                     'gantt-conductor')
         try:
             selections = self.scheduler_api.select_destinations(
                 ctxt, request_spec, instance_uuids, return_objects=True,
@@ -211,19 +218,19 @@ class BuildTask:
         except exception.NoValidHost as error:
             LOG.warning('No valid host for %s: %s', instance_uuids,
                         error_text(error))
-            self._fail_all(instance_uuids, error_text(error))
+            self._fail_all(instance_uuids, request_spec, error)
             prometheus.build_ended('no_valid_host', len(instance_uuids))
             return
         except messaging.MessagingTimeout:
             LOG.error('The scheduler did not answer for %s', instance_uuids)
-            self._fail_all(
-                instance_uuids, 'The scheduler did not answer in time.')
+            self._fail_all(instance_uuids, request_spec,
+                           'The scheduler did not answer in time.')
             prometheus.build_ended('failed', len(instance_uuids))
             return
         except Exception as error:
             LOG.exception('Scheduling %s failed', instance_uuids)
-            self._fail_all(instance_uuids, 'Scheduling failed: %s'
-                           % error_text(error))
+            self._fail_all(instance_uuids, request_spec,
+                           'Scheduling failed: %s' % error_text(error))
             prometheus.build_ended('failed', len(instance_uuids))
             return
         prometheus.build_ended('scheduled', len(instance_uuids))
@@ -270,16 +277,16 @@ class BuildTask:
                 self._send_to(ctxt, instance_uuid, request_spec, candidate,
                               remaining)
                 return
-        self._fail_max_retries(instance_uuid, retry, reason)
+        self._fail_max_retries(instance_uuid, request_spec, retry, reason)
 
-    def _fail_max_retries(self, instance_uuid, retry, reason):
+    def _fail_max_retries(self, instance_uuid, request_spec, retry, reason):
         message = str(exception.MaxRetriesExceeded(
             reason='Exhausted all hosts available for retrying build '
                    'failures for instance %s. Hosts tried: %s. Last '
                    'error: %s' % (instance_uuid,
                                   ', '.join(host for host, _node
                                             in retry.hosts), reason)))
-        self._fail_all([instance_uuid], message)
+        self._fail_all([instance_uuid], request_spec, message)
 
     def _reschedule_legacy(self, ctxt, instance_uuid, request_spec, retry,
                            reason):
@@ -292,7 +299,7 @@ class BuildTask:
         with MaxRetriesExceeded.
         """
         if retry.num_attempts >= CONF.scheduler.max_attempts:
-            self._fail_max_retries(instance_uuid, retry, reason)
+            self._fail_max_retries(instance_uuid, request_spec, retry, reason)
             return
         spec = request_spec.obj_clone()
         spec.num_instances = 1
@@ -307,17 +314,17 @@ class BuildTask:
         except exception.NoValidHost as error:
             LOG.warning('No valid host to reschedule %s: %s', instance_uuid,
                         error_text(error))
-            self._fail_all([instance_uuid], error_text(error))
+            self._fail_all([instance_uuid], request_spec, error)
             return
         except messaging.MessagingTimeout:
             LOG.error('The scheduler did not answer for %s', instance_uuid)
-            self._fail_all([instance_uuid],
+            self._fail_all([instance_uuid], request_spec,
                            'The scheduler did not answer in time.')
             return
         except Exception as error:
             LOG.exception('Rescheduling %s failed', instance_uuid)
-            self._fail_all([instance_uuid], 'Scheduling failed: %s'
-                           % error_text(error))
+            self._fail_all([instance_uuid], request_spec,
+                           'Scheduling failed: %s' % error_text(error))
             return
         self._send_to(ctxt, instance_uuid, request_spec, selection, [])
 
@@ -422,27 +429,45 @@ class BuildTask:
         return bool(won)
 
     @staticmethod
-    @db_api.retry_on_db_error
-    def _fail_all(instance_uuids, reason):
-        """End the builds in ERROR with ``reason``, releasing every claim
-        each instance holds in the same transaction (a scheduler asked
-        twice after a timeout may have claimed with its first answer).
-        An instance that stopped building meanwhile (deleted, timed out)
-        keeps its state; a claim it holds all the same is released."""
-        with db_api.writer() as session:
-            for uuid in instance_uuids:
-                if db_instances.update(
-                        session, uuid,
-                        expected_vm_state=db_instances.BUILDING,
-                        refused_task_state=db_instances.DELETING,
-                        vm_state=db_instances.ERROR, task_state=None,
-                        host=None, node=None, fault=reason) or \
-                        db_instances.get(session, uuid).vm_state in \
-                        db_instances.HOLDS_NO_CLAIM:
-                    released = claims.release_resources(session, uuid)
-                    if released:
-                        LOG.info('Released %d claim(s) of failed build %s',
-                                 len(released), uuid)
+    def _fail_all(instance_uuids, request_spec, reason):
+        """End the builds in ERROR with ``reason``, an exception or its
+        text (see :func:`_end_in_error`), with a
+        ``compute_task.build_instances.error`` notification for each
+        instance this ended."""
+        text = reason if isinstance(reason, str) else error_text(reason)
+        for uuid in _end_in_error(instance_uuids, text):
+            spec = request_spec
+            if spec is not None and spec.obj_get('instance_uuid') != uuid:
+                spec = request_spec.obj_clone()
+                spec.instance_uuid = uuid
+            compute_task_notes.task_error(None, 'build_instances', uuid, spec,
+                                          reason, db_instances.ERROR)
+
+
+@db_api.retry_on_db_error
+def _end_in_error(instance_uuids, reason):
+    """End the builds in ERROR with ``reason``, releasing every claim
+    each instance holds in the same transaction (a scheduler asked twice
+    after a timeout may have claimed with its first answer). An instance
+    that stopped building meanwhile (deleted, timed out) keeps its state;
+    a claim it holds all the same is released. The uuids ended now."""
+    ended = []
+    with db_api.writer() as session:
+        for uuid in instance_uuids:
+            failed = db_instances.update(
+                session, uuid, expected_vm_state=db_instances.BUILDING,
+                refused_task_state=db_instances.DELETING,
+                vm_state=db_instances.ERROR, task_state=None, host=None,
+                node=None, fault=reason)
+            if failed:
+                ended.append(uuid)
+            if failed or db_instances.get(session, uuid).vm_state in \
+                    db_instances.HOLDS_NO_CLAIM:
+                released = claims.release_resources(session, uuid)
+                if released:
+                    LOG.info('Released %d claim(s) of failed build %s',
+                             len(released), uuid)
+    return ended
 
 
 def _record(instance_uuids, request_spec):

@@ -6,7 +6,10 @@ one conditional UPDATE that sets its ``task_state`` only if the instance is
 in a state the operation may start from and no other operation is under
 way, so that two operations on one instance never interleave; a refused
 start changes nothing and says why. It ends by clearing ``task_state``
-(:func:`finish`), also when it fails (:func:`abort`)::
+(:func:`finish`), also when it fails (:func:`abort`). The three send the
+operation's ``instance.<action>.start``, ``.end`` and ``.error``
+notifications (see :mod:`scheduler.notifications.instance`); a failure to
+find a destination also sends ``compute_task.<task>.error``::
 
     row = common.start(uuid, 'migrate', (ACTIVE,), RESIZE_PREP)
     try:
@@ -18,6 +21,9 @@ start changes nothing and says why. It ends by clearing ``task_state``
     return common.view(uuid)
 """
 
+import sys
+import threading
+
 from oslo_log import log as logging
 
 from scheduler.db import api as db_api
@@ -26,9 +32,24 @@ from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
 from scheduler.db import moves
 from scheduler import exception
+from scheduler import notifications
+from scheduler.notifications import compute_task as compute_task_notes
+from scheduler.notifications import instance as instance_notes
 from scheduler.objects import request_spec as request_spec_obj
 
 LOG = logging.getLogger(__name__)
+
+# The conductor task each operation's scheduling failure is reported
+# under (compute_task.<task>.error), as Nova's.
+TASKS = {'migrate': 'migrate_server', 'resize': 'migrate_server',
+         'live-migrate': 'migrate_server', 'rebuild': 'rebuild_server',
+         'evacuate': 'rebuild_server', 'unshelve': 'unshelve_instance'}
+
+# {instance uuid: action} of the operations under way in this process,
+# so that finish() and abort() know what ended. start() makes sure only
+# one operation at a time holds an instance.
+_under_way = {}
+_under_way_lock = threading.Lock()
 
 
 def start(instance_uuid, action, vm_states, task_state):
@@ -49,19 +70,76 @@ def start(instance_uuid, action, vm_states, task_state):
                 task_state=row.task_state)
     LOG.info('%s of instance %s started (%s on %s)', action.capitalize(),
              instance_uuid, row.vm_state, row.host)
+    with _under_way_lock:
+        _under_way[instance_uuid] = action
+    notify_action(instance_uuid, action, 'start', row, task_state=task_state)
     return row
 
 
-def finish(instance_uuid, **values):
-    """Clear ``task_state`` and set ``values`` on the instance."""
+def finish(instance_uuid, error=None, **values):
+    """Clear ``task_state`` and set ``values`` on the instance; the
+    operation has :func:`ended` (in error with ``error``, or if ``values``
+    put the instance in ERROR)."""
     values.setdefault('task_state', None)
     with db_api.writer() as session:
         db_instances.update(session, instance_uuid, **values)
+    failed = values.get('vm_state') == db_instances.ERROR
+    ended(instance_uuid, error, failed=failed,
+          fault=values.get('fault') if failed else None)
 
 
 def abort(instance_uuid):
-    """Clear ``task_state`` after a failed operation; nothing else."""
-    finish(instance_uuid)
+    """Clear ``task_state`` after a failed operation; nothing else. Called
+    while the failure is handled: its exception goes in the operation's
+    ``instance.<action>.error`` notification."""
+    with db_api.writer() as session:
+        db_instances.update(session, instance_uuid, task_state=None)
+    ended(instance_uuid, sys.exc_info()[1], failed=True)
+
+
+def ended(instance_uuid, error=None, failed=False, fault=None):
+    """The operation :func:`start` began on the instance is over: send its
+    ``instance.<action>.end``, or ``.error`` when it failed (``error``
+    the exception, or ``failed`` with the ``fault`` text), and for a
+    destination not found ``compute_task.<task>.error`` too. Operations
+    that end with writes of their own call this after them."""
+    with _under_way_lock:
+        action = _under_way.pop(instance_uuid, None)
+    if action is None or not notifications.enabled():
+        return
+    failed = failed or error is not None
+    row = notify_action(instance_uuid, action, 'error' if failed else 'end',
+                        fault=error if error is not None else fault)
+    if isinstance(error, exception.NoValidHost) and action in TASKS \
+            and row is not None:
+        try:
+            spec = spec_for(row)
+        except exception.InvalidRequest:
+            spec = None
+        compute_task_notes.task_error(None, TASKS[action], instance_uuid,
+                                      spec, error, row.vm_state)
+
+
+def notify_action(instance_uuid, action, phase, row=None, fault=None,
+                  **overrides):
+    """``instance.<event>.<phase>`` for ``action``; the row it read (or
+    was given), or None when notifications are off. Never raises: a
+    notification is not worth failing an operation for."""
+    if not notifications.enabled():
+        return None
+    try:
+        if row is None:
+            with db_api.reader() as session:
+                row = db_instances.get(session, instance_uuid)
+        instance_notes.action(
+            None, row, instance_notes.CONDUCTOR_ACTIONS.get(
+                action, action.replace('-', '_')), phase,
+            instance_notes.BINARY_CONDUCTOR, fault=fault, **overrides)
+    except Exception:
+        LOG.exception('Could not notify %s.%s of instance %s', action, phase,
+                      instance_uuid)
+        return None
+    return row
 
 
 def view(instance_uuid, migration_uuid=None):

@@ -74,6 +74,7 @@ class LiveMigrateTask:
         except Exception as error:
             migrate.undo(instance_uuid, migration.uuid,
                          build.error_text(error))
+            common.ended(instance_uuid, migrate.failure(error))
             raise migrate.failure(error)
         try:
             self.compute_api.receive_instance(ctxt, dest_host, instance_uuid,
@@ -82,7 +83,9 @@ class LiveMigrateTask:
             migrate.undo(instance_uuid, migration.uuid,
                          'Host %s did not take the instance: %s'
                          % (dest_host, build.error_text(error)))
-            raise migrate.failure(error, 'Destination host %s' % dest_host)
+            error = migrate.failure(error, 'Destination host %s' % dest_host)
+            common.ended(instance_uuid, error)
+            raise error
         try:
             self.compute_api.remove_instance(ctxt, row.host, instance_uuid)
         except Exception as error:
@@ -96,6 +99,7 @@ class LiveMigrateTask:
                                 task_state=None)
             moves.update(session, migration.uuid, status=moves.COMPLETED,
                          dest_host=dest_host, dest_node=dest_node)
+        common.ended(instance_uuid)
         LOG.info('Instance %s live-migrated from %s to %s/%s (migration %s)',
                  instance_uuid, row.host, dest_host, dest_node,
                  migration.uuid)

@@ -164,6 +164,7 @@ class MigrateTask:
             dest = self._move(ctxt, row, spec, migration)
         except Exception as error:
             undo(instance_uuid, migration.uuid, build.error_text(error))
+            common.ended(instance_uuid, failure(error))
             raise failure(error)
         with db_api.writer() as session:
             values = {}
@@ -178,6 +179,7 @@ class MigrateTask:
             moves.update(session, migration.uuid, status=moves.FINISHED,
                          dest_host=dest.service_host,
                          dest_node=dest.nodename)
+        common.ended(instance_uuid)
         LOG.info('Instance %s %s from %s to %s/%s; waiting for confirm or '
                  'revert', instance_uuid,
                  'migrated' if flavor is None else 'resized', row.host,
@@ -298,6 +300,7 @@ class MigrateTask:
             db_instances.update(session, instance_uuid,
                                 vm_state=db_instances.ACTIVE,
                                 task_state=None)
+        common.ended(instance_uuid)
         LOG.info('Migration %s of instance %s confirmed: it stays on %s; '
                  'the claim on %s is released', migration.uuid,
                  instance_uuid, row.host, migration.source_host)
@@ -336,6 +339,7 @@ class MigrateTask:
                 request_spec=spec_with_flavor(row.request_spec, old_flavor),
                 vm_state=db_instances.ACTIVE, task_state=None)
             moves.update(session, migration.uuid, status=moves.REVERTED)
+        common.ended(instance_uuid)
         LOG.info('Migration %s of instance %s reverted: back on %s/%s; the '
                  'claim on %s is released', migration.uuid, instance_uuid,
                  migration.source_host, migration.source_node, row.host)

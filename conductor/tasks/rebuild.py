@@ -173,6 +173,7 @@ class RebuildTask:
         except Exception as error:
             self._fail_after_claim(instance_uuid, migration.uuid, dest_host,
                                    error)
+            common.ended(instance_uuid, error)
             raise
         with db_api.writer() as session:
             db_instances.update(session, instance_uuid, host=dest_host,
@@ -180,6 +181,7 @@ class RebuildTask:
                                 task_state=None, fault=None)
             moves.update(session, migration.uuid, status=moves.DONE,
                          dest_host=dest_host, dest_node=dest_name)
+        common.ended(instance_uuid)
         LOG.info('Evacuation of %s from %s to %s done', instance_uuid,
                  row.host, dest_host)
         return common.view(instance_uuid, migration.uuid)

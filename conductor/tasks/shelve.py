@@ -106,6 +106,7 @@ class ShelveTask:
         ``host``: the compute forgets it, its claim goes. If the compute
         does not answer, the instance stays shelved on its host (the
         periodic task tries again when shelved_offload_time > 0)."""
+        common.notify_action(instance_uuid, 'shelve-offload', 'start')
         if host:
             try:
                 self.compute_api.remove_instance(ctxt, host, instance_uuid)
@@ -124,6 +125,7 @@ class ShelveTask:
                                 task_state=None)
         LOG.info('Instance %s offloaded from %s (%d allocation(s) '
                  'released)', instance_uuid, host, len(released))
+        common.notify_action(instance_uuid, 'shelve-offload', 'end')
         return True
 
     def offload_expired(self, ctxt):
@@ -177,8 +179,9 @@ class ShelveTask:
             fault = 'Unshelve of %s found no host: %s' % (
                 instance_uuid, build.error_text(error))
             LOG.warning('%s', fault)
-            common.finish(instance_uuid, fault=fault)
-            raise exception.NoValidHost(message=fault)
+            error = exception.NoValidHost(message=fault)
+            common.finish(instance_uuid, error=error, fault=fault)
+            raise error
         except Exception:
             # A scheduler that timed out may still have claimed: an
             # offloaded instance holds nothing.
@@ -202,6 +205,7 @@ class ShelveTask:
                 claims.release_resources(session, instance_uuid)
                 db_instances.update(session, instance_uuid, task_state=None,
                                     fault=fault)
+            common.ended(instance_uuid, error)
             raise
         common.finish(instance_uuid, vm_state=db_instances.ACTIVE, host=host,
                       node=node, fault=None)

@@ -12,6 +12,7 @@ traceback or a daemon that retries in silence::
 import sys
 
 from oslo_concurrency import processutils
+from oslo_config import cfg
 from oslo_log import log as logging
 from oslo_service import backend as service_backend
 
@@ -19,6 +20,7 @@ from scheduler import conf
 from scheduler import config
 from scheduler.db import api as db_api
 from scheduler import exception
+from scheduler import notifications
 from scheduler import objects
 from scheduler import prometheus
 from scheduler import reports
@@ -65,8 +67,12 @@ def run_daemon(binary, topic, make_manager, workers=None,
     # oslo.service announced its backend before logging was set up.
     LOG.info('%s runs on the %s backend', binary,
              service_backend.get_backend_type().value)
-    # Secret options (passwords in URLs) are masked.
-    CONF.log_opt_values(LOG, logging.DEBUG)
+    # Secret options (passwords in URLs) are masked. Reading every option
+    # also finds a value that an option's choices refuse.
+    try:
+        CONF.log_opt_values(LOG, logging.DEBUG)
+    except cfg.ConfigFileValueError as error:
+        fail(binary, exception.ConfigError(reason=error))
     LOG.info('%s starting; transport %s, database %s', binary,
              config.redact_transport_url(CONF.transport_url),
              config.redact_database_url(CONF.database.connection)
@@ -75,6 +81,7 @@ def run_daemon(binary, topic, make_manager, workers=None,
         # Before anything records a value, and before the workers fork.
         prometheus.setup(binary)
         rpc.init(CONF, check_broker=True)
+        notifications.init(CONF)
         if uses_database:
             check_database()
         manager = make_manager()

@@ -39,6 +39,7 @@ from scheduler.db import instances as db_instances
 from scheduler.db import migration
 from scheduler import exception
 from scheduler import manager as scheduler_manager
+from scheduler import notifications
 from scheduler import objects
 from scheduler.objects import request_spec as request_spec_obj
 from scheduler import rpc
@@ -214,6 +215,7 @@ def _run_demo(rng):
     try:
         migration.db_sync()
         rpc.init(CONF, check_broker=True)
+        notifications.init(CONF)
         started = _start_cluster(CONF.hosts)
         begin = time.monotonic()
         uuids, flavors = _boot(CONF.servers, rng)
@@ -229,6 +231,7 @@ def _run_demo(rng):
         # The conductor goes last: computes and the scheduler call it.
         service.stop_all(started[1:])
         service.stop_all(started[:1])
+        notifications.cleanup()
         rpc.cleanup()
         db_api.dispose_engine()
 

@@ -62,6 +62,8 @@ from scheduler.db import models
 from scheduler.db import services as db_services
 from scheduler import exception
 from scheduler import manager as scheduler_manager
+from scheduler import notifications
+from scheduler.notifications import service as service_notes
 from scheduler import objects
 
 CONF = conf.CONF
@@ -159,6 +161,10 @@ def _set_service_disabled(host, binary, disabled, reason=None):
     if not found:
         raise exception.ServiceNotFound(ident='%s on host %s'
                                         % (binary, host))
+    with db_api.reader() as session:
+        service_notes.service_action(
+            None, 'update', db_services.get_service(session, host, binary),
+            'gantt-manage')
     print('%s %s on host %s%s.' % ('Disabled' if disabled else 'Enabled',
                                    binary, host,
                                    ' (%s)' % reason if reason else ''))
@@ -376,6 +382,17 @@ def _database_error(error):
         reason=db_api.describe_error(error))
 
 
+def _start_notifications():
+    """Notifications of the commands that change things (aggregates,
+    server groups, services), as the daemons send them; a transport that
+    cannot be built is a warning, the command goes on."""
+    try:
+        notifications.init(CONF)
+    except Exception as error:
+        sys.stderr.write('gantt-manage: warning: notifications are off: '
+                         '%s\n' % config.mask_secrets(str(error)))
+
+
 def _run_command():
     func, kwargs = _chosen_command()
     try:
@@ -412,8 +429,10 @@ def main(argv=None):
         # daemon's wait of [database] max_retries x retry_interval.
         CONF.set_override('max_retries', 1, group='database')
         objects.register_all()
+        _start_notifications()
         return _run_command()
     finally:
+        notifications.cleanup()
         db_api.dispose_engine()
         CONF.clear()
         CONF.unregister_opt(_COMMAND_OPT)

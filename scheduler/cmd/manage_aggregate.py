@@ -39,6 +39,8 @@ from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
 from scheduler import exception
+from scheduler.notifications import aggregate as aggregate_notes
+from scheduler import notifications
 from scheduler.objects import aggregate as aggregate_obj
 from scheduler import rpc
 from scheduler import rpcapi as scheduler_rpcapi
@@ -115,24 +117,37 @@ def _check_compute_host(session, host):
 
 # -- the commands -----------------------------------------------------------
 
+def _before(action, ident):
+    """``aggregate.<action>.start`` with the aggregate as it is now."""
+    if notifications.enabled():
+        with db_api.reader() as session:
+            aggregate_notes.aggregate_action(
+                None, action, 'start', db_aggregates.get(session, ident))
+
+
 def create(name, zone, metadata):
     migration.check_schema()
     values = dict(metadata)
     if zone:
         values[db_aggregates.AZ_KEY] = zone
+    aggregate_notes.aggregate_action(None, 'create', 'start', name=name,
+                                     metadata=values)
     with db_api.writer() as session:
         aggregate = db_aggregates.create(session, name, metadata=values)
+    aggregate_notes.aggregate_action(None, 'create', 'end', aggregate)
     return _changed(aggregate)
 
 
 def delete(ident):
     migration.check_schema()
+    _before('delete', ident)
     with db_api.writer() as session:
         aggregate = db_aggregates.get(session, ident)
         if aggregate.hosts:
             raise AggregateNotEmpty(ident=aggregate.name,
                                     hosts=', '.join(sorted(aggregate.hosts)))
         db_aggregates.delete(session, aggregate.id)
+    aggregate_notes.aggregate_action(None, 'delete', 'end', aggregate)
     notify_schedulers('delete_aggregate',
                       aggregate_obj.Aggregate.from_db(aggregate))
     print('Deleted aggregate %s.' % aggregate.name)
@@ -166,24 +181,31 @@ def show(ident):
 
 def add_host(ident, host):
     migration.check_schema()
+    _before('add_host', ident)
     with db_api.writer() as session:
         _check_compute_host(session, host)
         aggregate = db_aggregates.add_host(session, ident, host)
+    aggregate_notes.aggregate_action(None, 'add_host', 'end', aggregate)
     return _changed(aggregate)
 
 
 def remove_host(ident, host):
     migration.check_schema()
+    _before('remove_host', ident)
     with db_api.writer() as session:
         aggregate = db_aggregates.remove_host(session, ident, host)
+    aggregate_notes.aggregate_action(None, 'remove_host', 'end', aggregate)
     return _changed(aggregate)
 
 
 def set_metadata(ident, items):
     migration.check_schema()
+    _before('update_metadata', ident)
     with db_api.writer() as session:
         aggregate = db_aggregates.update_metadata(session, ident,
                                                   dict(items))
+    aggregate_notes.aggregate_action(None, 'update_metadata', 'end',
+                                     aggregate)
     return _changed(aggregate)
 
 

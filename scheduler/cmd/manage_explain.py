@@ -5,8 +5,9 @@ It takes the arguments of ``server create``, builds the same RequestSpec
 joining nothing), loads the hosts from the database as a scheduler does,
 and runs the filter scheduler's own code over them without claiming
 anything. For each instance of the request it prints the hosts each
-filter removed and the filter's reason, then the ranking of the hosts
-left with each weigher's part of their weight::
+filter removed and the filter's reason (and what a filter notes about the
+request as a whole, such as a JsonFilter query's unknown variables), then
+the ranking of the hosts left with each weigher's part of their weight::
 
     gantt-manage explain --vcpus 2 --ram 4096 --disk 20 --count 2 \\
         --hint group=<uuid> --az az1
@@ -24,7 +25,7 @@ from scheduler import conf
 from scheduler import context as gantt_context
 from scheduler.db import migration
 from scheduler.drivers import filter_scheduler
-from scheduler import host_manager
+from scheduler import loadables
 
 CONF = conf.CONF
 
@@ -41,6 +42,11 @@ def _print_instance(instance, count):
     print(manage_table.format_table(
         ['Step', 'Hosts before', 'Hosts after'],
         [[step.name, step.before, step.after] for step in instance.steps]))
+    notes = [[step.name, note] for step in instance.steps
+             for note in step.notes]
+    if notes:
+        print('\nNotes:')
+        print(manage_table.format_table(['Filter', 'Note'], notes))
     removed = [[step.name, item.host, item.node, item.reason]
                for step in instance.steps for item in step.removed or ()]
     if removed:
@@ -72,8 +78,9 @@ def explain(vcpus, ram, disk, count, az, hints, project, extra_specs=(),
                                      'caching_scheduler'):
         print('Note: [scheduler] driver is %s; this is what the filter '
               'scheduler would do.\n' % CONF.scheduler.driver)
+    manager_cls = loadables.load_host_manager(CONF.scheduler.host_manager)
     driver = filter_scheduler.FilterScheduler(
-        host_manager=host_manager.HostManager(auto_refresh=False))
+        host_manager=manager_cls(auto_refresh=False))
     try:
         explanation = driver.explain(gantt_context.get_admin_context(), spec)
     finally:

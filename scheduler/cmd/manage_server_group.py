@@ -21,6 +21,9 @@ from scheduler.cmd import manage_table
 from scheduler.db import api as db_api
 from scheduler.db import instance_groups as db_groups
 from scheduler.db import migration
+from scheduler.notifications import server_group as group_notes
+
+BINARY = 'gantt-manage'
 
 
 def _rules_text(rules):
@@ -32,6 +35,7 @@ def create(name, policy, rules, project, user):
     with db_api.writer() as session:
         group = db_groups.create(session, name, policy, rules=dict(rules),
                                  project_id=project, user_id=user)
+    group_notes.group_action(None, 'create', group, BINARY)
     _print_group(group, {})
     return 0
 
@@ -63,6 +67,7 @@ def delete(ident):
     migration.check_schema()
     with db_api.writer() as session:
         group = db_groups.delete(session, ident)
+    group_notes.group_action(None, 'delete', group, BINARY)
     print('Deleted server group %s (%s).' % (group.name, group.uuid))
     return 0
 

@@ -12,6 +12,10 @@ Checks:
 * **RPC version caps**: each ``[upgrade_levels]`` cap is a version this
   release speaks (a cap it does not know would make its clients refuse
   to send).
+* **Service versions**: every service runs a release this one talks to:
+  none newer than this code, none older than the oldest it supports;
+  services of the previous release (no version recorded) are counted, and
+  talk to this one through the ``[upgrade_levels]`` caps.
 * **Claims**: every node's usage matches its allocations and capacity,
   and no consumer that should hold nothing holds a claim
   (``gantt-manage db check`` lists them).
@@ -40,8 +44,10 @@ from scheduler import config
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import migration
+from scheduler.db import services as db_services
 from scheduler import exception
 from scheduler import rpcapi as scheduler_rpcapi
+from scheduler import version
 
 CONF = conf.CONF
 PROG = 'gantt-status'
@@ -111,6 +117,18 @@ class Checks(upgradecheck.UpgradeCommands):
                           % ', '.join(caps))
         return Result(Code.SUCCESS)
 
+    def _check_service_versions(self):
+        if not getattr(self, '_schema_current', False):
+            return Result(Code.FAILURE, 'Not checked: the database schema '
+                          'is not at the newest revision.')
+        try:
+            with db_api.reader() as session:
+                rows = db_services.list_services(session)
+        except Exception as error:
+            return Result(Code.FAILURE, 'Cannot read the services: %s'
+                          % db_api.describe_error(error))
+        return service_versions_result(rows)
+
     def _check_claims(self):
         if not getattr(self, '_schema_current', False):
             return Result(Code.FAILURE, 'Not checked: the database schema '
@@ -140,9 +158,41 @@ class Checks(upgradecheck.UpgradeCommands):
     _upgrade_checks = (
         ('Database schema', _check_schema),
         ('RPC version caps', _check_rpc_caps),
+        ('Service versions', _check_service_versions),
         ('Claims', _check_claims),
         ('Deprecated options', _check_deprecated_options),
     )
+
+
+def service_versions_result(rows):
+    """The Service versions check over ``services`` rows."""
+    newest, oldest = (version.SERVICE_VERSION,
+                      version.OLDEST_SUPPORTED_SERVICE_VERSION)
+    too_new = sorted('%s on %s (%d)' % (row.binary, row.host, row.version)
+                     for row in rows
+                     if row.version is not None and row.version > newest)
+    too_old = sorted('%s on %s (%s)' % (row.binary, row.host,
+                                        row.version or 'none')
+                     for row in rows if oldest is not None
+                     and (row.version or 0) < oldest)
+    problems = []
+    if too_new:
+        problems.append('newer than this release (service version %d): '
+                        '%s; run the check with the newest code'
+                        % (newest, ', '.join(too_new)))
+    if too_old:
+        problems.append('older than this release supports (service '
+                        'version %d at least): %s; upgrade them first'
+                        % (oldest, ', '.join(too_old)))
+    if problems:
+        return Result(Code.FAILURE, '; '.join(problems) + '.')
+    previous = sum(1 for row in rows if row.version is None)
+    if previous:
+        return Result(Code.SUCCESS, '%d of %d service(s) run the previous '
+                      'release (no version recorded); until they are '
+                      'upgraded, keep the [upgrade_levels] caps at what '
+                      'they speak.' % (previous, len(rows)))
+    return Result(Code.SUCCESS)
 
 
 def _config_files():

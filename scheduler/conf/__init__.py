@@ -15,12 +15,15 @@ Example::
 from oslo_config import cfg
 from oslo_reports import opts as reports_opts
 
+from scheduler.conf import baremetal
 from scheduler.conf import compute
 from scheduler.conf import conductor
 from scheduler.conf import database
 from scheduler.conf import default
 from scheduler.conf import filter_scheduler
 from scheduler.conf import metrics
+from scheduler.conf import notifications
+from scheduler.conf import pci
 from scheduler.conf import scheduler
 from scheduler.conf import server_groups
 from scheduler.conf import upgrade_levels
@@ -28,7 +31,8 @@ from scheduler.conf import upgrade_levels
 CONF = cfg.CONF
 
 for _module in (default, database, scheduler, filter_scheduler,
-                upgrade_levels, conductor, compute, metrics, server_groups):
+                upgrade_levels, conductor, compute, metrics, server_groups,
+                notifications, pci, baremetal):
     _module.register_opts(CONF)
 # [oslo_reports]: where Guru Meditation Reports go (scheduler/reports.py).
 reports_opts.set_defaults(CONF)

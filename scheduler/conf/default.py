@@ -97,13 +97,14 @@ def _ratio(resource, what, initial):
 
 Set on a compute host, its nodes report it and the scheduler and the claims
 allow ``total * ratio - reserved``. Unset (the default), a node keeps the
-ratio it has, and a new node takes ``initial_%(option)s``. Nodes that never
+ratio it has, and a new node takes ``initial_%(option)s``; 0.0 means unset
+too, as in Nova. Nodes that never
 reported one (recorded before Gantt followed Nova here) are counted with this
 option, or else ``initial_%(option)s``.
 
 Possible values:
 
-* A positive number, or nothing.
+* A positive number; nothing or 0.0 for unset.
 
 Related options:
 

@@ -244,9 +244,11 @@ Related options:
 Image properties the image properties weigher counts, with their weights.
 
 Each item is ``name=weight``; a match on ``name`` adds ``weight`` instead of
-1. When the list is empty, every property of the requested image counts 1;
-when it is not, the properties it does not name count 0. Items that do not
-parse are logged and ignored.
+1. Names are Nova's image property names (``os_distro``, not the legacy
+``vmware_ostype``, which counts as ``os_distro``). When the list is empty,
+every property of the requested image counts 1; when it is not, the
+properties it does not name count 0. Items that do not parse are logged and
+ignored.
 
 Possible values:
 
@@ -360,9 +362,11 @@ Related options:
 Namespace of the aggregate metadata keys AggregateImagePropertiesIsolation
 compares with image properties.
 
-Unset, every metadata key of a host's aggregates is compared with the image
-property of the same name. Set, only keys that start with the namespace and
-the separator are.
+Unset, every metadata key of a host's aggregates that names an image
+property Nova knows (``hw_architecture``, ``os_type``...) is compared with
+that property of the image. Set, only such keys that start with the
+namespace and the separator are; Nova warns that this is of little use now,
+and suggests ``[scheduler] enable_isolated_aggregate_filtering`` instead.
 
 Possible values:
 

@@ -6,18 +6,22 @@ which resolves to :func:`list_opts` below.
 
 import collections
 
+from scheduler.conf import baremetal
 from scheduler.conf import compute
 from scheduler.conf import conductor
 from scheduler.conf import database
 from scheduler.conf import default
 from scheduler.conf import filter_scheduler
 from scheduler.conf import metrics
+from scheduler.conf import notifications
+from scheduler.conf import pci
 from scheduler.conf import scheduler
 from scheduler.conf import server_groups
 from scheduler.conf import upgrade_levels
 
 _MODULES = (default, database, scheduler, filter_scheduler, upgrade_levels,
-            conductor, compute, metrics, server_groups)
+            conductor, compute, metrics, server_groups, notifications,
+            pci, baremetal)
 
 
 def list_opts():

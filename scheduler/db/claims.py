@@ -57,10 +57,11 @@ RESOURCE_COLUMNS = {
 
 def default_ratio(option):
     """The ratio of a node that has none recorded (``option``, e.g.
-    ``cpu_allocation_ratio``): ``[DEFAULT] <option>``, else
-    ``[DEFAULT] initial_<option>``, as a new node would take."""
+    ``cpu_allocation_ratio``): ``[DEFAULT] <option>``, else (unset or
+    0.0, as Nova reads it) ``[DEFAULT] initial_<option>``, as a new node
+    would take."""
     value = getattr(CONF, option)
-    return getattr(CONF, 'initial_' + option) if value is None else value
+    return getattr(CONF, 'initial_' + option) if not value else value
 
 
 def capacity_expression(resource):

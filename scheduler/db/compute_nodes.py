@@ -40,8 +40,9 @@ def report_inventory(session, uuid, host, nodename, inventory):
     wrote). Returns the node row's id.
 
     Allocation ratios follow Nova: a ratio the compute sets is written; one
-    it reports as None keeps the node's ratio, or, for a node with none
-    yet, takes the report's ``initial_*`` ratio.
+    it reports as None or 0.0 (Nova reads both as unset) keeps the node's
+    ratio, or, for a node with none yet, takes the report's ``initial_*``
+    ratio.
     """
     inventory = dict(inventory)
     initial = {name: inventory.pop('initial_' + name, None)
@@ -56,7 +57,7 @@ def report_inventory(session, uuid, host, nodename, inventory):
                   *(_NODE.c[name] for name in RATIO_FIELDS))
         .where(_NODE.c.uuid == uuid)).first()
     for name in RATIO_FIELDS:
-        if name in inventory and inventory[name] is None:
+        if name in inventory and not inventory[name]:
             kept = existing is not None and existing._mapping[name] is not None
             if kept or initial[name] is None:
                 del inventory[name]

@@ -87,6 +87,9 @@ class Service(TimestampMixin, Base):
     last_seen_up: orm.Mapped[Optional[datetime.datetime]] = (
         orm.mapped_column(Timestamp))
     report_count: orm.Mapped[int] = orm.mapped_column(default=0)
+    # scheduler.version.SERVICE_VERSION of the code the service runs;
+    # None: a release before services recorded one.
+    version: orm.Mapped[Optional[int]] = orm.mapped_column()
 
 
 class ComputeNode(TimestampMixin, Base):

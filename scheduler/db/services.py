@@ -1,7 +1,9 @@
 """Queries over ``services``: registration, heartbeats, enable/disable.
 
-A service is up when it reported within ``[DEFAULT] service_down_time``
-seconds and is not forced down (:func:`is_up`).
+A service is up when its last heartbeat (``last_seen_up``, or
+``created_at`` until it sends one) lies within ``[DEFAULT]
+service_down_time`` seconds of now and it is not forced down
+(:func:`is_up`, Nova's DB servicegroup rule).
 """
 
 import datetime
@@ -16,27 +18,36 @@ CONF = conf.CONF
 _SERVICE = models.Service.__table__
 
 
-def _heartbeat(session, host, binary, topic, now):
+def _heartbeat_values(now, topic, version):
     # updated_at stays: it marks the row's changes for the schedulers'
     # host caches, which read liveness from last_seen_up (a heartbeat of
     # a live service changes nothing they need to read).
+    values = dict(last_seen_up=now, updated_at=_SERVICE.c.updated_at,
+                  topic=topic, report_count=_SERVICE.c.report_count + 1)
+    if version is not None:
+        values['version'] = version
+    return values
+
+
+def _heartbeat(session, host, binary, topic, now, version=None):
     result = session.execute(
         sa.update(_SERVICE)
         .where(_SERVICE.c.host == host, _SERVICE.c.binary == binary)
-        .values(last_seen_up=now, updated_at=_SERVICE.c.updated_at,
-                topic=topic, report_count=_SERVICE.c.report_count + 1))
+        .values(**_heartbeat_values(now, topic, version)))
     return result.rowcount == 1
 
 
-def report_alive(session, host, binary, topic):
-    """Record a heartbeat, creating the service row on first report.
+def report_alive(session, host, binary, topic, version=None):
+    """Record a heartbeat, creating the service row on first report;
+    ``version``: the service version it runs, when it says
+    (``scheduler.version``).
 
     Returns the service row as it is after the heartbeat. The worker
     processes of one service heartbeat as the same row; when several
     register it at once, one inserts it and the others update it.
     """
     now = models.utcnow()
-    if not _heartbeat(session, host, binary, topic, now):
+    if not _heartbeat(session, host, binary, topic, now, version):
         try:
             # A savepoint, so that losing the race does not abort the
             # caller's transaction (PostgreSQL would).
@@ -44,25 +55,24 @@ def report_alive(session, host, binary, topic):
                 session.execute(sa.insert(_SERVICE).values(
                     host=host, binary=binary, topic=topic, disabled=False,
                     forced_down=False, last_seen_up=now, report_count=1,
-                    created_at=now, updated_at=now))
+                    created_at=now, updated_at=now, version=version))
         except db_exc.DBDuplicateEntry:
-            _heartbeat(session, host, binary, topic, now)
+            _heartbeat(session, host, binary, topic, now, version)
     return get_service(session, host, binary)
 
 
-def heartbeat_many(session, binary, topic, hosts):
-    """Record a heartbeat of each of ``hosts``' ``binary`` service in one
-    UPDATE; ``{host: disabled}`` of the rows that exist (the others must
-    register through :func:`report_alive`)."""
+def heartbeat_many(session, binary, topic, hosts, version=None):
+    """Record a heartbeat of each of ``hosts``' ``binary`` service (all
+    running ``version``, when known) in one UPDATE; ``{host: disabled}``
+    of the rows that exist (the others must register through
+    :func:`report_alive`)."""
     hosts = sorted(set(hosts))
     if not hosts:
         return {}
     session.execute(
         sa.update(_SERVICE)
         .where(_SERVICE.c.binary == binary, _SERVICE.c.host.in_(hosts))
-        .values(last_seen_up=models.utcnow(),
-                updated_at=_SERVICE.c.updated_at, topic=topic,
-                report_count=_SERVICE.c.report_count + 1))
+        .values(**_heartbeat_values(models.utcnow(), topic, version)))
     rows = session.execute(
         sa.select(_SERVICE.c.host, _SERVICE.c.disabled)
         .where(_SERVICE.c.binary == binary, _SERVICE.c.host.in_(hosts)))
@@ -94,9 +104,14 @@ def set_disabled(session, host, binary, disabled, reason=None):
 
 
 def is_up(service, now=None):
-    """True if the service row heartbeated within service_down_time."""
-    if service is None or service.forced_down or not service.last_seen_up:
+    """True if the service row heartbeated within service_down_time of
+    now, either way, and is not forced down: Nova's DB servicegroup rule.
+    A service that never heartbeated counts from its ``created_at``."""
+    if service is None or service.forced_down:
+        return False
+    heartbeat = service.last_seen_up or getattr(service, 'created_at', None)
+    if heartbeat is None:
         return False
     now = now or models.utcnow()
     window = datetime.timedelta(seconds=CONF.service_down_time)
-    return now - service.last_seen_up <= window
+    return abs(now - heartbeat) <= window

@@ -27,6 +27,7 @@ spent filtering and weighing, and claiming.
 import abc
 import threading
 
+from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
@@ -34,7 +35,9 @@ from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import services as db_services
+from scheduler import exception
 from scheduler import host_manager as host_manager_mod
+from scheduler import loadables
 from scheduler.objects import selection as selection_obj
 from scheduler import prometheus
 
@@ -43,8 +46,12 @@ LOG = logging.getLogger(__name__)
 
 
 def make_selection(host_state, resources, claimed):
-    return selection_obj.Selection.for_host(host_state, resources, claimed,
-                                            limits=host_state.limits)
+    """The Selection of ``host_state`` for an instance asking
+    ``resources``; its ``allocation_request`` is what a claim there takes
+    (all of a baremetal node with the ironic host manager)."""
+    return selection_obj.Selection.for_host(
+        host_state, host_state.claim_amounts(resources), claimed,
+        limits=host_state.limits)
 
 
 class Scheduler(metaclass=abc.ABCMeta):
@@ -65,8 +72,18 @@ class Scheduler(metaclass=abc.ABCMeta):
                       'no_valid_host': 0}
         self.last_timings = {'filter_weigh': 0.0, 'claim': 0.0}
 
-    def _create_host_manager(self):
-        return host_manager_mod.HostManager()
+    def _create_host_manager(self, **kwargs):
+        """The ``[scheduler] host_manager``, built with ``kwargs``.
+
+        :raises ConfigError: the option's value is not one of its choices
+            (PluginNotFound if nobody installed the one named).
+        """
+        try:
+            name = CONF.scheduler.host_manager
+        except cfg.ConfigFileValueError as error:
+            raise exception.ConfigError(
+                reason='[scheduler] host_manager: %s' % error)
+        return loadables.load_host_manager(name)(**kwargs)
 
     def count(self, name, amount=1):
         with self._stats_lock:
@@ -134,7 +151,12 @@ class Scheduler(metaclass=abc.ABCMeta):
         of the group claimed meanwhile where the policy forbids this one.
         Either way ``stats['claim_retries']`` grows and the caller tries
         its next host.
+
+        The SQL claim takes what the node's state says a claim of
+        ``resources`` takes (:meth:`HostState.claim_amounts`: a baremetal
+        node is taken whole).
         """
+        resources = host_state.claim_amounts(resources)
         self.host_manager.consume(host_state.id, resources, consumer_uuid,
                                   instance_info, in_flight=True)
         if on_reserved is not None:

@@ -16,14 +16,13 @@ the next refresh::
 """
 
 from scheduler.drivers import filter_scheduler
-from scheduler import host_manager
 
 
 class CachingScheduler(filter_scheduler.FilterScheduler):
     """FilterScheduler whose host states the periodic task refreshes."""
 
     def _create_host_manager(self):
-        return host_manager.HostManager(auto_refresh=False)
+        return super()._create_host_manager(auto_refresh=False)
 
     def run_periodic_tasks(self, context):
         """Refresh the host cache (incrementally) from SQL."""

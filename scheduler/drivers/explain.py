@@ -11,7 +11,7 @@ debug level; a filter that logs nothing is reported as refusing::
     explanation = driver.explain(ctxt, spec)
     for instance in explanation.instances:
         for step in instance.steps:
-            print(step.name, step.before, '->', step.after)
+            print(step.name, step.before, '->', step.after, step.notes)
             for removed in step.removed or ():
                 print('  ', removed.host, removed.reason)
         for entry in instance.ranking:
@@ -28,11 +28,15 @@ import numpy as np
 Removed = collections.namedtuple('Removed', 'host node reason')
 Removed.__doc__ = "A host a filter removed, and the filter's reason."
 
-FilterStep = collections.namedtuple('FilterStep', 'name before after removed')
+FilterStep = collections.namedtuple(
+    'FilterStep', 'name before after removed notes', defaults=((),))
 FilterStep.__doc__ = """One step of filtering: hosts before and after it.
 
 ``removed`` lists the :data:`Removed` hosts of a filter; it is None for
 the other steps (``ignore_hosts``, the earlier instances of the request...).
+``notes`` holds what the filter says about the request as a whole (its
+optional ``request_notes(spec)``), such as a JsonFilter query's unknown
+variables, whether or not it removed any host.
 """
 
 Ranked = collections.namedtuple('Ranked', 'host node weight parts')
@@ -100,6 +104,18 @@ def reject_reason(filter_obj, host_state, spec):
     return text or 'refused by %s' % type(filter_obj).__name__
 
 
+def request_notes(filter_obj, spec):
+    """The filter's notes on the request (a tuple of strings), if it has
+    a ``request_notes(spec)`` method; a failure there is a note too."""
+    notes_of = getattr(filter_obj, 'request_notes', None)
+    if notes_of is None:
+        return ()
+    try:
+        return tuple(notes_of(spec))
+    except Exception as error:
+        return ('could not say: %s: %s' % (type(error).__name__, error),)
+
+
 class Recorder:
     """Watches one request (the ``observer`` of the filter scheduler's
     request) and builds its :class:`Explanation`."""
@@ -117,7 +133,8 @@ class Recorder:
                                    reject_reason(filter_obj, state, spec)))
         self._pending.append(FilterStep(
             type(filter_obj).__name__, int(np.count_nonzero(before)),
-            int(np.count_nonzero(after)), removed))
+            int(np.count_nonzero(after)), removed,
+            request_notes(filter_obj, spec)))
 
     def ranked(self, index, weighers, host_table, spec, result, ranking):
         filter_steps, self._pending = self._pending, []

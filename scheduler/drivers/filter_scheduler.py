@@ -8,7 +8,8 @@ For each instance of a request, over the cached host table:
    restrict them; if forcing leaves hosts, the filters are skipped (unless
    the ``_nova_check_type`` hint asks for them), as in Nova;
 3. the enabled filters run in order (``[filter_scheduler]
-   enabled_filters``), on whole columns;
+   enabled_filters``, or ``baremetal_enabled_filters`` when the ironic host
+   manager is asked to use them), on whole columns;
 4. the weighers rank what is left; one host is picked at random among the
    best ``host_subset_size`` (after shuffling the equally best ones if
    ``shuffle_best_same_weighed_hosts``);
@@ -227,9 +228,11 @@ class FilterScheduler(base.Scheduler):
     """Filters, weighers and claims over the cached host table."""
 
     def __init__(self, host_manager=None):
-        # Unknown filters or weighers stop start-up with PluginNotFound.
-        self._plugins = self._load_plugins()
         super().__init__(host_manager)
+        # Unknown filters or weighers stop start-up with PluginNotFound
+        # (the host manager says which filter list applies; building it
+        # starts nothing).
+        self._plugins = self._load_plugins()
         self.filter_handler = filters.HostFilterHandler()
         self.weight_handler = weights.HostWeightHandler()
 
@@ -241,18 +244,25 @@ class FilterScheduler(base.Scheduler):
     def weighers(self):
         return self._plugins[1]
 
-    @staticmethod
-    def _load_plugins():
+    def _load_plugins(self):
         options = CONF.filter_scheduler
-        filter_classes = loadables.load_filter_classes(
-            options.available_filters, options.enabled_filters)
+        option, names = self.host_manager.filter_names()
+        try:
+            filter_classes = loadables.load_filter_classes(
+                options.available_filters, names)
+        except exception.PluginNotFound as error:
+            raise exception.PluginNotFound(
+                '%s (in [filter_scheduler] %s)' % (error, option),
+                **error.kwargs)
         weigher_classes = loadables.load_weigher_classes(
             options.weight_classes)
         return ([cls() for cls in filter_classes],
                 [cls() for cls in weigher_classes])
 
     def reload_plugins(self):
-        """Re-read ``enabled_filters`` and ``weight_classes`` (SIGHUP).
+        """Re-read ``enabled_filters`` (or ``baremetal_enabled_filters``,
+        see the host manager's ``filter_names``) and ``weight_classes``
+        (SIGHUP).
 
         Multipliers and ``host_subset_size`` are read per request. If a
         name is unknown or broken, the error is logged and the previous

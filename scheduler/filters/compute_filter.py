@@ -1,8 +1,10 @@
 """ComputeFilter: only hosts whose compute service is enabled and up.
 
 A host fails if its ``gantt-compute`` service is disabled (``gantt-manage
-service disable``), forced down, or has not heartbeated within ``[DEFAULT]
-service_down_time`` seconds::
+service disable``), forced down, or its last heartbeat is not within
+``[DEFAULT] service_down_time`` seconds of now, either way; as in Nova's DB
+servicegroup driver, a service that never sent one counts from when its
+row was created (see :func:`scheduler.db.services.is_up`)::
 
     [filter_scheduler]
     enabled_filters = ComputeFilter,RamFilter
@@ -15,6 +17,17 @@ from scheduler import filters
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
+
+
+def _last_heard(host_state):
+    service = host_state.service
+    if service is None:
+        return 'no compute service'
+    if service.forced_down:
+        return 'forced down'
+    if service.last_seen_up is None:
+        return 'never heartbeated; created %s' % service.created_at
+    return 'last heartbeat %s' % service.last_seen_up
 
 
 class ComputeFilter(filters.BaseHostFilter):
@@ -32,7 +45,9 @@ class ComputeFilter(filters.BaseHostFilter):
                        'reason': host_state.disabled_reason})
             return False
         if not host_state.service_up(CONF.service_down_time):
-            LOG.warning('%s has not been heard from in a while', host_state)
+            LOG.warning('%(host)s has not been heard from in a while '
+                        '(%(last)s)', {'host': host_state,
+                                       'last': _last_heard(host_state)})
             return False
         return True
 

@@ -5,8 +5,9 @@ type (``img_hv_type``) and a virtual machine mode (``hw_vm_mode``); the
 older names ``architecture``, ``hypervisor_type`` and ``vm_mode`` are read
 when the new ones are absent. Names are canonicalised as Nova does
 (``amd64`` is ``x86_64``, ``i386`` is ``i686``, ``xapi`` is ``xen``, ``hv``
-is ``hvm``...). An image without an architecture asks for
-``[filter_scheduler] image_properties_default_architecture``, if set.
+is ``hvm``...; see :mod:`scheduler.image_properties`). An image without
+an architecture asks for ``[filter_scheduler]
+image_properties_default_architecture``, if set.
 
 A host passes when the image asks for none of the three, or when one of
 its ``supported_instances`` entries (``[arch, hypervisor type, vm mode]``
@@ -36,20 +37,10 @@ import numpy as np
 from scheduler import conf
 from scheduler import filters
 from scheduler.filters import maxphysaddr
+from scheduler import image_properties
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
-
-# (property, legacy name) of what the image may ask for.
-ARCH = ('hw_architecture', 'architecture')
-HV_TYPE = ('img_hv_type', 'hypervisor_type')
-VM_MODE = ('hw_vm_mode', 'vm_mode')
-HV_VERSION = ('img_hv_requested_version', 'hypervisor_version_requires')
-
-_ARCH_ALIASES = {'i386': 'i686', 'i486': 'i686', 'i586': 'i686',
-                 'x86_32': 'i686', 'x86_32p': 'i686', 'amd64': 'x86_64'}
-_HV_TYPE_ALIASES = {'xapi': 'xen'}
-_VM_MODE_ALIASES = {'pv': 'xen', 'hv': 'hvm', 'baremetal': 'hvm'}
 
 _CONDITION = re.compile(r'^\s*(<=|>=|<|>|!=|==)\s*([0-9]+(?:\.[0-9]+)*)\s*$')
 _COMPARE = {
@@ -59,33 +50,17 @@ _COMPARE = {
 }
 
 
-def _canonical(name, aliases):
-    if name is None:
-        return None
-    name = name.lower()
-    return aliases.get(name, name)
-
-
-def _property(properties, names):
-    for name in names:
-        value = properties.get(name)
-        if value is not None:
-            return value
-    return None
-
-
 def wanted(spec):
     """``((arch, hv_type, vm_mode), version requirement)`` the spec's image
-    asks for, canonicalised; None in place of what it does not ask."""
-    image = spec.obj_get('image')
-    properties = (image.obj_get('properties') or {}) if image else {}
-    arch = _property(properties, ARCH)
-    if arch is None:
-        arch = CONF.filter_scheduler.image_properties_default_architecture
-    triple = (_canonical(arch, _ARCH_ALIASES),
-              _canonical(_property(properties, HV_TYPE), _HV_TYPE_ALIASES),
-              _canonical(_property(properties, VM_MODE), _VM_MODE_ALIASES))
-    return triple, _property(properties, HV_VERSION)
+    asks for, read as Nova's image-meta model reads them; None in place of
+    what it does not ask."""
+    properties = image_properties.of_spec(spec)
+    arch = properties.get(
+        'hw_architecture',
+        CONF.filter_scheduler.image_properties_default_architecture)
+    triple = (image_properties.canonical_architecture(arch),
+              properties.get('img_hv_type'), properties.get('hw_vm_mode'))
+    return triple, properties.get('img_hv_requested_version')
 
 
 def version_parts(version):
@@ -130,8 +105,7 @@ def _frozen(value):
 
 def address_wanted(spec):
     """``(bits, mode)`` the spec's image asks for (None: not asked)."""
-    image = spec.obj_get('image')
-    properties = (image.obj_get('properties') or {}) if image else {}
+    properties = image_properties.of_spec(spec)
     where = 'image property '
     return (maxphysaddr.requested_bits(
                 where + maxphysaddr.BITS_PROPERTY,

@@ -20,14 +20,18 @@ Commands, as Nova evaluates them:
   non-empty list counts as true (Nova's behaviour, kept).
 
 A variable names a host attribute of ``host_table.PUBLIC_ATTRIBUTES``
-(``$free_ram_mb``, ``$host``, ``$stats``...), then optionally keys inside
-it (``$stats.gpu``). A variable the host lacks, an empty string and
-``null`` are dropped from the arguments. An empty query passes every
-host.
+(``$free_ram_mb``, ``$host``, ``$stats``...) or the host's compute service
+(``$service``, whose fields ``SERVICE_FIELDS`` names: ``$service.disabled``,
+``$service.forced_down``...), then optionally keys inside it
+(``$stats.gpu``). A variable the host lacks, an empty string and ``null``
+are dropped from the arguments. An empty query passes every host.
 
-Nothing in a query is executed or looked up by attribute beyond the first
-name: a query naming an unknown command (``["__import__", "os"]``), a
-variable outside the allowed attributes (``$__class__``, ``$consumed``) or
+A variable that names nothing Gantt's hosts expose (``$free_ram``,
+``$service.topic``, ``$__class__``) is read as ``null`` for every host, and
+so dropped, as Nova reads an attribute its HostState lacks; the query
+lists these in ``unknown`` so that the filter can say so. Nothing in a
+query is executed, and nothing is looked up by attribute beyond those
+names: a query naming an unknown command (``["__import__", "os"]``) or
 anything that is not JSON is refused with InvalidRequest before any host
 is looked at, and so is a query longer than ``MAX_QUERY_LEN`` characters
 or nested deeper than ``MAX_QUERY_DEPTH`` lists (or objects)::
@@ -35,6 +39,7 @@ or nested deeper than ``MAX_QUERY_DEPTH`` lists (or objects)::
     query = parse('[">=", "$free_ram_mb", 1024]')
     query.passes(host_state)            # one host
     query.passes_all(table, rows)       # boolean array over table rows
+    query.unknown                       # ('$free_ram',): read as null
 """
 
 import json
@@ -54,6 +59,10 @@ COMMANDS = frozenset(_COMPARISONS) | {'in', 'not', 'or', 'and'}
 # The longest query text, and the deepest nesting, a query may have.
 MAX_QUERY_LEN = 64 * 1024
 MAX_QUERY_DEPTH = 32
+# The fields of a host's service (host_table.ServiceInfo) a query may read.
+SERVICE_FIELDS = frozenset(('id', 'host', 'binary', 'disabled',
+                            'disabled_reason', 'forced_down', 'last_seen_up',
+                            'created_at'))
 # Integers beyond this are not compared column-wise (float64 is exact
 # below it).
 _EXACT_INT = 2 ** 53
@@ -89,18 +98,24 @@ def _refuse(reason):
     raise exception.InvalidRequest(reason='JsonFilter query: %s' % reason)
 
 
-def _compile_argument(item):
+def _known(path):
+    if path[0] == 'service':
+        return len(path) == 1 or path[1] in SERVICE_FIELDS
+    return path[0] in host_table.PUBLIC_ATTRIBUTES
+
+
+def _compile_argument(item, unknown):
     if isinstance(item, list):
-        return _compile(item)
+        return _compile(item, unknown)
     if isinstance(item, str):
         if not item:
             return None
         if item.startswith('$'):
             path = item[1:].split('.')
-            if path[0] not in host_table.PUBLIC_ATTRIBUTES:
-                _refuse('unknown variable %r; a variable is $ and one of: %s'
-                        % (item, ', '.join(sorted(
-                            host_table.PUBLIC_ATTRIBUTES))))
+            if not _known(path):
+                # null for every host: dropped, as null is.
+                unknown.add(item)
+                return None
             return Var(path)
         return Const(item)
     if item is None:
@@ -110,7 +125,7 @@ def _compile_argument(item):
     _refuse('cannot read %r' % (item,))
 
 
-def _compile(query):
+def _compile(query, unknown):
     if not query:
         return Const(True)
     if not isinstance(query, list):
@@ -119,15 +134,17 @@ def _compile(query):
     if not isinstance(name, str) or name not in COMMANDS:
         _refuse('unknown command %r; commands are %s'
                 % (name, ' '.join(sorted(COMMANDS))))
-    args = [_compile_argument(item) for item in query[1:]]
+    args = [_compile_argument(item, unknown) for item in query[1:]]
     return Command(name, [arg for arg in args if arg is not None])
 
 
 class Query:
-    """A checked query (see :func:`parse`)."""
+    """A checked query (see :func:`parse`); ``unknown`` is the sorted
+    tuple of the variables it names that no host has."""
 
-    def __init__(self, tree):
+    def __init__(self, tree, unknown=()):
         self.tree = tree
+        self.unknown = tuple(sorted(unknown))
         self.variables = _variables(tree)
 
     def passes(self, host_state):
@@ -154,7 +171,9 @@ def parse(text):
         tree = json.loads(text)
     except ValueError as error:
         _refuse('not JSON: %s' % error)
-    return Query(_compile(tree))
+    unknown = set()
+    tree = _compile(tree, unknown)
+    return Query(tree, unknown)
 
 
 def _nesting(text):
@@ -194,12 +213,17 @@ def _variables(node):
 
 
 def lookup(host_state, path):
-    """The value of a variable on a host, or None."""
+    """The value of a variable on a host, or None. Below the first name
+    only dictionary keys, and the SERVICE_FIELDS of a service, are read."""
     value = getattr(host_state, path[0], None)
     for key in path[1:]:
-        if not isinstance(value, dict):
+        if isinstance(value, host_table.ServiceInfo):
+            value = (getattr(value, key, None) if key in SERVICE_FIELDS
+                     else None)
+        elif isinstance(value, dict):
+            value = value.get(key)
+        else:
             return None
-        value = value.get(key)
     return value
 
 

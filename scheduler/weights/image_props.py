@@ -1,10 +1,15 @@
 """ImagePropertiesWeigher: weigh hosts by the images their instances run.
 
 For each instance on a host, every property of the requested image that
-the instance's image has with the same value (compared as strings) adds
-its weight: 1 for every property when ``[filter_scheduler]
-image_props_weight_setting`` is empty, else the weight the setting gives
-it (properties it does not name count 0)::
+the instance's image has with the same value adds its weight. Both
+images are read as Nova's image-meta model reads them (legacy names,
+canonical values, unknown names dropped; see
+:mod:`scheduler.image_properties`) and their values compared as text, so
+``architecture=AMD64`` on one matches ``hw_architecture=x86_64`` on the
+other and ``hw_qemu_guest_agent=yes`` matches ``true``. A property adds
+1 per instance when ``[filter_scheduler] image_props_weight_setting`` is
+empty, else the weight the setting gives it (properties it does not name
+count 0)::
 
     [filter_scheduler]
     image_props_weight_multiplier = 1.0
@@ -20,6 +25,7 @@ request without an image weighs every host 0.
 import numpy as np
 
 from scheduler import conf
+from scheduler import image_properties
 from scheduler import weights
 from scheduler.weights import metrics
 
@@ -27,30 +33,30 @@ CONF = conf.CONF
 
 
 def wanted(spec):
-    """``[(property, value as a string, weight)]`` that count."""
+    """``[(property, value as text, weight)]`` that count."""
     options = CONF.filter_scheduler
     if options.image_props_weight_multiplier == 0.0:
         return []
     image = spec.obj_get('image')
-    properties = (image.obj_get('properties') or {}) if image else {}
+    properties = image.obj_get('properties') if image else None
     setting = dict(metrics.parse_setting(
         options.image_props_weight_setting,
         'filter_scheduler.image_props_weight_setting'))
     found = []
-    for name, value in sorted(properties.items()):
+    for name, value in sorted(image_properties.text_pairs(properties)):
         weight = setting.get(name, 0.0) if setting else 1.0
-        if value is not None and weight != 0:
-            found.append((name, str(value), weight))
+        if weight != 0:
+            found.append((name, value, weight))
     return found
 
 
 def matching_instances(host_state, name, value):
     """How many instances on the host booted an image whose property
-    ``name`` is ``value`` (as a string)."""
+    ``name`` reads as ``value`` (text of the normalised value)."""
     count = 0
     for info in host_state.instances.values():
-        have = info.image_properties.get(name)
-        if have is not None and str(have) == value:
+        if (name, value) in image_properties.text_pairs(
+                info.image_properties):
             count += 1
     return count
 

@@ -100,6 +100,27 @@ def test_unknown_filter(cluster):
         assert name in line, line
 
 
+def test_unknown_host_manager(cluster):
+    exited = run(cluster, 'gantt-scheduler', 'bad-host-manager',
+                 '[scheduler]\nhost_manager = baremetal_host_manager\n')
+    line = error_line('gantt-scheduler', exited)
+    assert 'option host_manager' in line, line
+    assert 'bad-host-manager.conf' in line, line
+    assert ("Valid values are [host_manager, ironic_host_manager], but "
+            "found 'baremetal_host_manager'") in line, line
+
+
+def test_unknown_baremetal_filter(cluster):
+    exited = run(cluster, 'gantt-scheduler', 'bad-baremetal-filter',
+                 '[scheduler]\nhost_manager = ironic_host_manager\n'
+                 '[filter_scheduler]\nuse_baremetal_filters = true\n'
+                 'baremetal_enabled_filters = ExactRamFilter,'
+                 'ExactNopeFilter\n')
+    line = error_line('gantt-scheduler', exited)
+    assert "'ExactNopeFilter'" in line, line
+    assert 'baremetal_enabled_filters' in line, line
+
+
 @pytest.mark.parametrize('binary', DAEMONS)
 def test_unreachable_database(cluster, binary):
     # A daemon waits for its database at start ([database] max_retries

@@ -14,6 +14,8 @@ from scheduler.db import api as db_api
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import migration
 from scheduler.db import models
+from scheduler.db import services as db_services
+from scheduler import version
 from tests.fixtures import databases
 
 
@@ -44,7 +46,8 @@ def test_a_clean_deployment_passes(migrated, check):
     code, results, err = check()
     assert code == 0, (results, err)
     assert set(results) == {'Database schema', 'RPC version caps',
-                            'Claims', 'Deprecated options'}
+                            'Service versions', 'Claims',
+                            'Deprecated options'}
     assert {result for result, _ in results.values()} == {0}
 
 
@@ -57,6 +60,49 @@ def test_a_deprecated_option_is_a_warning(migrated, check, conf_file):
     assert result == 1
     assert '[DEFAULT] scheduler_tracks_instance_changes (now ' \
         '[filter_scheduler] track_instance_changes)' in details
+
+
+def _services(*versions):
+    with db_api.writer() as session:
+        for number, service_version in enumerate(versions):
+            db_services.report_alive(session, 'c%d' % number,
+                                     'gantt-compute', 'compute',
+                                     service_version)
+
+
+def test_services_of_the_previous_release_pass_with_a_count(migrated,
+                                                             check):
+    _services(None, version.SERVICE_VERSION, None)
+    code, results, _err = check()
+    assert code == 0
+    result, details = results['Service versions']
+    assert result == 0
+    assert details.startswith('2 of 3 service(s) run the previous release')
+
+
+def test_a_service_newer_than_this_release_is_a_failure(migrated, check):
+    _services(version.SERVICE_VERSION, version.SERVICE_VERSION + 1)
+    code, results, _err = check()
+    assert code == 2
+    result, details = results['Service versions']
+    assert result == 2
+    assert 'gantt-compute on c1 (%d)' % (version.SERVICE_VERSION + 1) \
+        in details
+    assert 'c0' not in details
+
+
+def test_a_service_older_than_supported_is_a_failure(migrated, check,
+                                                      monkeypatch):
+    # The day this release stops talking to unversioned services.
+    monkeypatch.setattr(version, 'OLDEST_SUPPORTED_SERVICE_VERSION',
+                        version.SERVICE_VERSION)
+    _services(None, version.SERVICE_VERSION)
+    code, results, _err = check()
+    assert code == 2
+    result, details = results['Service versions']
+    assert 'older than this release supports' in details
+    assert 'gantt-compute on c0 (none)' in details
+    assert 'c1' not in details
 
 
 def test_usage_without_allocations_is_a_failure(migrated, check):

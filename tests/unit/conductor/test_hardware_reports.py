@@ -1,6 +1,6 @@
 """A real compute agent reports its configured hardware through the real
-conductor (ConductorAPI 1.2) and the scheduler's host cache carries it;
-a conductor capped below 1.2 gets the report without it. In-process
+conductor (ConductorAPI 1.3) and the scheduler's host cache carries it;
+a conductor capped below 1.3 gets the report without it. In-process
 (fake:// transport, SQLite)."""
 
 import json
@@ -61,10 +61,10 @@ def test_the_scheduler_carries_what_the_agent_reports(database, config):
             h2.disk_available_least) == (None, [], {}, None)
 
 
-def test_a_conductor_capped_at_1_1_gets_the_report_without_hardware(
+def test_a_conductor_capped_at_1_2_gets_the_report_without_hardware(
         database, config):
     inprocess.configure(config)
-    config.config(conductor='1.1', group='upgrade_levels')
+    config.config(conductor='1.2', group='upgrade_levels')
     with inprocess.Cluster({'h1': HOSTS['h1']}):
         row = _row('h1')
     assert (row.vcpus, row.local_gb) == (8, 100)

@@ -55,11 +55,12 @@ def test_concurrent_heartbeats_share_transactions(any_database,
     real = db_services.heartbeat_many
     first = []
 
-    def slow_heartbeat_many(session, binary, topic, batch_hosts):
+    def slow_heartbeat_many(session, binary, topic, batch_hosts,
+                            version=None):
         if not first:
             first.append(len(batch_hosts))
             release.wait(10)
-        return real(session, binary, topic, batch_hosts)
+        return real(session, binary, topic, batch_hosts, version)
 
     monkeypatch.setattr(db_services, 'heartbeat_many', slow_heartbeat_many)
     answers = {}

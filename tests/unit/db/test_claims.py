@@ -485,9 +485,12 @@ def test_the_ratio_of_a_config_file_reaches_the_claims(database, config,
     assert sql_claim(node, (1, 1, 1)) is False
 
 
+@pytest.mark.parametrize('option', [None, 0.0])
 def test_without_the_option_a_node_without_ratio_has_the_initial_one(
-        database, config):
-    config.config(initial_cpu_allocation_ratio=3.0)
+        database, config, option):
+    # 0.0 is unset too, as Nova reads it.
+    config.config(cpu_allocation_ratio=option,
+                  initial_cpu_allocation_ratio=3.0)
     assert claims.default_ratio('cpu_allocation_ratio') == 3.0
     node = make_node(vcpus=4, reserved_vcpus=0, cpu_allocation_ratio=None)
     assert sql_claim(node, (12, 1, 1)) is True

@@ -98,6 +98,15 @@ def test_ratios_follow_nova_set_else_kept_else_initial(any_database):
     assert ratios(node_uuid) == (16.0, 1.5, 1.0)
 
 
+def test_a_ratio_of_zero_means_unset_as_in_nova(any_database):
+    node_uuid = str(uuid.uuid4())
+    report(node_uuid, **dict(UNSET, cpu_allocation_ratio=0.0), **INITIAL)
+    assert ratios(node_uuid) == (4.0, 1.0, 1.0)
+    report(node_uuid, **dict(UNSET, ram_allocation_ratio=1.5), **INITIAL)
+    report(node_uuid, **dict(UNSET, ram_allocation_ratio=0.0), **INITIAL)
+    assert ratios(node_uuid) == (4.0, 1.5, 1.0)
+
+
 def test_a_report_without_initial_ratios_leaves_a_new_node_without(
         any_database):
     # An older compute: the scheduler counts such a node with [DEFAULT]

@@ -107,17 +107,36 @@ def test_is_up_follows_service_down_time(any_database, config):
         seconds=121)) is False
 
 
-def test_is_up_false_when_forced_down_or_never_seen(any_database):
+def test_is_up_false_when_forced_down(any_database):
     alive()
     with db_api.writer() as session:
         session.execute(sa.update(_SERVICE).values(forced_down=True))
     assert services.is_up(get()) is False
-
-    with db_api.writer() as session:
-        session.execute(sa.update(_SERVICE).values(forced_down=False,
-                                                   last_seen_up=None))
-    assert services.is_up(get()) is False
     assert services.is_up(None) is False
+
+
+def test_never_seen_counts_from_created_at(any_database):
+    """Nova's DB servicegroup driver reads last_seen_up or, if unset,
+    created_at: a row made a moment ago is up, one made 5 minutes ago
+    (service_down_time 60) is down."""
+    alive()
+    with db_api.writer() as session:
+        session.execute(sa.update(_SERVICE).values(last_seen_up=None))
+    assert services.is_up(get()) is True
+    with db_api.writer() as session:
+        session.execute(sa.update(_SERVICE).values(
+            created_at=models.utcnow() - datetime.timedelta(minutes=5)))
+    assert services.is_up(get()) is False
+
+
+def test_a_heartbeat_far_in_the_future_is_down(any_database):
+    """Nova compares abs(now - heartbeat) with service_down_time."""
+    alive()
+    seen = get().last_seen_up
+    assert services.is_up(get(), now=seen - datetime.timedelta(
+        seconds=59)) is True
+    assert services.is_up(get(), now=seen - datetime.timedelta(
+        seconds=61)) is False
 
 
 def test_is_up_with_stale_heartbeat_in_the_database(any_database):
@@ -154,3 +173,24 @@ def test_concurrent_first_heartbeats_register_once(any_database):
         rows = services.list_services(session)
     assert [(row.host, row.report_count) for row in rows] == [
         ('host1', workers)]
+
+
+def test_the_version_a_heartbeat_reports_is_kept_until_another_says(
+        any_database):
+    with db_api.writer() as session:
+        row = services.report_alive(session, 'h1', 'gantt-compute',
+                                    'compute', 1)
+        assert row.version == 1
+        # A heartbeat that says nothing (a compute capped below conductor
+        # API 1.2) leaves the version recorded.
+        assert services.report_alive(session, 'h1', 'gantt-compute',
+                                     'compute').version == 1
+        services.report_alive(session, 'h2', 'gantt-compute', 'compute')
+        services.heartbeat_many(session, 'gantt-compute', 'compute',
+                                ['h1', 'h2'], 2)
+        assert {row.host: row.version for row in services.list_services(
+            session)} == {'h1': 2, 'h2': 2}
+        services.heartbeat_many(session, 'gantt-compute', 'compute',
+                                ['h1', 'h2'])
+        assert {row.host: row.version for row in services.list_services(
+            session)} == {'h1': 2, 'h2': 2}

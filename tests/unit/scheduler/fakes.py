@@ -30,13 +30,17 @@ def now():
 
 
 def service(host='host1', disabled=False, forced_down=False,
-            seen_ago=0.0, reason=None, when=None):
-    """A ServiceInfo heard from ``seen_ago`` seconds before ``when``."""
+            seen_ago=0.0, reason=None, when=None, created_ago=None):
+    """A ServiceInfo heard from ``seen_ago`` seconds before ``when`` (None:
+    never), created ``created_ago`` seconds before it (None: unknown)."""
     when = when or now()
     last = (None if seen_ago is None
             else when - datetime.timedelta(seconds=seen_ago))
+    created = (None if created_ago is None
+               else when - datetime.timedelta(seconds=created_ago))
     return host_table.ServiceInfo(next(_ids), host, 'gantt-compute',
-                                  disabled, reason, forced_down, last)
+                                  disabled, reason, forced_down, last,
+                                  created_at=created)
 
 
 def host_state(host='host1', nodename=None, vcpus=16, vcpus_used=0,

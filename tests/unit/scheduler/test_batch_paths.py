@@ -44,6 +44,7 @@ ARCHES = ('x86_64', 'aarch64', 'i686', 'amd64', 'i386', 'X86_64')
 HV_TYPES = ('qemu', 'kvm', 'xen', 'xapi')
 VM_MODES = ('hvm', 'xen', 'hv', 'pv', 'exe')
 METRICS = ('cpu.percent', 'mem.free', 'load')
+BOOLEANS = ('yes', 'no', 'true', '1')
 WORDS = ('true', 'false', 'a100', 'k80', 'r1', 'r2', '1', '10', '100')
 FILTERS = [cls() for cls in loadables.load_filter_classes(
     ['all_filters'], loadables.entry_point_names(loadables.FILTER_NAMESPACE))]
@@ -78,6 +79,8 @@ def aggregate_metadata(draw):
         ('instance_type',): comma_list(FLAVOR_NAMES),
         ('filter_tenant_id', 'filter_tenant_id_2'): comma_list(PROJECTS),
         ('ssd', 'speed', 'os_type', 'iso.os_type'): comma_list(WORDS),
+        ('hw_architecture',): comma_list(ARCHES),
+        ('hw_qemu_guest_agent',): comma_list(BOOLEANS + ('True',)),
     }
     for keys, values in optional.items():
         for key in keys:
@@ -124,14 +127,18 @@ def host_states(draw, name, nodename, aggregates):
     zones = {agg.metadata['availability_zone'] for agg in mine
              if 'availability_zone' in agg.metadata} or {'nova'}
     kind = draw(st.sampled_from(['up', 'down', 'disabled', 'forced',
-                                 'never', 'none']))
+                                 'never', 'ahead', 'none']))
     svc = {
         'up': lambda: fakes.service(name, seen_ago=draw(st.integers(0, 50))),
         'down': lambda: fakes.service(name,
                                       seen_ago=draw(st.integers(70, 900))),
         'disabled': lambda: fakes.service(name, disabled=True),
         'forced': lambda: fakes.service(name, forced_down=True),
-        'never': lambda: fakes.service(name, seen_ago=None),
+        'never': lambda: fakes.service(
+            name, seen_ago=None, created_ago=draw(st.sampled_from(
+                [None, 0, 50, 900]))),
+        'ahead': lambda: fakes.service(
+            name, seen_ago=-draw(st.integers(0, 900))),
         'none': lambda: None,
     }[kind]()
     fields = {}
@@ -159,7 +166,10 @@ def host_instances_of(draw, host):
     images = st.fixed_dictionaries({}, optional={
         'os_distro': st.sampled_from(['linux', 'windows']),
         'hw_machine_type': st.sampled_from(['pc', 'q35']),
-        'hw_numa_nodes': st.sampled_from(['1', '2'])})
+        'hw_numa_nodes': st.sampled_from(['1', '2']),
+        'architecture': st.sampled_from(ARCHES),
+        'hw_qemu_guest_agent': st.sampled_from(BOOLEANS),
+        'vmware_ostype': st.sampled_from(['linux', 'windows'])})
     return {'%s-instance-%d' % (host, number): host_instances.InstanceInfo(
                 draw(st.sampled_from(FLAVOR_NAMES + (None,))), draw(images))
             for number in range(draw(st.integers(0, 3)))}
@@ -215,7 +225,9 @@ REQUIREMENTS = st.one_of(
 VARIABLES = ('$free_ram_mb', '$num_instances', '$vcpus_total',
              '$cpu_allocation_ratio', '$stats.gpu', '$stats.failed_builds',
              '$hypervisor_type', '$hypervisor_version', '$host',
-             '$stats.none', '$stats')
+             '$stats.none', '$stats', '$service.disabled',
+             '$service.forced_down', '$service.host', '$free_ram',
+             '$service.topic')
 literals = st.one_of(
     st.integers(-5, 70000), st.floats(-10, 10, allow_nan=False),
     st.booleans(), st.sampled_from(WORDS + HV_TYPES + ('', None)),
@@ -254,7 +266,11 @@ def specs(draw):
             'os_type': st.sampled_from(WORDS),
             'iso.os_type': st.sampled_from(WORDS),
             'os_distro': st.sampled_from(['linux', 'windows']),
-            'hw_machine_type': st.sampled_from(['pc', 'q35'])}))
+            'hw_machine_type': st.sampled_from(['pc', 'q35']),
+            'architecture': st.sampled_from(ARCHES),
+            'vm_mode': st.sampled_from(VM_MODES),
+            'hw_qemu_guest_agent': st.sampled_from(BOOLEANS),
+            'vmware_ostype': st.sampled_from(['linux', 'windows'])}))
         spec.image = request_spec.ImageMeta(
             id=draw(st.sampled_from(IMAGES)), properties=properties)
     hints = {}
@@ -283,7 +299,9 @@ OPTION_VALUES = {
         'isolated_hosts': st.lists(st.sampled_from('aAbc'), max_size=2),
         'restrict_isolated_hosts_to_isolated_images': st.booleans(),
         'aggregate_image_properties_isolation_namespace':
-            st.sampled_from([None, 'iso']),
+            st.sampled_from([None, 'iso', 'hw']),
+        'aggregate_image_properties_isolation_separator':
+            st.sampled_from(['.', '_']),
         'image_properties_default_architecture':
             st.sampled_from([None, 'x86_64', 'aarch64']),
         'io_ops_weight_multiplier': st.floats(-2, 2),
@@ -291,7 +309,8 @@ OPTION_VALUES = {
         'build_failure_weight_multiplier': st.sampled_from([0.0, 1e6]),
         'image_props_weight_multiplier': st.sampled_from([0.0, 1.0, -2.0]),
         'image_props_weight_setting': st.lists(st.sampled_from(
-            ['os_distro=10', 'hw_machine_type=0', 'os_type=2', 'bad']),
+            ['os_distro=10', 'hw_machine_type=0', 'os_type=2', 'bad',
+             'hw_architecture=3']),
             max_size=2),
     },
     'metrics': {

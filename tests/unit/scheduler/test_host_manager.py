@@ -201,7 +201,12 @@ def test_refresh_reads_liveness_transitions_not_heartbeats(
     assert list(manager.refresh(full=True).states) == before
 
 
-def test_a_service_that_never_heartbeated_is_down(cloud, make_host_manager):
+def test_a_service_that_never_heartbeated_counts_from_created_at(
+        cloud, make_host_manager):
+    """As Nova's DB servicegroup driver: a service with no last_seen_up is
+    up while its created_at is within service_down_time. The incremental
+    refresh re-reads such rows, so it notices when created_at ages out
+    although nothing wrote the row."""
     cloud.add_node('a')
     cloud.add_node('b')
     services = models.Service.__table__
@@ -209,7 +214,17 @@ def test_a_service_that_never_heartbeated_is_down(cloud, make_host_manager):
         session.execute(sa.update(services).where(services.c.host == 'b')
                         .values(last_seen_up=None))
     manager = make_host_manager(auto_refresh=False)
-    assert list(manager.snapshot().service_up()) == [True, False]
+    table = manager.snapshot()
+    assert list(table.service_up()) == [True, True]
+    assert [state.service_up() for state in table.states] == [True, True]
+    # Ten minutes ago, and not written since the last refresh.
+    long_ago = models.utcnow() - datetime.timedelta(minutes=10)
+    with db_api.writer() as session:
+        session.execute(sa.update(services).where(services.c.host == 'b')
+                        .values(created_at=long_ago, updated_at=long_ago))
+    table = manager.refresh()
+    assert list(table.service_up()) == [True, False]
+    assert [state.service_up() for state in table.states] == [True, False]
     cloud.heartbeat('b')
     assert list(manager.refresh().service_up()) == [True, True]
 

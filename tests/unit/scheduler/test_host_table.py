@@ -138,6 +138,28 @@ def test_service_up_column_matches_is_up_at_the_boundary(config):
     assert [s.service_up(now=now) for s in states] == expected
 
 
+def test_service_up_from_created_at_and_future_heartbeats(config):
+    """Nova's DB servicegroup driver: the heartbeat is last_seen_up, else
+    created_at; up if abs(now - heartbeat) <= service_down_time. With 60s:
+    never seen, created 30s ago: up; created 61s ago: down; seen 10s ago
+    though created long ago: up; a heartbeat 30s ahead: up, 61s ahead:
+    down; nothing known: down."""
+    config.config(service_down_time=60)
+    now = datetime.datetime(2030, 1, 1, 12, 0, 0)
+    cases = [dict(seen_ago=None, created_ago=30),
+             dict(seen_ago=None, created_ago=61),
+             dict(seen_ago=10, created_ago=86400),
+             dict(seen_ago=-30), dict(seen_ago=-60), dict(seen_ago=-61),
+             dict(seen_ago=None)]
+    states = [fakes.host_state('h%d' % i, svc=fakes.service(
+        'h%d' % i, when=now, **case)) for i, case in enumerate(cases)]
+    expected = [True, False, True, True, True, False, False]
+    assert [db_services.is_up(s.service, now=now) for s in states] == \
+        expected
+    assert list(fakes.table(states).service_up(now=now)) == expected
+    assert [s.service_up(now=now) for s in states] == expected
+
+
 def test_aggregate_multipliers():
     aggs = [fakes.aggregate('x', ['a', 'b'], ram_weight_multiplier='2'),
             fakes.aggregate('y', ['b'], ram_weight_multiplier='-1'),

@@ -1,7 +1,7 @@
 """Hardware the computes report, and what claims use of it.
 
 Revision ID: e5b8c1f7a2d6
-Revises: c7a2e9d41f03
+Revises: e1b5a7c30d42
 Create Date: 2026-12-16 10:00:00
 
 Six nullable columns on ``compute_nodes``, under Nova's names: the JSON
@@ -16,7 +16,7 @@ from alembic import op
 import sqlalchemy as sa
 
 revision = 'e5b8c1f7a2d6'
-down_revision = 'c7a2e9d41f03'
+down_revision = 'e1b5a7c30d42'
 branch_labels = None
 depends_on = None
 

@@ -3,6 +3,7 @@ claimed, with the hosts each filter removed and each weigher's part."""
 
 import pytest
 
+from scheduler.cmd import manage_explain
 from scheduler.drivers import explain
 from scheduler.drivers import filter_scheduler
 from scheduler import exception
@@ -79,3 +80,44 @@ def test_a_filter_that_logs_nothing_is_still_named():
         'refused by Quiet')
     assert 'per-host path does not confirm' in explain.reject_reason(
         Disagrees(), state, fakes.spec())
+
+
+def test_json_filter_unknown_variables_are_noted(cloud, make_driver, config,
+                                                 capsys):
+    """Nova reads an unknown $variable as null: ``["=", "$free_ram", 1]``
+    keeps one argument and fails every host, ``["not", ...]`` of it is
+    the list [True] and passes every host. Explain notes the variable in
+    both cases, and names it in the reason for each removed host."""
+    config.config(enabled_filters=['ComputeFilter', 'JsonFilter'],
+                  group='filter_scheduler')
+    cloud.add_node('h1')
+    cloud.add_node('h2')
+    cloud.add_node('off')
+    cloud.disable('off', reason='swap')
+    driver = make_driver(filter_scheduler.FilterScheduler)
+    note = ('the query names $free_ram, which no host has: read as null '
+            'and dropped, as Nova does')
+
+    def explained(query):
+        spec = fakes.spec(scheduler_hints={'query': [query]})
+        return driver.explain(None, spec)
+
+    failing = explained('["=", "$free_ram", 1]')
+    assert not failing.placed
+    steps = {step.name: step for step in failing.instances[0].steps}
+    assert steps['JsonFilter'].notes == (note,)
+    assert steps['ComputeFilter'].notes == ()
+    assert sorted(r.host for r in steps['JsonFilter'].removed) == [
+        'h1', 'h2']
+    assert all(note in r.reason for r in steps['JsonFilter'].removed)
+
+    passing = explained('["not", ["=", "$free_ram", 1]]')
+    assert passing.placed
+    [step] = [s for s in passing.instances[0].steps
+              if s.name == 'JsonFilter']
+    assert (step.before, step.after, step.notes) == (2, 2, (note,))
+    assert step.removed == []
+
+    manage_explain._print_instance(passing.instances[0], 1)
+    printed = capsys.readouterr().out
+    assert 'Notes:' in printed and '$free_ram' in printed

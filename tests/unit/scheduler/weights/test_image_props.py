@@ -89,3 +89,34 @@ def test_aggregate_override_of_the_multiplier(enabled):
     weigher = image_props.ImagePropertiesWeigher()
     assert weigher.weight_multiplier(states[2]) == -2.0
     assert weigher.weight_multiplier(states[0]) == 1.0
+
+
+def test_images_are_read_as_nova_reads_them(enabled):
+    """Nova compares the image-meta model of both images: ``architecture=
+    AMD64`` is ``hw_architecture=x86_64``, ``yes``, ``true`` and ``1`` are
+    all ``True``, and ``foo`` is no image property, so it never counts.
+    a: x86_64 once (foo twice, not counted) = 1; b: x86_64 + True, then
+    True = 3; c: aarch64 and False match nothing = 0."""
+    states = [
+        _host('a', {'hw_architecture': 'x86_64', 'foo': 'bar'},
+              {'foo': 'bar'}),
+        _host('b', {'architecture': 'amd64', 'hw_qemu_guest_agent': 'true'},
+              {'hw_qemu_guest_agent': '1'}),
+        _host('c', {'foo': 'bar'},
+              {'hw_architecture': 'aarch64', 'hw_qemu_guest_agent': 'no'})]
+    spec = _spec({'architecture': 'AMD64', 'hw_qemu_guest_agent': 'yes',
+                  'foo': 'bar'})
+    assert fakes.raw_weights(image_props.ImagePropertiesWeigher(), states,
+                             spec) == [1.0, 3.0, 0.0]
+
+
+def test_setting_names_the_current_property(enabled):
+    """The setting weighs Nova's field names: ``os_distro=5`` weighs a
+    legacy ``vmware_ostype`` too, since Nova reads it as ``os_distro``."""
+    enabled.config(image_props_weight_setting=['os_distro=5'],
+                   group='filter_scheduler')
+    states = [_host('a', {'vmware_ostype': 'windows'}),
+              _host('b', {'os_distro': 'windows'}, {'os_distro': 'linux'})]
+    assert fakes.raw_weights(image_props.ImagePropertiesWeigher(), states,
+                             _spec({'vmware_ostype': 'windows'})) == [
+        5.0, 5.0]

@@ -1,0 +1,55 @@
+"""Baremetal nodes of the fake-virt agent: what an Ironic compute reports.
+
+With ``[fake_virt] baremetal_nodes = N`` a gantt-compute stands for a
+nova-compute of Ironic: it runs N baremetal nodes (``<host>-bm-1`` ...)
+instead of its ``node_count`` virtual nodes. Each reports the
+``[fake_virt]`` vCPUs, RAM and disk, with what Nova's Ironic driver
+reports for a node: hypervisor type ``ironic``, allocation ratios of 1.0,
+nothing reserved, and ``<arch>:baremetal:hvm`` as supported instances. A
+scheduler with ``[scheduler] host_manager = ironic_host_manager`` then
+gives each node to one instance only::
+
+    [fake_virt]
+    baremetal_nodes = 4
+    vcpus = 8
+    memory_mb = 16384
+    local_gb = 200
+"""
+
+HYPERVISOR_TYPE = 'ironic'
+# What Nova's Ironic driver put in supported_instances for a node's
+# architecture.
+BAREMETAL_HV_TYPE = 'baremetal'
+VM_MODE = 'hvm'
+DEFAULT_ARCH = 'x86_64'
+
+_WHOLE_MACHINE = {
+    'reserved_vcpus': 0,
+    'reserved_memory_mb': 0,
+    'reserved_disk_gb': 0,
+    'cpu_allocation_ratio': 1.0,
+    'ram_allocation_ratio': 1.0,
+    'disk_allocation_ratio': 1.0,
+    'initial_cpu_allocation_ratio': 1.0,
+    'initial_ram_allocation_ratio': 1.0,
+    'initial_disk_allocation_ratio': 1.0,
+    'hypervisor_type': HYPERVISOR_TYPE,
+}
+
+
+def node_names(host, count):
+    """The names of a host's ``count`` baremetal nodes."""
+    return ['%s-bm-%d' % (host, index) for index in range(1, count + 1)]
+
+
+def inventory(virtual):
+    """A baremetal node's inventory, from the one the agent would report
+    for a virtual node (``virtual``, which is not changed): the same
+    capacity and stats, as Nova's Ironic driver reports them."""
+    node = dict(virtual)
+    node.update(_WHOLE_MACHINE)
+    arches = sorted({entry[0] for entry in virtual['supported_instances']}
+                    or {DEFAULT_ARCH})
+    node['supported_instances'] = [[arch, BAREMETAL_HV_TYPE, VM_MODE]
+                                   for arch in arches]
+    return node
