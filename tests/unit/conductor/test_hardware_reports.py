@@ -5,9 +5,12 @@ a conductor capped below 1.3 gets the report without it. In-process
 
 import json
 
+from oslo_utils import uuidutils
 import pytest
 
 from conductor import payloads
+from conductor import rpcapi as conductor_rpcapi
+from scheduler import context as gantt_context
 from scheduler.db import api as db_api
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler import exception
@@ -59,6 +62,26 @@ def test_the_scheduler_carries_what_the_agent_reports(database, config):
         None, {}, 2)
     assert (h2.numa_topology, h2.pci_device_pools, h2.cpu_info,
             h2.disk_available_least) == (None, [], {}, None)
+
+
+def test_a_pci_request_lands_on_the_host_that_reports_the_devices(
+        database, config):
+    inprocess.configure(config)
+    config.config(alias=[json.dumps({
+        'name': 'nic', 'vendor_id': '8086', 'product_id': '154d',
+        'device_type': 'type-VF'})], group='pci')
+    config.config(enabled_filters=['ComputeFilter', 'DiskFilter',
+                                   'PciPassthroughFilter'],
+                  group='filter_scheduler')
+    with inprocess.Cluster(HOSTS) as cluster:
+        spec = cluster.spec(1, 512, 1, count=2)
+        spec.flavor.extra_specs = {'pci_passthrough:alias': 'nic:1'}
+        wants_nic = [uuidutils.generate_uuid() for _ in range(2)]
+        conductor_rpcapi.ComputeTaskAPI().schedule_and_build_instances(
+            gantt_context.get_admin_context(), wants_nic, spec)
+        rows = cluster.wait_built(wants_nic)
+    assert [(row.vm_state, row.host) for row in rows.values()] == [
+        ('active', 'h1')] * 2
 
 
 def test_a_conductor_capped_at_1_2_gets_the_report_without_hardware(
