@@ -12,6 +12,11 @@ with one line naming the option and the problem::
 
 A per-agent override (the demo and the tests run unlike hosts in one
 process) may give the document itself instead of its JSON text.
+
+``disk_available_least`` is the node's value with no instance on it: as
+libvirt's does (each instance's disks may grow to their full size), the
+value reported drops by the disk of every instance the node runs (see
+:func:`reported`).
 """
 
 import json
@@ -46,3 +51,13 @@ def configured(option):
             raise exception.ConfigError(reason='[fake_virt] %s: %s'
                                         % (name, error.kwargs['reason']))
     return values
+
+
+def reported(hardware, instances_disk_gb):
+    """What a node reports: the configured ``hardware`` (see
+    :func:`configured`), its ``disk_available_least`` less the
+    ``instances_disk_gb`` its instances take."""
+    least = hardware['disk_available_least']
+    if least is None or not instances_disk_gb:
+        return hardware
+    return dict(hardware, disk_available_least=least - instances_disk_gb)

@@ -255,6 +255,14 @@ class ComputeManager(service.Manager):
                       for project, count in projects.items()})
         return stats, len(on_node), io_workload
 
+    def _disk_gb_used(self, nodename):
+        """The disk the instances on ``nodename`` take, in GB."""
+        with self._lock:
+            specs = [self._specs.get(uuid) for uuid, node
+                     in self._instances.items() if node == nodename]
+        return sum(spec.resources().disk_gb for spec in specs
+                   if spec is not None)
+
     def _inventory(self, nodename):
         stats, count, io_workload = self._stats(nodename)
         inventory = {
@@ -282,7 +290,7 @@ class ComputeManager(service.Manager):
             'num_instances': count,
             'io_workload': io_workload,
             # None: not reported (the conductor writes NULL).
-            **self.hardware,
+            **hardware.reported(self.hardware, self._disk_gb_used(nodename)),
         }
         if self.baremetal:
             return baremetal.inventory(inventory)

@@ -235,7 +235,9 @@ GiB of disk each node has left once its images are fully grown.
 
 What Nova's libvirt driver reports; the scheduler's free disk of the
 node (DiskFilter, DiskWeigher) is then the smaller of this and
-``local_gb`` minus reserved and used disk.
+``local_gb`` minus reserved and used disk. This is the value of a node
+without instances: each instance the node runs takes its disk (root,
+ephemeral and swap) from what it reports.
 
 Possible values:
 

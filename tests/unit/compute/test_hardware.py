@@ -7,6 +7,7 @@ import pytest
 from compute import hardware
 from compute import manager
 from scheduler import exception
+from scheduler.objects import request_spec
 
 TOPOLOGY = {'cells': [{'id': 0, 'cpuset': [0, 1], 'pcpuset': [2, 3],
                        'memory_mb': 2048, 'siblings': [],
@@ -60,3 +61,15 @@ def test_a_topology_out_of_shape_names_the_option_and_the_problem():
         'Configuration error: [fake_virt] numa_topology: '
         'numa_topology.cells[0].pcpuset lists CPU(s) [1] that another set '
         'or cell lists too')
+
+
+def test_the_least_drops_by_the_disk_of_the_instances_on_the_node(config):
+    config.config(disk_available_least=100, node_count=2, group='fake_virt')
+    agent = manager.ComputeManager(host='c1')
+    flavor = request_spec.Flavor(vcpus=1, memory_mb=512, root_gb=20,
+                                 ephemeral_gb=5, swap=1024)
+    agent._track('9a8b7c6d-5e4f-4a3b-8c2d-1e0f00000001', 'c1-1',
+                 request_spec.RequestSpec(flavor=flavor))
+    # 20 + 5 + 1 GB of swap on c1-1; nothing on c1-2.
+    assert agent._inventory('c1-1')['disk_available_least'] == 74
+    assert agent._inventory('c1-2')['disk_available_least'] == 100
