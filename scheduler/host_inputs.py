@@ -45,7 +45,11 @@ those that report none::
 
 import json
 
+from oslo_log import log as logging
+
 from scheduler import validation
+
+LOG = logging.getLogger(__name__)
 
 # What one report may hold: CPU ids, cells, pools, page sizes.
 MAX_CPU_ID = (1 << 16) - 1
@@ -236,36 +240,54 @@ REPORTED_FIELDS = tuple(CHECKS)
 
 # -- the scheduler's side -----------------------------------------------------
 
-# Canonical JSON text -> the one parsed value the hosts share.
+# JSON text (as stored, or canonical) -> the one parsed value the hosts
+# reporting it share.
 _shared = {}
 _SHARED_LIMIT = 4096
 
 
-def _shared_value(value):
-    """One object for every host that reports an equal document."""
-    key = json.dumps(value, sort_keys=True)
-    known = _shared.get(key)
-    if known is not None:
-        return known
+def _remember(key, value):
     if len(_shared) >= _SHARED_LIMIT:
         _shared.clear()
     _shared[key] = value
     return value
 
 
+def shared_document(value):
+    """One parsed object for every host that reports an equal document:
+    ``value`` is the stored JSON text (parsed once per distinct text) or
+    the parsed document; None for an empty one, or text that is not
+    JSON (logged)."""
+    if not value:
+        return None
+    if isinstance(value, str):
+        known = _shared.get(value)
+        if known is not None:
+            return known
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            LOG.warning('Ignoring a stored host document that is not JSON: '
+                        '%.80r', value)
+            return None
+        return _remember(value, parsed) if parsed else None
+    key = json.dumps(value, sort_keys=True)
+    known = _shared.get(key)
+    return known if known is not None else _remember(key, value)
+
+
 def from_row(row):
     """``(cpu_info, disk_available_least, numa_topology, numa_usage,
     pci_device_pools, pci_usage)`` of a ``compute_nodes`` row, as HostState
     carries them: ``{}``/None/None/None/``[]``/``{}`` when not reported
-    (shared empty values), the static documents shared between hosts."""
-    cpu_info = row.cpu_info
-    topology = row.numa_topology
-    pools = row.pci_device_pools
-    return (_shared_value(cpu_info) if cpu_info else NO_CPU_INFO,
+    (shared empty values), the static documents shared between hosts (the
+    row may hold them parsed or as JSON text, see
+    ``compute_nodes.get_nodes(raw_documents=True)``)."""
+    return (shared_document(row.cpu_info) or NO_CPU_INFO,
             row.disk_available_least,
-            _shared_value(topology) if topology else None,
+            shared_document(row.numa_topology),
             row.numa_usage or None,
-            _shared_value(pools) if pools else NO_POOLS,
+            shared_document(row.pci_device_pools) or NO_POOLS,
             row.pci_usage or NO_PCI_USAGE)
 
 

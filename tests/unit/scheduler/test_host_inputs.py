@@ -2,6 +2,7 @@
 scheduler parses them (shared values, empty defaults, free PCI devices)."""
 
 import collections
+import json
 import copy
 
 import pytest
@@ -129,3 +130,19 @@ def test_free_pci_devices_are_the_counts_minus_the_usage():
     assert host_inputs.free_pci_devices(POOLS, {'a': 3, 'b': 1}) == 2
     assert host_inputs.free_pci_devices(POOLS, {}) == 6
     assert host_inputs.free_pci_devices([], {}) == 0
+
+
+def test_stored_text_is_parsed_once_per_distinct_text():
+    text = json.dumps(TOPOLOGY)
+    first = host_inputs.from_row(Row(None, None, text, None, '[]', None))
+    second = host_inputs.from_row(Row(None, None, text, None, None, None))
+    assert first[2] == TOPOLOGY and first[2] is second[2]
+    # Empty documents are "not reported".
+    assert first[4] is host_inputs.NO_POOLS
+
+
+def test_stored_text_that_is_not_json_reads_as_not_reported(caplog):
+    values = host_inputs.from_row(Row('{"model": ', None, None, None, None,
+                                      None))
+    assert values[0] is host_inputs.NO_CPU_INFO
+    assert 'not JSON' in caplog.text
