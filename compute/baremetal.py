@@ -5,7 +5,9 @@ nova-compute of Ironic: it runs N baremetal nodes (``<host>-bm-1`` ...)
 instead of its ``node_count`` virtual nodes. Each reports the
 ``[fake_virt]`` vCPUs, RAM and disk, with what Nova's Ironic driver
 reports for a node: hypervisor type ``ironic``, allocation ratios of 1.0,
-nothing reserved, and ``<arch>:baremetal:hvm`` as supported instances. A
+nothing reserved, ``<arch>:baremetal:hvm`` as supported instances, its
+whole disk as ``disk_available_least`` and no ``cpu_info``, NUMA topology
+or PCI devices. A
 scheduler with ``[scheduler] host_manager = ironic_host_manager`` then
 gives each node to one instance only::
 
@@ -34,6 +36,11 @@ _WHOLE_MACHINE = {
     'initial_ram_allocation_ratio': 1.0,
     'initial_disk_allocation_ratio': 1.0,
     'hypervisor_type': HYPERVISOR_TYPE,
+    # Nova's Ironic driver reports no CPU description, NUMA topology or
+    # PCI devices for a node (its capabilities go in its stats).
+    'cpu_info': None,
+    'numa_topology': None,
+    'pci_device_pools': None,
 }
 
 
@@ -52,4 +59,7 @@ def inventory(virtual):
                     or {DEFAULT_ARCH})
     node['supported_instances'] = [[arch, BAREMETAL_HV_TYPE, VM_MODE]
                                    for arch in arches]
+    # As the Ironic driver reports it for a node that is not deployed
+    # (local_gb - local_gb_used); a deployed one is taken whole anyway.
+    node['disk_available_least'] = node['local_gb']
     return node

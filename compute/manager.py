@@ -9,10 +9,13 @@ facts filters read, set per agent in ``[fake_virt]``: hypervisor type and
 version, supported instances, host IP, stats (the agent's own
 ``num_instances``, ``num_vm_active``, ``num_proj_<project>``,
 ``io_workload`` and ``failed_builds``, as Nova's resource tracker counts
-them, plus any configured) and metrics. ``build_and_run_instance``
-"spawns" at once (or after ``[fake_virt] spawn_time``) and reports ACTIVE;
-a failed build (``[fake_virt] build_failure_rate``) goes back to the
-conductor with the alternates, which reschedules it.
+them, plus any configured), metrics, and the hardware of
+:mod:`compute.hardware` (``cpu_info``, ``numa_topology``,
+``pci_device_pools``, ``disk_available_least``; conductor API 1.3).
+``build_and_run_instance`` "spawns" at once (or after ``[fake_virt]
+spawn_time``) and reports ACTIVE; a failed build (``[fake_virt]
+build_failure_rate``) goes back to the conductor with the alternates,
+which reschedules it.
 
 The schedulers hear of the instances on this host (scheduler RPC API 1.3,
 fanout casts) when ``[filter_scheduler] track_instance_changes`` is on:
@@ -58,6 +61,7 @@ import oslo_messaging as messaging
 from oslo_log import log as logging
 
 from compute import baremetal
+from compute import hardware
 from compute import rpcapi as compute_rpcapi
 from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
@@ -124,6 +128,8 @@ class ComputeManager(service.Manager):
         else:
             self.nodes = node_names(self.host, CONF.fake_virt.node_count)
         self.build_failure_rate = build_failure_rate
+        # Checked now: a bad document stops the agent before it serves.
+        self.hardware = hardware.configured(self._fake)
         self._instances = {}   # instance uuid -> node
         self._projects = {}    # instance uuid -> project id
         self._specs = {}       # instance uuid -> its RequestSpec
@@ -249,6 +255,14 @@ class ComputeManager(service.Manager):
                       for project, count in projects.items()})
         return stats, len(on_node), io_workload
 
+    def _disk_gb_used(self, nodename):
+        """The disk the instances on ``nodename`` take, in GB."""
+        with self._lock:
+            specs = [self._specs.get(uuid) for uuid, node
+                     in self._instances.items() if node == nodename]
+        return sum(spec.resources().disk_gb for spec in specs
+                   if spec is not None)
+
     def _inventory(self, nodename):
         stats, count, io_workload = self._stats(nodename)
         inventory = {
@@ -275,6 +289,8 @@ class ComputeManager(service.Manager):
             'metrics': self._metrics(),
             'num_instances': count,
             'io_workload': io_workload,
+            # None: not reported (the conductor writes NULL).
+            **hardware.reported(self.hardware, self._disk_gb_used(nodename)),
         }
         if self.baremetal:
             return baremetal.inventory(inventory)

@@ -12,6 +12,10 @@ ConductorAPI (no namespace), what compute agents call instead of SQL:
 * 1.2 - ``service_update(host, binary, topic, version)``: the heartbeat
   says which service version the compute runs (``scheduler.version``);
   capped below 1.2 it is sent without.
+* 1.3 - ``compute_node_update``'s inventories may hold the host's
+  hardware: ``cpu_info``, ``disk_available_least``, ``numa_topology``,
+  ``pci_device_pools`` (see :mod:`scheduler.host_inputs`). To a conductor
+  capped below 1.3 the report goes as 1.0, without them.
 
 ComputeTaskAPI (namespace ``compute_task``), what API clients
 (``gantt-manage``) and compute agents call:
@@ -47,18 +51,21 @@ import oslo_messaging as messaging
 
 from scheduler import conf
 from scheduler import exception
+from scheduler import host_inputs
 from scheduler import rpc
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 RPC_TOPIC = 'conductor'
-CONDUCTOR_API_VERSION = '1.2'
+CONDUCTOR_API_VERSION = '1.3'
 COMPUTE_TASK_API_VERSION = '1.2'
 # How many times schedule_and_build_instances is sent again after a
 # timeout (accepting is idempotent).
 BUILD_CALL_RETRIES = 2
 COMPUTE_TASK_NAMESPACE = 'compute_task'
+# Inventory fields a conductor takes since ConductorAPI 1.3.
+HARDWARE_FIELDS = frozenset(host_inputs.REPORTED_FIELDS)
 
 
 class ConductorAPI:
@@ -86,7 +93,15 @@ class ConductorAPI:
 
         ``nodes`` is a list of ``{'uuid', 'nodename', 'inventory'}`` dicts,
         ``inventory`` holding fields of ``compute_nodes.INVENTORY_FIELDS``.
+        The hardware fields (1.3) are left out for an older conductor,
+        which would refuse them.
         """
+        if self.client.can_send_version('1.3'):
+            return self.client.prepare(version='1.3').call(
+                ctxt, 'compute_node_update', host=host, nodes=nodes)
+        nodes = [dict(node, inventory={
+            name: value for name, value in node['inventory'].items()
+            if name not in HARDWARE_FIELDS}) for node in nodes]
         return self.client.call(ctxt, 'compute_node_update', host=host,
                                 nodes=nodes)
 

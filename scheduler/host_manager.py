@@ -313,7 +313,8 @@ class HostManager(instance_tracking.InstanceTracking):
             seen_seq = self._consume_seq
         alive_since, alive_until = _alive_window(models.utcnow())
         with db_api.reader() as session:
-            rows = compute_nodes.get_nodes(session, ids=node_ids)
+            rows = compute_nodes.get_nodes(session, ids=node_ids,
+                                           raw_documents=True)
             services = _read_services(session,
                                       hosts={row.host for row in rows})
         with self._lock:
@@ -373,23 +374,26 @@ class HostManager(instance_tracking.InstanceTracking):
                     changes.full = True
                     changes.services = _read_services(session)
                     self._read_instances_and_aggregates(session, changes)
-                    changes.nodes = compute_nodes.stream_nodes(session)
+                    changes.nodes = compute_nodes.stream_nodes(
+                        session, raw_documents=True)
                     with self._lock:
                         self._apply(changes, seen_seq)
                         table = self._table
                 elif full:
                     changes.nodes, changes.removed = (
-                        compute_nodes.changed_since(session, known))
+                        compute_nodes.changed_since(session, known,
+                                                    raw_documents=True))
                     changes.services = _read_services(session)
                 else:
                     since = self._watermark - datetime.timedelta(
                         seconds=WRITE_SLACK)
-                    changes.nodes = compute_nodes.written_since(session,
-                                                                since)
+                    changes.nodes = compute_nodes.written_since(
+                        session, since, raw_documents=True)
                     missing = reread - {row.id for row in changes.nodes}
                     if missing:
                         changes.nodes.extend(
-                            compute_nodes.get_nodes(session, ids=missing))
+                            compute_nodes.get_nodes(session, ids=missing,
+                                                raw_documents=True))
                     changes.services = self._read_service_changes(
                         session, since, changes.alive_since, dead)
                 if not first_load:

@@ -33,6 +33,7 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import conf
+from scheduler import host_inputs
 from scheduler import host_instances
 from scheduler import host_table_per_state as per_state
 from scheduler import placement_types
@@ -183,19 +184,31 @@ class HostState:
         'host_ip', 'supported_instances', 'stats', 'metrics',
         'num_instances', 'io_workload', 'mapped', 'generation', 'updated')
 
+    # The hardware the compute reports and what claims use of it, parsed
+    # (see scheduler.host_inputs), with their values when not reported;
+    # optional when a HostState is built by hand.
+    HARDWARE_FIELDS = {
+        'cpu_info': host_inputs.NO_CPU_INFO, 'disk_available_least': None,
+        'numa_topology': None, 'numa_usage': None,
+        'pci_device_pools': host_inputs.NO_POOLS,
+        'pci_usage': host_inputs.NO_PCI_USAGE}
+
     # ``instances``: {uuid: host_instances.InstanceInfo} on the node's host;
     # ``node_ratios``: the allocation ratios the node row holds (None where
     # the configured default applies), for :meth:`restated`.
-    __slots__ = NODE_FIELDS + ('service', 'aggregates', 'availability_zones',
-                               'instances', 'node_ratios')
+    __slots__ = NODE_FIELDS + tuple(HARDWARE_FIELDS) + (
+        'service', 'aggregates', 'availability_zones', 'instances',
+        'node_ratios')
 
     def __init__(self, service=None, aggregates=(),
                  availability_zones=frozenset(['nova']), **fields):
         missing = set(self.NODE_FIELDS) - set(fields)
-        unknown = set(fields) - set(self.NODE_FIELDS)
+        unknown = (set(fields) - set(self.NODE_FIELDS)
+                   - set(self.HARDWARE_FIELDS))
         if missing or unknown:
             raise TypeError('HostState fields missing %s, unknown %s'
                             % (sorted(missing), sorted(unknown)))
+        fields = dict(self.HARDWARE_FIELDS, **fields)
         for name, value in fields.items():
             setattr(self, name, value)
         self.service = service
@@ -259,6 +272,9 @@ class HostState:
         state.mapped = bool(row.mapped)
         state.generation = row.generation
         state.updated = row.updated_at
+        (state.cpu_info, state.disk_available_least, state.numa_topology,
+         state.numa_usage, state.pci_device_pools,
+         state.pci_usage) = host_inputs.from_row(row)
         return state
 
     def _resolve_ratios(self, default_ratios):
@@ -322,9 +338,21 @@ class HostState:
 
     @property
     def free_disk_mb(self):
-        """Disk not used nor reserved, without overcommit, in MB."""
-        return (self.total_usable_disk_gb - self.reserved_disk_gb
-                - self.local_gb_used) * 1024
+        """Disk not used nor reserved, without overcommit, in MB; no more
+        than ``disk_available_least`` when the compute reports it (Nova's
+        free disk)."""
+        free_gb = (self.total_usable_disk_gb - self.reserved_disk_gb
+                   - self.local_gb_used)
+        least_gb = self.disk_available_least
+        if least_gb is not None and least_gb < free_gb:
+            free_gb = least_gb
+        return free_gb * 1024
+
+    @property
+    def free_pci_devices(self):
+        """PCI devices of every pool that claims do not use."""
+        return host_inputs.free_pci_devices(self.pci_device_pools,
+                                            self.pci_usage)
 
     @property
     def disk_mb_used(self):
@@ -385,6 +413,10 @@ class HostState:
         state.vcpus_used = self.vcpus_used + resources.vcpus
         state.memory_mb_used = self.memory_mb_used + resources.memory_mb
         state.local_gb_used = self.local_gb_used + resources.disk_gb
+        if self.disk_available_least is not None:
+            # Nova takes the disk from its free disk, whichever bound it.
+            state.disk_available_least = (self.disk_available_least
+                                          - resources.disk_gb)
         state.num_instances = self.num_instances + 1
         state.io_workload = self.io_workload + 1
         return state
@@ -397,7 +429,7 @@ class HostState:
 PUBLIC_ATTRIBUTES = frozenset(HostState.NODE_FIELDS) | frozenset([
     'hypervisor_hostname', 'free_ram_mb', 'free_disk_mb', 'disk_mb_used',
     'vcpus_free', 'num_io_ops', 'failed_builds', 'availability_zone',
-    'service_disabled', 'disabled_reason'])
+    'service_disabled', 'disabled_reason', 'cpu_info', 'numa_topology'])
 
 # Numeric HostState attribute -> the column that holds it, row for row.
 ATTRIBUTE_COLUMNS = {
@@ -464,6 +496,7 @@ def _columns_of(states):
         columns[name] = np.fromiter(
             (getattr(state, attr) for state in states), dtype=dtype,
             count=len(states))
+    columns.update(_hardware_columns(states))
     service_values = [_service_values(state) for state in states]
     for position, name in enumerate(_SERVICE_COLUMNS):
         dtype = np.int64 if name == 'heartbeat_us' else np.bool_
@@ -471,6 +504,29 @@ def _columns_of(states):
             (values[position] for values in service_values), dtype=dtype,
             count=len(states))
     return columns
+
+
+def _free_disk_gb(c):
+    free = c['disk_total'] - c['reserved_disk'] - c['disk_used']
+    return np.where(c['has_disk_least'],
+                    np.minimum(free, c['disk_least_gb']), free)
+
+
+def _hardware_columns(states):
+    """``has_disk_least``, ``disk_least_gb`` (0 where not reported) and
+    ``pci_free``; most hosts report no PCI pools."""
+    least = [state.disk_available_least for state in states]
+    return {
+        'has_disk_least': np.fromiter(
+            (value is not None for value in least), dtype=np.bool_,
+            count=len(states)),
+        'disk_least_gb': np.fromiter(
+            (value or 0 for value in least), dtype=np.int64,
+            count=len(states)),
+        'pci_free': np.fromiter(
+            (state.free_pci_devices if state.pci_device_pools else 0
+             for state in states), dtype=np.int64, count=len(states)),
+    }
 
 
 def _capacity(resource):
@@ -490,9 +546,9 @@ _DERIVED = {
     'free_ram_mb': (('ram_total', 'reserved_ram', 'ram_used'),
                     lambda c: c['ram_total'] - c['reserved_ram']
                     - c['ram_used']),
-    'free_disk_mb': (('disk_total', 'reserved_disk', 'disk_used'),
-                     lambda c: (c['disk_total'] - c['reserved_disk']
-                                - c['disk_used']) * 1024),
+    'free_disk_mb': (('disk_total', 'reserved_disk', 'disk_used',
+                      'has_disk_least', 'disk_least_gb'),
+                     lambda c: _free_disk_gb(c) * 1024),
     'vcpus_free': (('vcpus_total', 'cpu_ratio', 'reserved_vcpus',
                     'vcpus_used'),
                    lambda c: (c['vcpus_total'] * c['cpu_ratio']
@@ -508,7 +564,9 @@ class HostTable:
     may pick), ``has_service``, ``disabled``, ``forced_down``,
     ``heartbeat_us``, ``az_index``, per resource ``used[r]`` (int) and
     ``capacity[r]`` (float), ``free_ram_mb``, ``free_disk_mb``,
-    ``vcpus_free``, ``num_instances``, ``io_workload``.
+    ``vcpus_free``, ``num_instances``, ``io_workload``,
+    ``disk_least_gb`` (0 where ``has_disk_least`` is False: not
+    reported) and ``pci_free`` (free PCI devices).
     Never write into a column: build a new table with :meth:`replace`,
     or (the table's owner only) use :meth:`update_in_place`.
     """

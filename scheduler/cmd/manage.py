@@ -14,6 +14,7 @@ Options of gantt-manage itself come before the command::
     gantt-manage service disable compute1 --reason "disk swap"
     gantt-manage service enable compute1
     gantt-manage host list           # used/capacity per compute node
+    gantt-manage host show compute1  # its CPU, NUMA cells, PCI devices
     gantt-manage discover_hosts      # map newly reported compute nodes
     gantt-manage server create --vcpus 1 --ram 512 --disk 1 --wait
     gantt-manage server list --host compute1 --state active
@@ -49,6 +50,7 @@ from compute import manager as compute_manager
 from scheduler.cmd import manage_aggregate
 from scheduler.cmd import manage_args
 from scheduler.cmd import manage_explain
+from scheduler.cmd import manage_host
 from scheduler.cmd import manage_server
 from scheduler.cmd import manage_server_group
 from scheduler.cmd import manage_server_ops
@@ -274,6 +276,9 @@ COMMANDS = {
     'host': Category('Compute nodes.', {
         'list': Command(host_list, 'List compute nodes with used/capacity '
                         'of each resource.', []),
+        'show': Command(manage_host.show, 'Show the CPU, disk, NUMA cells '
+                        'and PCI devices of a host\'s nodes, and their '
+                        'usage.', [_arg('host', metavar='HOST')]),
     }),
     'discover_hosts': Command(discover_hosts, 'Map newly reported compute '
                               'nodes so that they are scheduled to.', []),

@@ -162,6 +162,92 @@ I/O-heavy operations each node reports beyond its builds in progress.
 The agent reports the builds it is running plus this number; IoOpsFilter
 and IoOpsWeigher read it.
 """),
+    cfg.StrOpt('cpu_info',
+               help="""
+The host CPU each node reports, as a JSON object in libvirt's shape.
+
+ComputeCapabilitiesFilter reads it (``capabilities:cpu_info:features``,
+``capabilities:cpu_info:topology:cores``...), and the ``hw:maxphysaddr_*``
+flavor extra specs and ``hw_maxphysaddr_*`` image properties compare
+with its ``maxphysaddr``. The agent refuses to start when the JSON cannot
+be read or a known key has the wrong type.
+
+Possible values:
+
+* Unset (the default): the nodes report no CPU description.
+* A JSON object such as ``{"arch": "x86_64", "model": "Skylake-Client",
+  "vendor": "Intel", "features": ["sse4.2", "avx2"], "topology":
+  {"sockets": 1, "cores": 4, "threads": 2}, "maxphysaddr": {"mode":
+  "emulate", "bits": 46}}``.
+
+Related options:
+
+* ``numa_topology``
+"""),
+    cfg.StrOpt('numa_topology',
+               help="""
+The NUMA cells of each node, as a JSON object ``{"cells": [...]}``.
+
+Each cell has an ``id``, the CPUs of floating vCPUs (``cpuset``, Nova's
+``cpu_shared_set``) and of pinned ones (``pcpuset``, Nova's
+``cpu_dedicated_set``), ``memory_mb``, and optionally its ``socket``
+(default: the cell id), hyperthread ``siblings`` (lists of CPUs) and
+``mempages`` (``{"size_kb", "total", "reserved"}``). A CPU belongs to one
+set of one cell. The agent refuses to start when the JSON cannot be read
+or the topology does not have this shape.
+
+Possible values:
+
+* Unset (the default): the nodes report no NUMA topology.
+* A JSON object such as ``{"cells": [{"id": 0, "cpuset": [0, 1],
+  "pcpuset": [2, 3], "memory_mb": 8192, "siblings": [[0, 1], [2, 3]],
+  "mempages": [{"size_kb": 4, "total": 2097152},
+  {"size_kb": 2048, "total": 0}]}]}``.
+
+Related options:
+
+* ``pci_device_pools``: their ``numa_node`` names these cells.
+"""),
+    cfg.StrOpt('pci_device_pools',
+               help="""
+The PCI devices of each node, as a JSON list of pools.
+
+Each pool has a ``vendor_id`` and a ``product_id`` (4 hexadecimal
+digits), the ``count`` of its devices, and optionally the ``numa_node``
+they are attached to (null: none) and ``tags`` (strings, such as
+``dev_type`` and ``physical_network``). PciPassthroughFilter and
+PCIWeigher read them. The agent refuses to start when the JSON cannot be
+read or a pool does not have this shape.
+
+Possible values:
+
+* Unset (the default): the nodes have no PCI devices.
+* A JSON list such as ``[{"vendor_id": "8086", "product_id": "154d",
+  "numa_node": 0, "count": 4, "tags": {"dev_type": "type-PF"}}]``.
+
+Related options:
+
+* ``numa_topology``
+"""),
+    cfg.IntOpt('disk_available_least',
+               help="""
+GiB of disk each node has left once its images are fully grown.
+
+What Nova's libvirt driver reports; the scheduler's free disk of the
+node (DiskFilter, DiskWeigher) is then the smaller of this and
+``local_gb`` minus reserved and used disk. This is the value of a node
+without instances: each instance the node runs takes its disk (root,
+ephemeral and swap) from what it reports.
+
+Possible values:
+
+* Unset (the default): not reported; free disk comes from ``local_gb``.
+* An integer, possibly negative (images overcommitted).
+
+Related options:
+
+* ``local_gb``
+"""),
     cfg.FloatOpt('spawn_time',
                  default=0.0,
                  min=0.0,

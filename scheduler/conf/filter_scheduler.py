@@ -266,8 +266,9 @@ Related options:
 Multiplier of the PCI device weigher.
 
 The PCIWeigher keeps hosts with PCI devices free for the requests that need
-them. Gantt does not model PCI devices yet: every host weighs the same, so
-this weigher does not change any ranking.
+them: hosts with fewer free PCI devices weigh more, so requests without
+devices avoid PCI hosts and requests with devices stack on the hosts with
+the fewest left. On a cloud without PCI devices every host weighs the same.
 
 Possible values:
 

@@ -20,8 +20,24 @@ INVENTORY_FIELDS = (
     'reserved_disk_gb', 'cpu_allocation_ratio', 'ram_allocation_ratio',
     'disk_allocation_ratio', 'hypervisor_type', 'hypervisor_version',
     'host_ip', 'supported_instances', 'stats', 'metrics', 'num_instances',
-    'io_workload',
+    'io_workload', 'cpu_info', 'disk_available_least', 'numa_topology',
+    'pci_device_pools',
 )
+# Written by claims only: a report never touches them.
+USAGE_FIELDS = ('numa_usage', 'pci_usage')
+# Documents that hosts of one hardware model report alike: with
+# ``raw_documents`` the reads below give them as their JSON text, which
+# the host cache parses once per distinct text (scheduler.host_inputs).
+SHARED_DOCUMENTS = ('cpu_info', 'numa_topology', 'pci_device_pools')
+
+
+def _select_nodes(raw_documents=False):
+    if not raw_documents:
+        return sa.select(_NODE)
+    return sa.select(*(
+        sa.type_coerce(column, sa.Text).label(column.name)
+        if column.name in SHARED_DOCUMENTS else column
+        for column in _NODE.columns))
 RATIO_FIELDS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
                 'disk_allocation_ratio')
 # What a report may add: the ratio a new node starts with when the
@@ -33,7 +49,8 @@ def report_inventory(session, uuid, host, nodename, inventory):
     """Create or update a node from a compute agent's report.
 
     Usage columns are never taken from a report: they are the sum of the
-    node's allocations. Returns the node row's id.
+    node's allocations (``numa_usage`` and ``pci_usage``: what claims
+    wrote). Returns the node row's id.
 
     Allocation ratios follow Nova: a ratio the compute sets is written; one
     it reports as None or 0.0 (Nova reads both as unset) keeps the node's
@@ -79,10 +96,10 @@ def get_generations(session):
     return {row.id: row.generation for row in rows}
 
 
-def written_since(session, since):
+def written_since(session, since, raw_documents=False):
     """Full rows of the nodes written at or after ``since`` (indexed)."""
     return session.execute(
-        sa.select(_NODE).where(_NODE.c.updated_at >= since)
+        _select_nodes(raw_documents).where(_NODE.c.updated_at >= since)
         .order_by(_NODE.c.id)).all()
 
 
@@ -90,20 +107,21 @@ def written_since(session, since):
 STREAM_BATCH = 2000
 
 
-def stream_nodes(session):
+def stream_nodes(session, raw_documents=False):
     """Every node's full row, ordered by id, fetched in batches of
     :data:`STREAM_BATCH` (a server-side cursor where the driver has one):
     an iterator, to consume before the session's next statement."""
     result = session.execute(
-        sa.select(_NODE).order_by(_NODE.c.id)
+        _select_nodes(raw_documents).order_by(_NODE.c.id)
         .execution_options(yield_per=STREAM_BATCH))
     for partition in result.partitions():
         yield from partition
 
 
-def get_nodes(session, ids=None, mapped_only=False):
-    """Full rows of the nodes (all, or those with the given ids)."""
-    query = sa.select(_NODE).order_by(_NODE.c.id)
+def get_nodes(session, ids=None, mapped_only=False, raw_documents=False):
+    """Full rows of the nodes (all, or those with the given ids); with
+    ``raw_documents`` the :data:`SHARED_DOCUMENTS` as JSON text."""
+    query = _select_nodes(raw_documents).order_by(_NODE.c.id)
     if ids is not None:
         query = query.where(_NODE.c.id.in_(list(ids)))
     if mapped_only:
@@ -111,13 +129,14 @@ def get_nodes(session, ids=None, mapped_only=False):
     return session.execute(query).all()
 
 
-def changed_since(session, known_generations):
+def changed_since(session, known_generations, raw_documents=False):
     """Rows changed since ``{id: generation}``, and the ids now gone.
 
     Returns ``(changed rows, removed ids)``.
     """
     if not known_generations:
-        return get_nodes(session), []    # a first load: every row
+        # A first load: every row.
+        return get_nodes(session, raw_documents=raw_documents), []
     current = get_generations(session)
     changed = [node_id for node_id, generation in current.items()
                if known_generations.get(node_id) != generation]
@@ -126,11 +145,13 @@ def changed_since(session, known_generations):
     if len(changed) * 2 > len(current):
         # Most of them (a first load): one scan beats lists of ids.
         wanted = set(changed)
-        return ([row for row in get_nodes(session) if row.id in wanted],
-                removed)
+        return ([row for row in get_nodes(session,
+                                          raw_documents=raw_documents)
+                 if row.id in wanted], removed)
     rows = []
     for start in range(0, len(changed), 500):
-        rows.extend(get_nodes(session, ids=changed[start:start + 500]))
+        rows.extend(get_nodes(session, ids=changed[start:start + 500],
+                              raw_documents=raw_documents))
     return rows, removed
 
 

@@ -66,20 +66,26 @@ class AggregateCapacityFilter(filters.CapacityFilter):
             return False
         return super().host_passes(host_state, spec)
 
-    def filter_all(self, host_table_, mask, spec):
-        amount = getattr(spec.resources(), self.resource)
-        if amount <= 0:
-            return mask
+    def row_ratios(self, host_table_):
+        """Column of the ratio this filter uses for each row."""
         key = self.ratio_key()
-        total, used, reserved, ratio = host_table.RESOURCE_COLUMNS[
-            self.resource]
-        columns = host_table_.columns
+        ratio = host_table.RESOURCE_COLUMNS[self.resource][3]
         overrides = aggregate_metadata.per_row(
             host_table_, lambda aggregates: _or_nan(
                 aggregate_metadata.minimum_of(
                     aggregates, key, None, float, "the node's own ratio")),
             np.float64)
-        ratios = np.where(np.isnan(overrides), columns[ratio], overrides)
+        return np.where(np.isnan(overrides), host_table_.columns[ratio],
+                        overrides)
+
+    def filter_all(self, host_table_, mask, spec):
+        amount = getattr(spec.resources(), self.resource)
+        if amount <= 0:
+            return mask
+        total, used, reserved, _ratio = host_table.RESOURCE_COLUMNS[
+            self.resource]
+        columns = host_table_.columns
+        ratios = self.row_ratios(host_table_)
         limits = columns[total] * ratios - columns[reserved]
         wanted = columns[used] + amount
         return (super().filter_all(host_table_, mask, spec)

@@ -12,8 +12,16 @@ operators). Which extra specs count:
 * a key without a scope (``hypervisor_type``), for the hosts that have
   that attribute or stat, as if it had the ``capabilities:`` scope; the
   hosts that have neither ignore it;
+* ``hw:maxphysaddr_bits`` and ``hw:maxphysaddr_mode``, read as
+  requirements on ``cpu_info:maxphysaddr`` (see
+  :mod:`scheduler.filters.maxphysaddr`);
 * keys of any other scope (``hw:cpu_policy``,
   ``aggregate_instance_extra_specs:...``) are left to other filters.
+
+``capabilities:cpu_info:<key>...`` walks the ``cpu_info`` the compute
+reports (``features``, ``vendor``, ``topology:cores``...); a list such as
+``features`` is compared as its text, so ``<in> avx2`` or ``<all-in> avx2
+sse4.2`` find its items, as in Nova.
 
 A host passes if it meets every extra spec that counts; a host lacking
 what a ``capabilities:`` key names fails. Example::
@@ -32,6 +40,7 @@ import numpy as np
 
 from scheduler import filters
 from scheduler.filters import extra_specs_ops
+from scheduler.filters import maxphysaddr
 from scheduler import host_table
 
 LOG = logging.getLogger(__name__)
@@ -43,15 +52,22 @@ NOT_APPLICABLE = ('not applicable',)
 
 def requirements(flavor):
     """``[(path, unscoped, requirement)]`` of the extra specs that count;
-    ``path`` is the tuple of names the key walks."""
+    ``path`` is the tuple of names the key walks. The ``hw:maxphysaddr_*``
+    extra specs count as ``cpu_info:maxphysaddr`` capabilities (see
+    :mod:`scheduler.filters.maxphysaddr`)."""
     extra_specs = flavor.obj_get('extra_specs') or {}
+    scoped = {}
     found = []
     for key, requirement in extra_specs.items():
         scope = key.split(':')
         if len(scope) == 1:
             found.append(((key,), True, requirement))
         elif scope[0] == SCOPE:
-            found.append((tuple(scope[1:]), False, requirement))
+            scoped[tuple(scope[1:])] = requirement
+    # As in Nova, the translated bits replace an explicit capability.
+    scoped.update(maxphysaddr.flavor_requirements(extra_specs))
+    found.extend((path, False, requirement)
+                 for path, requirement in scoped.items())
     return found
 
 

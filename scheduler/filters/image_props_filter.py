@@ -16,7 +16,14 @@ its ``hypervisor_version`` meets ``img_hv_requested_version`` (such as
 ``>=6.0, <7.0``; a host reporting no version, or an image asking for none,
 passes that part). Versions are integers of three decimal digits per
 part: 6002001 is 6.2.1. A host that reports no supported instances fails
-an image that asks for anything. Example::
+an image that asks for anything.
+
+As in Nova, an image's ``hw_maxphysaddr_bits`` is checked with the
+supported entry (so only when the image asks for an architecture,
+hypervisor type or vm mode): the host's ``cpu_info`` must report at least
+that many bits, or none; an image's ``hw_maxphysaddr_mode`` needs a host
+whose ``cpu_info`` reports a ``maxphysaddr`` (see
+:mod:`scheduler.filters.maxphysaddr`). Example::
 
     openstack image set --property hw_architecture=aarch64 \\
         --property img_hv_requested_version='>=6.0' debian-arm
@@ -29,6 +36,7 @@ import numpy as np
 
 from scheduler import conf
 from scheduler import filters
+from scheduler.filters import maxphysaddr
 from scheduler import image_properties
 
 CONF = conf.CONF
@@ -95,19 +103,37 @@ def _frozen(value):
     return value
 
 
+def address_wanted(spec):
+    """``(bits, mode)`` the spec's image asks for (None: not asked)."""
+    properties = image_properties.of_spec(spec)
+    where = 'image property '
+    return (maxphysaddr.requested_bits(
+                where + maxphysaddr.BITS_PROPERTY,
+                properties.get(maxphysaddr.BITS_PROPERTY)),
+            maxphysaddr.requested_mode(
+                where + maxphysaddr.MODE_PROPERTY,
+                properties.get(maxphysaddr.MODE_PROPERTY)))
+
+
 def host_key(host_state):
     """What the filter reads of a host, hashable."""
     supported = host_state.supported_instances
     if not isinstance(supported, (list, tuple)):
         supported = ()
-    return _frozen(supported), host_state.hypervisor_version
+    bits = maxphysaddr.host_bits(host_state)
+    return (_frozen(supported), host_state.hypervisor_version,
+            bits if isinstance(bits, int) else None,
+            maxphysaddr.host_has_mode(host_state))
 
 
-def supports(key, triple, requirement):
-    """True if a host of ``key`` (see host_key) can run the image."""
+def supports(key, triple, requirement, bits=None, mode=None):
+    """True if a host of ``key`` (see host_key) can run the image (``bits``
+    and ``mode``: see :func:`address_wanted`)."""
+    supported, version, host_bits, has_mode = key
+    if mode is not None and not has_mode:
+        return False
     if not any(triple):
         return True
-    supported, version = key
     if not supported:
         return False
     for entry in supported:
@@ -116,7 +142,8 @@ def supports(key, triple, requirement):
         except TypeError:
             fits = False
         if fits and (not version or not requirement
-                     or version_satisfies(version, requirement)):
+                     or version_satisfies(version, requirement)) and (
+                maxphysaddr.bits_allow(host_bits, bits)):
             return True
     return False
 
@@ -132,7 +159,8 @@ class ImagePropertiesFilter(filters.BaseHostFilter):
 
     def host_passes(self, host_state, spec):
         triple, requirement = wanted(spec)
-        if supports(host_key(host_state), triple, requirement):
+        if supports(host_key(host_state), triple, requirement,
+                    *address_wanted(spec)):
             return True
         LOG.debug('%(host)s does not support the requested image '
                   'properties %(wanted)s (version %(version)s)',
@@ -142,10 +170,12 @@ class ImagePropertiesFilter(filters.BaseHostFilter):
 
     def filter_all(self, host_table, mask, spec):
         triple, requirement = wanted(spec)
-        if not any(triple):
+        bits, mode = address_wanted(spec)
+        if not any(triple) and mode is None:
             return mask
         codes, keys = host_table.grouped('image_properties', host_key)
         answers = np.fromiter(
-            (supports(key, triple, requirement) for key in keys),
+            (supports(key, triple, requirement, bits, mode)
+             for key in keys),
             dtype=np.bool_, count=len(keys))
         return mask & answers[codes]

@@ -1,28 +1,43 @@
-"""PCIWeigher: keep hosts with PCI devices for the requests that need them.
+"""PCIWeigher: keep the hosts with free PCI devices for the requests that
+need them.
 
-In Nova this weigher ranks hosts by their free PCI devices: up for
-requests that ask for devices, down for those that do not. Gantt does not
-model PCI devices yet (no inventory, no requests), so every host has none
-and weighs 0: the weigher is loaded, takes ``[filter_scheduler]
-pci_weight_multiplier`` and its aggregate override like any other, and
-changes no ranking, exactly as Nova's does on a cloud without PCI devices.
+Nova's scoring: a host's raw weight is ``MAX_DEVS - min(free, MAX_DEVS -
+1)``, where ``free`` is its free PCI devices (the ``count`` of its pools
+minus what claims use, ``HostState.free_pci_devices``). Fewer free devices
+weigh more, whatever the request asks:
+
+* a request without devices goes to hosts without any, keeping the PCI
+  hosts for the requests that need them;
+* a request with devices reaches only hosts that have enough (the
+  PciPassthroughFilter's part), and among those stacks on the ones with
+  the fewest left, keeping the hosts with many free devices whole for
+  requests that want many.
+
+The request's own device count therefore plays no part here (Nova's
+weigher does not read it). Beyond ``MAX_DEVS - 1`` free devices all hosts
+weigh the same: there is no scarcity to protect. Example: hosts with 0, 2
+and 500 free devices weigh 100, 98 and 1; with the default
+``[filter_scheduler] pci_weight_multiplier = 1.0`` they normalise to 1.0,
+0.98 and 0.0.
 """
 
 import numpy as np
 
 from scheduler import weights
 
+# Free devices beyond which hosts are no longer told apart.
+MAX_DEVS = 100
+
 
 class PCIWeigher(weights.BaseHostWeigher):
-    """Weighs every host 0 (no PCI devices are modelled)."""
+    """Weighs hosts by how few free PCI devices they have."""
 
     multiplier_option = 'pci_weight_multiplier'
 
     def _weigh_object(self, host_state, spec):
-        return 0.0
-
-    def uniform(self, spec):
-        return True
+        free = max(host_state.free_pci_devices, 0)
+        return MAX_DEVS - min(free, MAX_DEVS - 1)
 
     def weigh_all(self, host_table, rows, spec):
-        return np.zeros(len(rows))
+        free = np.clip(host_table.pci_free[rows], 0, MAX_DEVS - 1)
+        return (MAX_DEVS - free).astype(np.float64)

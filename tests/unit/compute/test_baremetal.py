@@ -43,3 +43,18 @@ def test_a_baremetal_node_reports_a_whole_machine(config):
     [(name, args, _kwargs)] = agent.conductor_api.calls
     assert name == 'compute_node_update'
     assert [node['nodename'] for node in args[2]] == ['c1-bm-1']
+
+
+def test_a_baremetal_node_reports_hardware_as_the_ironic_driver(config):
+    config.config(numa_topology='{"cells": [{"id": 0, "cpuset": [0], '
+                  '"memory_mb": 1024}]}', cpu_info='{"model": "Haswell"}',
+                  disk_available_least=5, group='fake_virt')
+    agent = test_manager._agent(baremetal_nodes=1, local_gb=200)
+    inventory = agent._inventory('c1-bm-1')
+    assert [inventory[key] for key in (
+        'cpu_info', 'numa_topology', 'pci_device_pools',
+        'disk_available_least')] == [None, None, None, 200]
+    # A virtual node of the same agent reports what is configured.
+    virtual = test_manager._agent(local_gb=200)._inventory('c1')
+    assert virtual['disk_available_least'] == 5
+    assert virtual['cpu_info'] == {'model': 'Haswell'}

@@ -1,5 +1,7 @@
 """Inventory reports, incremental reads and host mapping of compute nodes."""
 
+import datetime
+import json
 import threading
 import uuid
 
@@ -252,3 +254,55 @@ def test_concurrent_mapping_maps_each_node_once(any_database):
     with db_api.reader() as session:
         assert {row.generation for row in compute_nodes.get_nodes(
             session)} == {2}
+
+
+def test_reports_write_the_hardware_and_never_its_usage(any_database):
+    node_uuid = str(uuid.uuid4())
+    topology = {'cells': [{'id': 0, 'cpuset': [0], 'memory_mb': 1024}]}
+    pools = [{'vendor_id': '8086', 'product_id': '154d', 'count': 2}]
+    node_id = report(node_uuid, cpu_info={'model': 'Haswell'},
+                     disk_available_least=50, numa_topology=topology,
+                     pci_device_pools=pools)
+    usage = {'cells': [{'id': 0, 'cpu_usage': 1}]}
+    with db_api.writer() as session:
+        session.execute(sa.update(_NODE).where(_NODE.c.id == node_id)
+                        .values(numa_usage=usage, pci_usage={'k': 1}))
+
+    report(node_uuid, cpu_info=None, disk_available_least=40,
+           numa_topology=topology, pci_device_pools=pools)
+
+    node = get(node_uuid)
+    assert (node.cpu_info, node.disk_available_least) == (None, 40)
+    assert (node.numa_topology, node.pci_device_pools) == (topology, pools)
+    assert (node.numa_usage, node.pci_usage) == (usage, {'k': 1})
+    with db_api.writer() as session:
+        with pytest.raises(ValueError, match='unknown inventory fields: '
+                           'numa_usage'):
+            compute_nodes.report_inventory(
+                session, node_uuid, 'host1', 'host1-node',
+                dict(INVENTORY, numa_usage=usage))
+
+
+def test_raw_documents_come_as_their_json_text(any_database):
+    node_uuid = str(uuid.uuid4())
+    topology = {'cells': [{'id': 0, 'cpuset': [0], 'memory_mb': 1024}]}
+    node_id = report(node_uuid, cpu_info={'model': 'Haswell'},
+                     numa_topology=topology, disk_available_least=7)
+    with db_api.writer() as session:
+        session.execute(sa.update(_NODE).where(_NODE.c.id == node_id)
+                        .values(pci_usage={'k': 1}))
+        since = models.utcnow() - datetime.timedelta(minutes=1)
+        reads = [compute_nodes.get_nodes(session, raw_documents=True),
+                 list(compute_nodes.stream_nodes(session,
+                                                 raw_documents=True)),
+                 compute_nodes.written_since(session, since,
+                                             raw_documents=True),
+                 compute_nodes.changed_since(session, {node_id: 0},
+                                             raw_documents=True)[0]]
+    for [row] in reads:
+        assert json.loads(row.cpu_info) == {'model': 'Haswell'}
+        assert json.loads(row.numa_topology) == topology
+        assert row.pci_device_pools is None
+        # The others as every read gives them.
+        assert (row.pci_usage, row.disk_available_least) == ({'k': 1}, 7)
+        assert row.stats == INVENTORY['stats']

@@ -113,8 +113,8 @@ def test_refresh_reads_the_rows_written_since_the_last(cloud,
     read = []
     real = compute_nodes.written_since
 
-    def spy(session, since):
-        rows = real(session, since)
+    def spy(session, since, **kwargs):
+        rows = real(session, since, **kwargs)
         read.append(sorted(row.host for row in rows))
         return rows
 
@@ -281,8 +281,8 @@ def test_claim_during_a_refresh_is_not_lost(cloud, make_host_manager,
     _report(cloud, 'a', vcpus=8)
     real_reader = getattr(compute_nodes, reader)
 
-    def read_then_a_claim(*args):
-        rows = real_reader(*args)
+    def read_then_a_claim(*args, **kwargs):
+        rows = real_reader(*args, **kwargs)
         # Another request claims and records it while this refresh holds
         # rows read before the claim.
         cloud.take('a', claims.Resources(3, 0, 0))

@@ -11,7 +11,6 @@ import pytest
 from scheduler.drivers import filter_scheduler
 from scheduler import exception
 from scheduler.filters import pci_passthrough_filter
-from scheduler import host_table
 from scheduler import loadables
 from scheduler.pci import errors
 from scheduler.pci import pools
@@ -22,25 +21,9 @@ QAT = json.dumps({'name': 'qat', 'vendor_id': '8086', 'product_id': '0443',
                   'device_type': 'type-PCI'})
 
 
-class PciHostState(host_table.HostState):
-    """A HostState with the PCI attributes (until HostState has them)."""
-
-    __slots__ = ('pci_device_pools', 'pci_usage')
-
-
 def _state(name, device_pools=None, usage=None):
-    if 'pci_device_pools' in host_table.HostState.NODE_FIELDS:
-        return fakes.host_state(name, pci_device_pools=device_pools or [],
-                                pci_usage=usage or {})
-    base = fakes.host_state(name)
-    fields = {field: getattr(base, field)
-              for field in host_table.HostState.NODE_FIELDS}
-    state = PciHostState(service=base.service, aggregates=base.aggregates,
-                         availability_zones=base.availability_zones,
-                         **fields)
-    state.pci_device_pools = device_pools or []
-    state.pci_usage = usage or {}
-    return state
+    return fakes.host_state(name, pci_device_pools=device_pools or [],
+                            pci_usage=usage or {})
 
 
 def _pool(count, product_id='0443', numa_node=0):
