@@ -55,6 +55,7 @@ from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instance_groups as db_groups
 from scheduler.db import instances as db_instances
 from scheduler import exception
+from scheduler import hardware
 from scheduler.notifications import compute_task as compute_task_notes
 from scheduler.notifications import server_group as group_notes
 from scheduler.objects import request_spec as request_spec_obj
@@ -418,7 +419,9 @@ class BuildTask:
             return False
         won = claims.claim_in_sql(
             node.id, instance_uuid, claims.Resources(**wanted),
-            claims.hard_group_uuid(request_spec), node.host)
+            claims.hard_group_uuid(request_spec), node.host,
+            hardware=(None if request_spec is None
+                      else hardware.Request.from_spec(request_spec)))
         if isinstance(won, claims.GroupConflict):
             LOG.info('Alternate %s would break the policy of its server '
                      'group for %s (%s); skipping it',

@@ -44,6 +44,7 @@ from scheduler.db import instance_groups as db_groups
 from scheduler.db import instances as db_instances
 from scheduler.db import moves
 from scheduler import exception
+from scheduler import hardware
 from scheduler.objects import request_spec as request_spec_obj
 
 CONF = conf.CONF
@@ -96,7 +97,8 @@ def claim_on(node, instance_uuid, spec):
     room) or a GroupConflict (false too)."""
     return claims.claim_in_sql(
         node.id, instance_uuid, spec.resources(),
-        claims.hard_group_uuid(spec), node.host)
+        claims.hard_group_uuid(spec), node.host,
+        hardware=hardware.Request.from_spec(spec))
 
 
 def load_group(spec):

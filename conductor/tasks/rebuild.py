@@ -42,6 +42,7 @@ from scheduler.db import instances as db_instances
 from scheduler.db import moves
 from scheduler.db import services as db_services
 from scheduler import exception
+from scheduler import hardware
 from scheduler.objects import request_spec as request_spec_obj
 
 LOG = logging.getLogger(__name__)
@@ -252,7 +253,8 @@ class RebuildTask:
         instance's one on the dead host in its transaction."""
         won = claims.claim_in_sql(
             node.id, instance_uuid, spec.resources(),
-            claims.hard_group_uuid(spec), node.host)
+            claims.hard_group_uuid(spec), node.host,
+            hardware=hardware.Request.from_spec(spec))
         if isinstance(won, claims.GroupConflict):
             raise exception.NoValidHost(
                 reason='Unable to evacuate instance %s to %s: %s'

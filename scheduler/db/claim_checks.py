@@ -21,6 +21,7 @@ import sqlalchemy as sa
 
 from scheduler.db import claims
 from scheduler.db import models
+from scheduler import hardware
 
 _NODE = models.ComputeNode.__table__
 _ALLOC = models.Allocation.__table__
@@ -48,6 +49,11 @@ def find_inconsistent_nodes(session):
                          for f in Resources._fields])
              .outerjoin(sums, sums.c.compute_node_id == _NODE.c.id)
              .order_by(_NODE.c.host, _NODE.c.hypervisor_hostname))
+    records = collections.defaultdict(list)
+    for node_id, record in session.execute(
+            sa.select(_ALLOC.c.compute_node_id, _ALLOC.c.hardware)
+            .where(_ALLOC.c.hardware.is_not(None))):
+        records[node_id].append(record)
     problems = []
     for row in session.execute(query):
         found = []
@@ -61,9 +67,20 @@ def find_inconsistent_nodes(session):
             if used > capacity:
                 found.append('%s used %s exceeds capacity %s'
                              % (field, used, capacity))
+        found.extend(_hardware_problems(row, records.get(row.id, ())))
         if found:
             problems.append((row, found))
     return problems
+
+
+def _hardware_problems(row, records):
+    """The node's NUMA and PCI usage against its allocations' records."""
+    if not records and not row.numa_usage and not row.pci_usage:
+        return []
+    return hardware.usage_problems(hardware.Host(
+        row.numa_topology, row.numa_usage, row.pci_device_pools or [],
+        row.pci_usage or {}, row.cpu_allocation_ratio,
+        row.ram_allocation_ratio), records)
 
 
 # What ``find_stray_allocations`` calls each kind of claim that no live

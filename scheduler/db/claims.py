@@ -14,6 +14,12 @@ with the node's own ratio (for a node that never reported one,
         won = claims.claim_resources(session, node_id, instance_uuid,
                                      claims.Resources(2, 4096, 40))
 
+A claim for an instance that asks for NUMA placement or PCI devices (a
+:class:`scheduler.hardware.Request`) locks the node's row, fits the
+instance on the node's NUMA and PCI usage as it is then, and writes the
+new usage with the same UPDATE; what it took is kept on the allocation
+(``hardware``) and given back by :func:`release_resources`.
+
 The drivers and the conductor's tasks claim through :func:`claim_in_sql`,
 one claim in its own transaction (replacing the consumer's earlier
 allocations, checking a hard server-group policy, refusing a settled
@@ -32,7 +38,10 @@ from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler import exception
+from scheduler import hardware as hardware_mod
+from scheduler.numa import errors as numa_errors
 from scheduler import placement_types
+from scheduler.pci import errors as pci_errors
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -73,14 +82,16 @@ def capacity_expression(resource):
 
 
 def claim_resources(session, compute_node_id, consumer_uuid, resources,
-                    guards=()):
+                    guards=(), hardware=None):
     """Claim ``resources`` on the node for the consumer; True if it fit.
 
     Resources asked in zero amounts are not checked, so a node that is over
     capacity after its ratio was lowered still takes zero-sized claims. The
     caller owns the transaction; on False nothing was written. ``guards``
     are more SQL conditions the node's UPDATE must meet (False if one
-    does not hold).
+    does not hold). ``hardware`` (a :class:`scheduler.hardware.Request`)
+    must fit on the node's NUMA cells and PCI devices too (the row is
+    locked while it is fitted).
 
     :raises ValueError: a negative amount (it would lower the usage).
     """
@@ -92,6 +103,13 @@ def claim_resources(session, compute_node_id, consumer_uuid, resources,
     conditions = [_NODE.c.id == compute_node_id, *guards]
     values = {'generation': _NODE.c.generation + 1,
               'updated_at': models.utcnow()}
+    record = None
+    if hardware is not None:
+        taken = _take_hardware(session, compute_node_id, hardware)
+        if taken is None:
+            return False
+        record, columns = taken
+        values.update(columns)
     for field in Resources._fields:
         amount = getattr(resources, field)
         used = RESOURCE_COLUMNS[field][0]
@@ -106,8 +124,55 @@ def claim_resources(session, compute_node_id, consumer_uuid, resources,
     session.execute(sa.insert(_ALLOC).values(
         consumer_uuid=consumer_uuid, compute_node_id=compute_node_id,
         vcpus=resources.vcpus, memory_mb=resources.memory_mb,
-        disk_gb=resources.disk_gb, created_at=models.utcnow()))
+        disk_gb=resources.disk_gb, hardware=record,
+        created_at=models.utcnow()))
     return True
+
+
+def _locked_hardware(session, compute_node_id):
+    """The node's hardware and usage (a :class:`scheduler.hardware.Host`),
+    its row locked until the transaction ends; None if it is gone."""
+    row = session.execute(
+        sa.select(_NODE.c.numa_topology, _NODE.c.numa_usage,
+                  _NODE.c.pci_device_pools, _NODE.c.pci_usage,
+                  _NODE.c.cpu_allocation_ratio, _NODE.c.ram_allocation_ratio)
+        .where(_NODE.c.id == compute_node_id).with_for_update()).first()
+    if row is None:
+        return None
+    return hardware_mod.Host(
+        row.numa_topology, row.numa_usage, row.pci_device_pools or [],
+        row.pci_usage or {},
+        row.cpu_allocation_ratio or default_ratio('cpu_allocation_ratio'),
+        row.ram_allocation_ratio or default_ratio('ram_allocation_ratio'))
+
+
+def _take_hardware(session, compute_node_id, wanted):
+    """Fit ``wanted`` on the node as it is now: ``(record, {usage column:
+    new value})``, or None when it does not fit."""
+    host = _locked_hardware(session, compute_node_id)
+    if host is None:
+        return None
+    record = wanted.fit(host)
+    if record is None:
+        return None
+    return record, hardware_mod.apply(host, record)
+
+
+def _give_back_hardware(session, compute_node_id, record):
+    """``{usage column: new value}`` with ``record`` given back; {} (and
+    an ERROR naming the node, for ``gantt-manage db check`` to show) if
+    the node's usage no longer holds it."""
+    host = _locked_hardware(session, compute_node_id)
+    if host is None:
+        return {}
+    try:
+        return hardware_mod.release(host, record)
+    except (numa_errors.NUMAUsageConflict, numa_errors.InvalidNUMAPlacement,
+            pci_errors.PciUsageInvalid) as error:
+        LOG.error('Node %s: cannot give back the hardware of a claim (%s); '
+                  'its NUMA or PCI usage is left as it is', compute_node_id,
+                  error)
+        return {}
 
 
 def release_resources(session, consumer_uuid, compute_node_id=None):
@@ -132,6 +197,9 @@ def release_resources(session, consumer_uuid, compute_node_id=None):
         amounts = Resources(row.vcpus, row.memory_mb, row.disk_gb)
         values = {'generation': _NODE.c.generation + 1,
                   'updated_at': models.utcnow()}
+        if row.hardware:
+            values.update(_give_back_hardware(session, row.compute_node_id,
+                                              row.hardware))
         for field in Resources._fields:
             used = RESOURCE_COLUMNS[field][0]
             values[used] = _NODE.c[used] - getattr(amounts, field)
@@ -493,7 +561,7 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled):
 
 @db_api.retry_on_db_error
 def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
-                 host=None, refuse_settled=False):
+                 host=None, refuse_settled=False, hardware=None):
     """One claim in its own transaction: True if the node had room, else
     False, or a :class:`GroupConflict` (which is
     false too) when ``group_uuid``'s hard policy forbids ``host``.
@@ -510,6 +578,10 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     members of one group claimed in parallel by several schedulers or
     conductors cannot break it.
 
+    With ``hardware`` (a :class:`scheduler.hardware.Request`) the NUMA
+    cells, pinned CPUs, pages and PCI devices it asks for are fitted and
+    taken in the same transaction (:func:`claim_resources`).
+
     With ``refuse_settled`` (the scheduler's claims) an instance that is
     settled (:data:`SETTLED_VM_STATES`, no task), or already placed by
     the conductor (see :func:`_refusal`), gets InvalidRequest and nothing
@@ -523,8 +595,8 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     UPDATE matches nothing does the full path run, to tell a full node
     from a consumer to refuse or to move.
     """
-    if group_uuid is None and _claim_fresh(node_id, consumer_uuid, resources,
-                                           refuse_settled):
+    if group_uuid is None and hardware is None and _claim_fresh(
+            node_id, consumer_uuid, resources, refuse_settled):
         return True
     try:
         with db_api.writer() as session:
@@ -543,7 +615,7 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
                     raise _Refused(conflict)
             released = release_resources(session, consumer_uuid)
             if not claim_resources(session, node_id, consumer_uuid,
-                                          resources):
+                                   resources, hardware=hardware):
                 raise _Refused(False)
     except _Refused as refused:
         return refused.outcome

@@ -259,6 +259,9 @@ class Allocation(Base):
     vcpus: orm.Mapped[int] = orm.mapped_column(default=0)
     memory_mb: orm.Mapped[int] = orm.mapped_column(default=0)
     disk_gb: orm.Mapped[int] = orm.mapped_column(default=0)
+    # What the claim took of the node's NUMA cells and PCI devices
+    # (scheduler.hardware's record); None: nothing.
+    hardware: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         Timestamp, default=utcnow)
 

@@ -128,7 +128,8 @@ class Scheduler(metaclass=abc.ABCMeta):
     # -- claims ---------------------------------------------------------------
 
     def claim(self, host_state, consumer_uuid, resources,
-              instance_info=None, group_uuid=None, on_reserved=None):
+              instance_info=None, group_uuid=None, on_reserved=None,
+              hardware=None):
         """Reserve in the host cache, then claim in SQL: True, or a false
         value after the reservation was rolled back.
 
@@ -144,7 +145,9 @@ class Scheduler(metaclass=abc.ABCMeta):
         With ``group_uuid`` (see :func:`claims.hard_group_uuid`) the
         server group's policy is checked in the claim's transaction.
         ``on_reserved`` is called once the reservation is in the cache,
-        before the SQL claim.
+        before the SQL claim. ``hardware`` (a
+        :class:`scheduler.hardware.Request`): the NUMA cells, pinned CPUs,
+        pages and PCI devices the claim takes too.
 
         Returns True, or a false value: False on a lost race (the node
         filled up behind the cache's back), a GroupConflict when a member
@@ -164,7 +167,8 @@ class Scheduler(metaclass=abc.ABCMeta):
         try:
             won = claims.claim_in_sql(host_state.id, consumer_uuid,
                                       resources, group_uuid,
-                                      host_state.host, refuse_settled=True)
+                                      host_state.host, refuse_settled=True,
+                                      hardware=hardware)
         except db_exc.DBDuplicateEntry:
             LOG.warning('Instance %(uuid)s already holds an allocation on '
                         'node %(node)s; not claiming there again',

@@ -52,6 +52,7 @@ from scheduler.drivers import explain as explain_mod
 from scheduler import exception
 from scheduler import filters
 from scheduler.filters import retry_filter
+from scheduler import hardware
 from scheduler import host_instances
 from scheduler import loadables
 from scheduler import placement_types
@@ -372,6 +373,8 @@ class _Request:
         self.count = len(self.uuids) or spec.num_instances
         self.claiming = bool(self.uuids) and not spec.obj_get('is_rebuild')
         self.resources = spec.resources()
+        # NUMA cells, pinned CPUs, pages, PCI devices: None for most.
+        self.hardware = hardware.Request.from_spec(spec)
         image = spec.obj_get('image')
         self.instance_info = host_instances.info_from_flavor_and_image(
             spec.flavor, image.obj_get('properties') if image else None)
@@ -523,7 +526,7 @@ class _Request:
                     continue
                 won = self.driver.claim(state, uuid, self.resources,
                                         self.instance_info, group_uuid,
-                                        on_reserved)
+                                        on_reserved, self.hardware)
                 if won:
                     self.claimed.append((uuid, state.id))
                     return row

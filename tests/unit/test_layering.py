@@ -10,6 +10,9 @@
   core nor the host view.
 * The host view itself does not reach into the database layer, and
   :mod:`scheduler.placement_types` imports nothing of Gantt's.
+* The hardware libraries (:mod:`scheduler.numa`, :mod:`scheduler.pci`,
+  :mod:`scheduler.hardware`) are pure: filters and claims both use them,
+  so they import neither the core nor the host view.
 
 Imports are read from the source (``ast``), including ones inside
 functions, so that a lazy import cannot hide a dependency.
@@ -39,6 +42,9 @@ RULES = [
     ('scheduler/host_table_per_state.py', CORE),
     ('scheduler/host_instances.py', CORE),
     ('scheduler/placement_types.py', ('scheduler', 'conductor', 'compute')),
+    ('scheduler/numa/**/*.py', CORE + HOST_VIEW),
+    ('scheduler/pci/**/*.py', CORE + HOST_VIEW),
+    ('scheduler/hardware.py', CORE + HOST_VIEW),
 ]
 
 

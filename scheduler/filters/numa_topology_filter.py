@@ -1,0 +1,150 @@
+"""NUMATopologyFilter: only hosts whose NUMA cells can take the instance.
+
+A flavor or image that asks for a NUMA topology (``hw:numa_nodes``,
+``hw:cpu_policy=dedicated|mixed``, ``hw:mem_page_size``..., see
+:mod:`scheduler.numa.request`) passes a host only if each of its guest
+cells fits on a distinct host cell: its pinned vCPUs on free CPUs of the
+cell's ``pcpuset`` under the thread policy, its shared vCPUs within the
+cell's ``cpuset`` times ``cpu_allocation_ratio``, its memory in free pages
+of the size asked (or within ``ram_allocation_ratio`` for small pages),
+and, when the flavor asks for PCI devices too, the devices on those cells
+as their NUMA policy requires. That is :meth:`scheduler.hardware.Request.fit`,
+the same fit the claim makes in SQL. A host that reports no NUMA topology
+fails such a request; a request without NUMA needs passes every host::
+
+    [filter_scheduler]
+    enabled_filters = ComputeFilter,NUMATopologyFilter,...
+
+    openstack flavor set pinned.large --property hw:cpu_policy=dedicated \\
+        --property hw:cpu_thread_policy=isolate
+
+The batch path first drops the hosts that cannot possibly fit by comparing
+a few numbers per host (:mod:`scheduler.numa.prescreen`, kept as host
+table columns and recomputed only for hosts that changed) with the
+request's minimums, then fits once for each distinct NUMA topology, usage,
+ratios and PCI devices among the hosts left.
+"""
+
+import json
+
+from oslo_log import log as logging
+import numpy as np
+
+from scheduler import filters
+from scheduler import hardware
+from scheduler.numa import capacity
+from scheduler.numa import errors as numa_errors
+from scheduler.numa import prescreen
+from scheduler.pci import errors as pci_errors
+
+LOG = logging.getLogger(__name__)
+
+_UNREADABLE = (numa_errors.InvalidHostNUMATopology,
+               numa_errors.NUMAUsageConflict, pci_errors.PciPoolInvalid,
+               pci_errors.PciUsageInvalid)
+
+# id(state) -> (state, its prescreen summary); a state is read-only, and
+# holding it keeps its id from being reused.
+_summaries = {}
+_SUMMARIES_LIMIT = 250000
+
+
+def _summary(state):
+    found = _summaries.get(id(state))
+    if found is not None and found[0] is state:
+        return found[1]
+    try:
+        summary = prescreen.host_summary(
+            state.numa_topology, state.numa_usage, capacity.Limits(
+                state.cpu_allocation_ratio, state.ram_allocation_ratio))
+    except _UNREADABLE as error:
+        LOG.warning('%(host)s: cannot read its NUMA topology or usage: '
+                    '%(error)s', {'host': state, 'error': error})
+        summary = prescreen.host_summary(None, None)
+    if len(_summaries) >= _SUMMARIES_LIMIT:
+        _summaries.clear()
+    _summaries[id(state)] = (state, summary)
+    return summary
+
+
+def _fit_key(state):
+    """Equal for hosts on which every request fits alike."""
+    try:
+        return json.dumps(
+            [state.numa_topology, state.numa_usage,
+             state.cpu_allocation_ratio, state.ram_allocation_ratio,
+             getattr(state, 'pci_device_pools', None),
+             getattr(state, 'pci_usage', None)], sort_keys=True)
+    except (TypeError, ValueError):
+        return ('host', state)
+
+
+def _fits(state, wanted):
+    try:
+        return wanted.fit(hardware.Host.of_state(state)) is not None
+    except _UNREADABLE as error:
+        LOG.warning('%(host)s fails NUMA requests: %(error)s',
+                    {'host': state, 'error': error})
+        return False
+
+
+def _numa_request(spec):
+    wanted = hardware.Request.from_spec(spec)
+    return None if wanted is None or wanted.numa is None else wanted
+
+
+class NUMATopologyFilter(filters.BaseHostFilter):
+    """Passes hosts whose NUMA cells can take the instance."""
+
+    # As Nova's: a rebuild with a new image may change the topology.
+    RUN_ON_REBUILD = True
+
+    def host_passes(self, host_state, spec):
+        wanted = _numa_request(spec)
+        if wanted is None:
+            return True
+        if _fits(host_state, wanted):
+            return True
+        LOG.debug('%(host)s, %(cells)s cell(s), does not fit the requested '
+                  'NUMA topology', {'host': host_state,
+                                    'cells': _summary(host_state)['cells']})
+        return False
+
+    def filter_all(self, host_table, mask, spec):
+        if not mask.any():
+            return mask
+        wanted = _numa_request(spec)
+        if wanted is None:
+            return mask
+        mask = mask & _prescreen(host_table, wanted)
+        if not mask.any():
+            return mask
+        codes, keys = host_table.grouped('numa_fit', _fit_key)
+        decided = np.zeros(len(keys), dtype=np.bool_)
+        answers = np.zeros(len(keys), dtype=np.bool_)
+        states = host_table.states
+        for row in np.flatnonzero(mask):
+            code = codes[row]
+            if not decided[code]:
+                decided[code] = True
+                answers[code] = _fits(states[row], wanted)
+        return mask & answers[codes]
+
+
+def _prescreen(host_table, wanted):
+    """Mask of the hosts that meet the request's minimums (the vectorised
+    :func:`scheduler.numa.prescreen.meets_minimums`)."""
+    needed = prescreen.request_minimums(wanted.numa)
+    passed = np.ones(len(host_table), dtype=np.bool_)
+    for key in prescreen.SCALAR_KEYS:
+        column = host_table.state_column(
+            'numa_' + key, lambda state, key=key: _summary(state)[key],
+            np.int64)
+        passed &= column >= needed[key]
+    for size_kb, count in needed['free_pages'].items():
+        column = host_table.state_column(
+            'numa_free_pages_%d' % size_kb,
+            lambda state, size=size_kb: _summary(state)['free_pages'].get(
+                size, 0), np.int64)
+        passed &= column >= count
+    return passed
