@@ -73,6 +73,7 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler import host_instances
+from scheduler import host_state
 from scheduler import host_table
 from scheduler import instance_tracking
 from scheduler import prometheus
@@ -319,7 +320,7 @@ class HostManager(instance_tracking.InstanceTracking):
                                       hosts={row.host for row in rows})
         with self._lock:
             for service in services:
-                self._cache_service(service.host, host_table.service_from_row(
+                self._cache_service(service.host, host_state.service_from_row(
                     service, alive_since, alive_until))
             # A node claimed on since the read began, or with a claim in
             # flight, keeps its cached row. Nodes new to the cache wait
@@ -521,12 +522,12 @@ class HostManager(instance_tracking.InstanceTracking):
             # full read, mostly change nothing the filters see: compare
             # before building anything. (A cached last_seen_up is the one
             # of the row's last change; ``alive`` is what counts.)
-            alive = host_table.heartbeat_within(row, *window)
+            alive = host_state.heartbeat_within(row, *window)
             old = cached.get(row.host)
             if old is not None and old.alive == alive and \
                     old[:6] == tuple(row[:6]):
                 continue
-            self._cache_service(row.host, host_table.service_from_row(
+            self._cache_service(row.host, host_state.service_from_row(
                 row, *window))
             changed.add(row.host)
         if changes.full:
@@ -555,7 +556,7 @@ class HostManager(instance_tracking.InstanceTracking):
             for host in aggregate.hosts:
                 by_host.setdefault(host, []).append(aggregate)
         # Hosts in the same aggregates share one tuple (and so one zone
-        # set, see host_table.zones_of).
+        # set, see host_state.zones_of).
         shared = {}
         self._aggregates_by_host = {}
         for host, aggs in by_host.items():
@@ -618,7 +619,7 @@ class HostManager(instance_tracking.InstanceTracking):
     def _make_state(self, row, ratios):
         """A HostState from a node row just read (``ratios``: see
         :func:`_default_ratios`, which also holds the default zone)."""
-        state = host_table.HostState.from_node(
+        state = host_state.HostState.from_node(
             row, self._services.get(row.host),
             self._aggregates_by_host.get(row.host, ()), ratios,
             ratios[_DEFAULT_AZ])

@@ -43,7 +43,7 @@ from oslo_log import versionutils
 from scheduler import conf
 from scheduler.db import claims
 from scheduler import host_manager
-from scheduler import host_table
+from scheduler import host_state
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ IRONIC = 'ironic'
 
 # resource -> the HostState attribute of its usage
 _USED = {resource: attrs[1]
-         for resource, attrs in host_table.RESOURCE_ATTRS.items()}
+         for resource, attrs in host_state.RESOURCE_ATTRS.items()}
 
 
 def is_baremetal(state_or_row):
@@ -68,7 +68,7 @@ def whole_node(state):
                               for resource in claims.Resources._fields))
 
 
-class IronicNodeState(host_table.HostState):
+class IronicNodeState(host_state.HostState):
     """A baremetal node: free, or taken whole (see the module docstring)."""
 
     __slots__ = ()
@@ -78,7 +78,7 @@ class IronicNodeState(host_table.HostState):
         """The IronicNodeState of a node read as a plain HostState: used
         up entirely if it holds anything."""
         node = cls.__new__(cls)
-        for name in host_table.HostState.__slots__:
+        for name in host_state.HostState.__slots__:
             setattr(node, name, getattr(state, name))
         if node.in_use():
             node._take_whole()

@@ -22,6 +22,7 @@ import numpy as np
 
 from scheduler import filters
 from scheduler.filters import aggregate_metadata
+from scheduler import host_state as state_mod
 from scheduler import host_table
 
 LOG = logging.getLogger(__name__)
@@ -39,7 +40,7 @@ class AggregateCapacityFilter(filters.CapacityFilter):
     def ratio_key(self):
         """The aggregate metadata key (and HostState attribute) of the
         resource's allocation ratio."""
-        return host_table.RESOURCE_ATTRS[self.resource][3]
+        return state_mod.RESOURCE_ATTRS[self.resource][3]
 
     def host_ratio(self, host_state):
         """The ratio this filter uses for ``host_state``."""
@@ -52,7 +53,7 @@ class AggregateCapacityFilter(filters.CapacityFilter):
         amount = getattr(spec.resources(), self.resource)
         if amount <= 0:
             return True
-        total, used, reserved, _ratio = host_table.RESOURCE_ATTRS[
+        total, used, reserved, _ratio = state_mod.RESOURCE_ATTRS[
             self.resource]
         ratio = self.host_ratio(host_state)
         limit = (getattr(host_state, total) * ratio

@@ -49,6 +49,7 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import exception
+from scheduler import host_state as state_mod
 from scheduler import host_table
 
 LOG = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ COMMANDS = frozenset(_COMPARISONS) | {'in', 'not', 'or', 'and'}
 # The longest query text, and the deepest nesting, a query may have.
 MAX_QUERY_LEN = 64 * 1024
 MAX_QUERY_DEPTH = 32
-# The fields of a host's service (host_table.ServiceInfo) a query may read.
+# The fields of a host's service (state_mod.ServiceInfo) a query may read.
 SERVICE_FIELDS = frozenset(('id', 'host', 'binary', 'disabled',
                             'disabled_reason', 'forced_down', 'last_seen_up',
                             'created_at'))
@@ -217,7 +218,7 @@ def lookup(host_state, path):
     only dictionary keys, and the SERVICE_FIELDS of a service, are read."""
     value = getattr(host_state, path[0], None)
     for key in path[1:]:
-        if isinstance(value, host_table.ServiceInfo):
+        if isinstance(value, state_mod.ServiceInfo):
             value = (getattr(value, key, None) if key in SERVICE_FIELDS
                      else None)
         elif isinstance(value, dict):

@@ -29,8 +29,8 @@ CORE = ('scheduler.db', 'scheduler.drivers', 'scheduler.host_manager',
         'scheduler.manager', 'scheduler.rpc', 'scheduler.rpcapi',
         'scheduler.service', 'scheduler.instance_tracking',
         'scheduler.cmd', 'conductor', 'compute')
-HOST_VIEW = ('scheduler.host_table', 'scheduler.host_table_per_state',
-             'scheduler.host_instances')
+HOST_VIEW = ('scheduler.host_table', 'scheduler.host_state',
+             'scheduler.host_table_per_state', 'scheduler.host_instances')
 
 RULES = [
     # (files, forbidden module prefixes)
@@ -39,6 +39,7 @@ RULES = [
     ('scheduler/weights/**/*.py', CORE),
     ('scheduler/objects/**/*.py', CORE + HOST_VIEW),
     ('scheduler/host_table.py', CORE),
+    ('scheduler/host_state.py', CORE),
     ('scheduler/host_table_per_state.py', CORE),
     ('scheduler/host_instances.py', CORE),
     ('scheduler/placement_types.py', ('scheduler', 'conductor', 'compute')),

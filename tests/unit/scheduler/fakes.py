@@ -18,6 +18,7 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler.db import services
+from scheduler import host_state as state_mod
 from scheduler import host_table
 from scheduler.objects import request_spec
 from scheduler import weights
@@ -38,7 +39,7 @@ def service(host='host1', disabled=False, forced_down=False,
             else when - datetime.timedelta(seconds=seen_ago))
     created = (None if created_ago is None
                else when - datetime.timedelta(seconds=created_ago))
-    return host_table.ServiceInfo(next(_ids), host, 'gantt-compute',
+    return state_mod.ServiceInfo(next(_ids), host, 'gantt-compute',
                                   disabled, reason, forced_down, last,
                                   created_at=created)
 
@@ -64,7 +65,7 @@ def host_state(host='host1', nodename=None, vcpus=16, vcpus_used=0,
         supported_instances=[], stats={}, metrics=[], num_instances=0,
         io_workload=0, mapped=mapped, generation=1, updated=None)
     fields.update(extra)
-    return host_table.HostState(service=svc, aggregates=aggregates,
+    return state_mod.HostState(service=svc, aggregates=aggregates,
                                 availability_zones=frozenset(zones),
                                 **fields)
 

@@ -1,0 +1,412 @@
+"""HostState: one compute node as the filters and weighers see it.
+
+Under Nova's attribute names (``free_ram_mb``, ``vcpus_total``,
+``total_usable_disk_gb``...), with its compute service (a
+:class:`ServiceInfo`), its aggregates and its availability zones. It is
+read-only: filters must not change it, and consuming resources returns a
+new HostState. :mod:`scheduler.host_table` lays many of them out as NumPy
+columns::
+
+    state = HostState.from_node(row, service, aggregates, ratios, 'nova')
+    state.free_ram_mb
+    state = state.consumed(placement_types.Resources(2, 4096, 40))
+
+This module also reads the services' heartbeats as Nova's DB servicegroup
+driver does (:func:`last_heartbeat`, :func:`service_is_up`).
+"""
+
+import collections
+import copy
+import datetime
+import sys
+
+from oslo_log import log as logging
+import numpy as np
+
+from scheduler import conf
+from scheduler import host_inputs
+from scheduler import host_instances
+from scheduler import placement_types
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+EPOCH = datetime.datetime(1970, 1, 1)
+# Heartbeats are compared in whole microseconds, exactly as the datetime
+# arithmetic of db.services.is_up does.
+NO_HEARTBEAT = np.iinfo(np.int64).min
+# The heartbeat column of a service the host cache judged alive at its
+# last refresh (see ServiceInfo): later than any limit, and up.
+ALIVE = np.iinfo(np.int64).max
+
+# resource -> (HostState total, used, reserved and ratio attributes)
+RESOURCE_ATTRS = {
+    'vcpus': ('vcpus_total', 'vcpus_used', 'reserved_vcpus',
+              'cpu_allocation_ratio'),
+    'memory_mb': ('total_usable_ram_mb', 'memory_mb_used',
+                  'reserved_memory_mb', 'ram_allocation_ratio'),
+    'disk_gb': ('total_usable_disk_gb', 'local_gb_used', 'reserved_disk_gb',
+                'disk_allocation_ratio'),
+}
+RESOURCES = placement_types.Resources._fields
+
+
+def to_microseconds(when):
+    """Naive UTC datetime -> integer microseconds since the epoch."""
+    if when is None:
+        return NO_HEARTBEAT
+    delta = when - EPOCH
+    return (delta.days * 86400 + delta.seconds) * 1000000 + delta.microseconds
+
+
+# ``alive``: None, or the host cache's judgement of the heartbeat at its
+# last refresh (see last_heartbeat); the cache reads liveness transitions,
+# not every heartbeat, so its last_seen_up is the one of the row's last
+# change and ``alive`` decides. ``created_at``: when the service row was
+# made, its heartbeat until it sends one.
+ServiceInfo = collections.namedtuple(
+    'ServiceInfo',
+    'id host binary disabled disabled_reason forced_down last_seen_up alive '
+    'created_at', defaults=(None, None))
+
+
+def last_heartbeat(service):
+    """The service's last heartbeat as Nova's DB servicegroup driver reads
+    it: ``last_seen_up``, or ``created_at`` if it never sent one."""
+    return service.last_seen_up or getattr(service, 'created_at', None)
+
+
+def heartbeat_within(service, alive_since, alive_until):
+    """True if the service's last heartbeat lies in ``[alive_since,
+    alive_until]`` (naive UTC): now -/+ ``[DEFAULT] service_down_time``,
+    since Nova counts a heartbeat that far in the future as down too."""
+    heartbeat = last_heartbeat(service)
+    return heartbeat is not None and alive_since <= heartbeat <= alive_until
+
+
+def service_from_row(row, alive_since=None, alive_until=None):
+    """A ServiceInfo from a ``services`` row; with ``alive_since`` (and
+    ``alive_until``, naive UTC), judged alive if its last heartbeat lies
+    between the two."""
+    alive = None
+    if alive_since is not None:
+        alive = heartbeat_within(row, alive_since,
+                                 alive_until or datetime.datetime.max)
+    return ServiceInfo(row.id, sys.intern(row.host), sys.intern(row.binary),
+                       bool(row.disabled), row.disabled_reason,
+                       bool(row.forced_down), row.last_seen_up, alive,
+                       row.created_at)
+
+
+def service_is_up(service, now, down_time):
+    """True if ``service`` heartbeated within ``down_time`` seconds of
+    ``now`` (either way), as Nova's DB servicegroup driver says.
+
+    ``now`` is a naive UTC datetime; the arithmetic is the one of
+    :func:`scheduler.db.services.is_up`. A service the host cache judged
+    (``alive`` set) is up if the cache found it alive at its last
+    refresh.
+    """
+    if service is None or service.forced_down:
+        return False
+    if service.alive is not None:
+        return service.alive
+    window = datetime.timedelta(seconds=down_time)
+    return heartbeat_within(service, now - window, now + window)
+
+
+_RATIO_FIELDS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
+                 'disk_allocation_ratio')
+# node_ratios of a node that reports none (shared by all of them).
+NO_RATIOS = (None, None, None)
+_intern = sys.intern
+_NO_LIST = []
+_NO_STATS = {}
+# id(default ratios dict) -> (that dict, its three ratios as floats)
+_defaults_seen = {}
+
+
+def _resolved_defaults(default_ratios):
+    """The three default ratios as floats, computed once per dict."""
+    known = _defaults_seen.get(id(default_ratios))
+    if known is not None and known[0] is default_ratios:
+        return known[1]
+    floats = tuple(float(default_ratios[name]) for name in _RATIO_FIELDS)
+    _defaults_seen.clear()
+    _defaults_seen[id(default_ratios)] = (default_ratios, floats)
+    return floats
+# One frozenset per distinct set of zones, shared by the HostStates in it.
+_zone_sets = {}
+# The zones of the last aggregates tuples asked about: {id(tuple):
+# (tuple, default zone, zones)} (the tuple is kept, so its id stays its).
+_zones_by_tuple = {}
+_ZONES_BY_TUPLE_LIMIT = 4096
+
+
+def zones_of(aggregates, default_az):
+    """The availability zones of a host in ``aggregates`` (interned)."""
+    known = _zones_by_tuple.get(id(aggregates))
+    if (known is not None and known[0] is aggregates
+            and known[1] == default_az):
+        return known[2]
+    zones = frozenset(agg.metadata['availability_zone']
+                      for agg in aggregates
+                      if 'availability_zone' in agg.metadata)
+    zones = zones or frozenset([default_az])
+    zones = _zone_sets.setdefault(zones, zones)
+    if isinstance(aggregates, tuple):
+        if len(_zones_by_tuple) >= _ZONES_BY_TUPLE_LIMIT:
+            _zones_by_tuple.clear()
+        _zones_by_tuple[id(aggregates)] = (aggregates, default_az, zones)
+    return zones
+
+
+class HostState:
+    """One compute node as the filters and weighers see it (read-only)."""
+
+    # Set from the node row, under Nova's names where Nova has one.
+    NODE_FIELDS = (
+        'id', 'uuid', 'host', 'nodename', 'vcpus_total', 'vcpus_used',
+        'reserved_vcpus', 'total_usable_ram_mb', 'memory_mb_used',
+        'reserved_memory_mb', 'total_usable_disk_gb', 'local_gb_used',
+        'reserved_disk_gb', 'cpu_allocation_ratio', 'ram_allocation_ratio',
+        'disk_allocation_ratio', 'hypervisor_type', 'hypervisor_version',
+        'host_ip', 'supported_instances', 'stats', 'metrics',
+        'num_instances', 'io_workload', 'mapped', 'generation', 'updated')
+
+    # The hardware the compute reports and what claims use of it, parsed
+    # (see scheduler.host_inputs), with their values when not reported;
+    # optional when a HostState is built by hand.
+    HARDWARE_FIELDS = {
+        'cpu_info': host_inputs.NO_CPU_INFO, 'disk_available_least': None,
+        'numa_topology': None, 'numa_usage': None,
+        'pci_device_pools': host_inputs.NO_POOLS,
+        'pci_usage': host_inputs.NO_PCI_USAGE}
+
+    # ``instances``: {uuid: host_instances.InstanceInfo} on the node's host;
+    # ``node_ratios``: the allocation ratios the node row holds (None where
+    # the configured default applies), for :meth:`restated`.
+    __slots__ = NODE_FIELDS + tuple(HARDWARE_FIELDS) + (
+        'service', 'aggregates', 'availability_zones', 'instances',
+        'node_ratios')
+
+    def __init__(self, service=None, aggregates=(),
+                 availability_zones=frozenset(['nova']), **fields):
+        missing = set(self.NODE_FIELDS) - set(fields)
+        unknown = (set(fields) - set(self.NODE_FIELDS)
+                   - set(self.HARDWARE_FIELDS))
+        if missing or unknown:
+            raise TypeError('HostState fields missing %s, unknown %s'
+                            % (sorted(missing), sorted(unknown)))
+        fields = dict(self.HARDWARE_FIELDS, **fields)
+        for name, value in fields.items():
+            setattr(self, name, value)
+        self.service = service
+        self.aggregates = tuple(aggregates)
+        self.availability_zones = frozenset(availability_zones)
+        self.instances = host_instances.NO_INSTANCES
+        self.node_ratios = tuple(fields[name] for name in _RATIO_FIELDS)
+
+    @classmethod
+    def from_node(cls, row, service, aggregates, default_ratios, default_az):
+        """Build from a ``compute_nodes`` row.
+
+        :param service: the ServiceInfo of the node's host, or None.
+        :param aggregates: the aggregates the node's host belongs to.
+        :param default_ratios: ``{'cpu_allocation_ratio': ..., ...}`` used
+            where the node reports no ratio.
+        :param default_az: ``[DEFAULT] default_availability_zone``.
+        """
+        # Built slot by slot: a cold start makes one per node.
+        state = cls.__new__(cls)
+        state.service = service
+        state.aggregates = tuple(aggregates)
+        state.availability_zones = zones_of(aggregates, default_az)
+        state.instances = host_instances.NO_INSTANCES
+        state.id = row.id
+        state.uuid = row.uuid
+        # Names repeat (a host's nodes, its service, the indexes): one
+        # string object each.
+        state.host = host = _intern(row.host)
+        nodename = row.hypervisor_hostname
+        state.nodename = host if nodename == host else _intern(nodename)
+        state.vcpus_total = row.vcpus
+        state.vcpus_used = row.vcpus_used
+        state.reserved_vcpus = row.reserved_vcpus
+        state.total_usable_ram_mb = row.memory_mb
+        state.memory_mb_used = row.memory_mb_used
+        state.reserved_memory_mb = row.reserved_memory_mb
+        state.total_usable_disk_gb = row.local_gb
+        state.local_gb_used = row.local_gb_used
+        state.reserved_disk_gb = row.reserved_disk_gb
+        ratios = (row.cpu_allocation_ratio, row.ram_allocation_ratio,
+                  row.disk_allocation_ratio)
+        if ratios == NO_RATIOS:
+            state.node_ratios = NO_RATIOS
+            (state.cpu_allocation_ratio, state.ram_allocation_ratio,
+             state.disk_allocation_ratio) = _resolved_defaults(default_ratios)
+        else:
+            state.node_ratios = ratios
+            state._resolve_ratios(default_ratios)
+        hypervisor_type = row.hypervisor_type
+        state.hypervisor_type = (_intern(hypervisor_type)
+                                 if hypervisor_type else hypervisor_type)
+        state.hypervisor_version = row.hypervisor_version
+        state.host_ip = row.host_ip
+        # Empty ones shared (a HostState is read-only).
+        state.supported_instances = row.supported_instances or _NO_LIST
+        state.stats = row.stats or _NO_STATS
+        state.metrics = row.metrics or _NO_LIST
+        state.num_instances = row.num_instances
+        state.io_workload = row.io_workload
+        state.mapped = bool(row.mapped)
+        state.generation = row.generation
+        state.updated = row.updated_at
+        (state.cpu_info, state.disk_available_least, state.numa_topology,
+         state.numa_usage, state.pci_device_pools,
+         state.pci_usage) = host_inputs.from_row(row)
+        return state
+
+    def _resolve_ratios(self, default_ratios):
+        for name, value in zip(_RATIO_FIELDS, self.node_ratios):
+            setattr(self, name, float(default_ratios[name] if value is None
+                                      else value))
+
+    def restated(self, service, aggregates, default_ratios, default_az,
+                 instances):
+        """A copy with a new service, aggregates (and so zones), ratio
+        defaults and instances; the node's own values, and what was
+        consumed from them, are kept."""
+        state = copy.copy(self)
+        state.service = service
+        state.aggregates = tuple(aggregates)
+        state.availability_zones = zones_of(aggregates, default_az)
+        state.instances = instances
+        state._resolve_ratios(default_ratios)
+        return state
+
+    def __repr__(self):
+        return ('(%s, %s) ram: %sMB disk: %sMB io_ops: %s instances: %s'
+                % (self.host, self.nodename, self.free_ram_mb,
+                   self.free_disk_mb, self.io_workload, self.num_instances))
+
+    # -- capacity, as the claims compute it --------------------------------
+
+    def capacity(self, resource):
+        """``total * allocation_ratio - reserved`` of one resource."""
+        total, _used, reserved, ratio = RESOURCE_ATTRS[resource]
+        return (getattr(self, total) * getattr(self, ratio)
+                - getattr(self, reserved))
+
+    def used(self, resource):
+        return getattr(self, RESOURCE_ATTRS[resource][1])
+
+    def fits(self, resource, amount):
+        """True if a claim of ``amount`` of ``resource`` would succeed."""
+        if amount <= 0:
+            return True
+        return self.used(resource) + amount <= self.capacity(resource)
+
+    @property
+    def limits(self):
+        """Oversubscription limits, as Nova's filters set them."""
+        return {'vcpu': self.capacity('vcpus'),
+                'memory_mb': self.capacity('memory_mb'),
+                'disk_gb': self.capacity('disk_gb')}
+
+    # -- Nova's derived attributes ------------------------------------------
+
+    @property
+    def hypervisor_hostname(self):
+        return self.nodename
+
+    @property
+    def free_ram_mb(self):
+        """RAM not used nor reserved, without overcommit (may be < 0)."""
+        return (self.total_usable_ram_mb - self.reserved_memory_mb
+                - self.memory_mb_used)
+
+    @property
+    def free_disk_mb(self):
+        """Disk not used nor reserved, without overcommit, in MB; no more
+        than ``disk_available_least`` when the compute reports it (Nova's
+        free disk)."""
+        free_gb = (self.total_usable_disk_gb - self.reserved_disk_gb
+                   - self.local_gb_used)
+        least_gb = self.disk_available_least
+        if least_gb is not None and least_gb < free_gb:
+            free_gb = least_gb
+        return free_gb * 1024
+
+    @property
+    def free_pci_devices(self):
+        """PCI devices of every pool that claims do not use."""
+        return host_inputs.free_pci_devices(self.pci_device_pools,
+                                            self.pci_usage)
+
+    @property
+    def disk_mb_used(self):
+        return self.local_gb_used * 1024
+
+    @property
+    def vcpus_free(self):
+        """vCPUs a claim could still take (with the allocation ratio)."""
+        return self.capacity('vcpus') - self.vcpus_used
+
+    @property
+    def num_io_ops(self):
+        return self.io_workload
+
+    @property
+    def failed_builds(self):
+        """Builds that failed here lately: the ``failed_builds`` stat the
+        compute reports, 0 when it reports none (or no integer)."""
+        stats = self.stats if isinstance(self.stats, dict) else {}
+        try:
+            return int(stats.get('failed_builds', 0))
+        except (TypeError, ValueError):
+            return 0
+
+    @property
+    def availability_zone(self):
+        """The host's zone; several zones (a misconfiguration) joined."""
+        return ','.join(sorted(self.availability_zones))
+
+    @property
+    def service_disabled(self):
+        return bool(self.service is not None and self.service.disabled)
+
+    @property
+    def disabled_reason(self):
+        return self.service.disabled_reason if self.service else None
+
+    def service_up(self, down_time=None, now=None):
+        """True if the compute service is up: not forced down, and heard
+        from within ``down_time`` seconds (``[DEFAULT] service_down_time``
+        by default) before ``now``."""
+        if down_time is None:
+            down_time = CONF.service_down_time
+        now = now or datetime.datetime.now(
+            datetime.timezone.utc).replace(tzinfo=None)
+        return service_is_up(self.service, now, down_time)
+
+    def claim_amounts(self, resources):
+        """What a claim for an instance asking ``resources`` takes on
+        this node: those resources (a baremetal node is taken whole, see
+        :mod:`scheduler.ironic_host_manager`)."""
+        return resources
+
+    def consumed(self, resources):
+        """A copy with ``resources`` (placement_types.Resources) taken by one
+        more instance, as Nova's consume_from_request counts it."""
+        state = copy.copy(self)
+        state.vcpus_used = self.vcpus_used + resources.vcpus
+        state.memory_mb_used = self.memory_mb_used + resources.memory_mb
+        state.local_gb_used = self.local_gb_used + resources.disk_gb
+        if self.disk_available_least is not None:
+            # Nova takes the disk from its free disk, whichever bound it.
+            state.disk_available_least = (self.disk_available_least
+                                          - resources.disk_gb)
+        state.num_instances = self.num_instances + 1
+        state.io_workload = self.io_workload + 1
+        return state
