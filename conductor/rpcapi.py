@@ -14,8 +14,11 @@ ConductorAPI (no namespace), what compute agents call instead of SQL:
   capped below 1.2 it is sent without.
 * 1.3 - ``compute_node_update``'s inventories may hold the host's
   hardware: ``cpu_info``, ``disk_available_least``, ``numa_topology``,
-  ``pci_device_pools`` (see :mod:`scheduler.host_inputs`). To a conductor
-  capped below 1.3 the report goes as 1.0, without them.
+  ``pci_device_pools`` (see :mod:`scheduler.host_inputs`), and the
+  ``initial_*_allocation_ratio`` a new node starts with. To a conductor
+  capped below 1.3 the report goes as 1.0, without them (a new node then
+  gets the conductor's ``initial_*`` ratios, through the claims'
+  defaults).
 
 ComputeTaskAPI (namespace ``compute_task``), what API clients
 (``gantt-manage``) and compute agents call:
@@ -66,6 +69,9 @@ BUILD_CALL_RETRIES = 2
 COMPUTE_TASK_NAMESPACE = 'compute_task'
 # Inventory fields a conductor takes since ConductorAPI 1.3.
 HARDWARE_FIELDS = frozenset(host_inputs.REPORTED_FIELDS)
+NEW_IN_1_3 = HARDWARE_FIELDS | frozenset(
+    'initial_%s_allocation_ratio' % resource
+    for resource in ('cpu', 'ram', 'disk'))
 
 
 class ConductorAPI:
@@ -93,15 +99,15 @@ class ConductorAPI:
 
         ``nodes`` is a list of ``{'uuid', 'nodename', 'inventory'}`` dicts,
         ``inventory`` holding fields of ``compute_nodes.INVENTORY_FIELDS``.
-        The hardware fields (1.3) are left out for an older conductor,
-        which would refuse them.
+        The hardware and initial ratio fields (1.3) are left out for an
+        older conductor, which would refuse them.
         """
         if self.client.can_send_version('1.3'):
             return self.client.prepare(version='1.3').call(
                 ctxt, 'compute_node_update', host=host, nodes=nodes)
         nodes = [dict(node, inventory={
             name: value for name, value in node['inventory'].items()
-            if name not in HARDWARE_FIELDS}) for node in nodes]
+            if name not in NEW_IN_1_3}) for node in nodes]
         return self.client.call(ctxt, 'compute_node_update', host=host,
                                 nodes=nodes)
 

@@ -93,6 +93,10 @@ def test_a_conductor_capped_at_1_2_gets_the_report_without_hardware(
     assert (row.vcpus, row.local_gb) == (8, 100)
     assert (row.numa_topology, row.pci_device_pools, row.cpu_info,
             row.disk_available_least) == (None, None, None, None)
+    # Nor the initial ratios, which a conductor of the release before
+    # refuses: the node records none, and is counted with the defaults.
+    assert (row.cpu_allocation_ratio, row.ram_allocation_ratio,
+            row.disk_allocation_ratio) == (None, None, None)
 
 
 def test_the_conductor_refuses_a_topology_out_of_shape():
