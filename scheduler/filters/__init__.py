@@ -75,6 +75,24 @@ def host_passes_each(filter_obj, host_table, mask, spec):
     return passed
 
 
+def decide_per_group(host_table, mask, name, key, decide):
+    """The rows of ``mask`` whose group passes: the rows are grouped by
+    ``key(state)`` (see :meth:`HostTable.grouped`, kept under ``name``)
+    and ``decide(state)`` runs once per group, for one of its rows in
+    ``mask``. For filters whose answer is a costly function of a few
+    values many hosts share."""
+    codes, keys = host_table.grouped(name, key)
+    decided = np.zeros(len(keys), dtype=np.bool_)
+    answers = np.zeros(len(keys), dtype=np.bool_)
+    states = host_table.states
+    for row in np.flatnonzero(mask):
+        code = codes[row]
+        if not decided[code]:
+            decided[code] = True
+            answers[code] = decide(states[row])
+    return mask & answers[codes]
+
+
 class CapacityFilter(BaseHostFilter):
     """Passes hosts with room for one instance of one resource.
 

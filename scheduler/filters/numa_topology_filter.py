@@ -119,16 +119,9 @@ class NUMATopologyFilter(filters.BaseHostFilter):
         mask = mask & _prescreen(host_table, wanted)
         if not mask.any():
             return mask
-        codes, keys = host_table.grouped('numa_fit', _fit_key)
-        decided = np.zeros(len(keys), dtype=np.bool_)
-        answers = np.zeros(len(keys), dtype=np.bool_)
-        states = host_table.states
-        for row in np.flatnonzero(mask):
-            code = codes[row]
-            if not decided[code]:
-                decided[code] = True
-                answers[code] = _fits(states[row], wanted)
-        return mask & answers[codes]
+        return filters.decide_per_group(
+            host_table, mask, 'numa_fit', _fit_key,
+            lambda state: _fits(state, wanted))
 
 
 def _prescreen(host_table, wanted):

@@ -99,13 +99,6 @@ class PciPassthroughFilter(filters.BaseHostFilter):
         mask = mask & (free >= pci_request.devices_needed(requests))
         if not mask.any():
             return mask
-        codes, keys = host_table.grouped('pci_pools_and_usage', _pci_key)
-        decided = np.zeros(len(keys), dtype=np.bool_)
-        answers = np.zeros(len(keys), dtype=np.bool_)
-        states = host_table.states
-        for row in np.flatnonzero(mask):
-            code = codes[row]
-            if not decided[code]:
-                decided[code] = True
-                answers[code] = _supports(states[row], requests)
-        return mask & answers[codes]
+        return filters.decide_per_group(
+            host_table, mask, 'pci_pools_and_usage', _pci_key,
+            lambda state: _supports(state, requests))

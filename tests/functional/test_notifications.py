@@ -6,7 +6,6 @@ versioned and the legacy notifications from the cluster's vhost and the
 test checks their payloads."""
 
 import threading
-import time
 
 import oslo_messaging as messaging
 import pytest
@@ -89,15 +88,6 @@ def listen(config):
         transport.cleanup()
 
 
-def _wait_for(what, predicate, timeout=30):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.1)
-    raise AssertionError('timed out waiting for %s' % what)
-
-
 def test_versioned_and_legacy_notifications_reach_the_broker(cluster,
                                                              listen):
     # Listening first: the queues exist before the daemons send.
@@ -117,11 +107,12 @@ def test_versioned_and_legacy_notifications_reach_the_broker(cluster,
         expect_rc=1)
     cluster.manage('aggregate', 'create', 'rack1')
 
-    _wait_for('the notifications', lambda: (
+    cluster.wait_until(lambda: (
         len(versioned.of('instance.create.end')) == 2
         and versioned.of('compute_task.build_instances.error')
         and versioned.of('aggregate.create.end')
-        and legacy.of('compute_task.build_instances')))
+        and legacy.of('compute_task.build_instances')), 30,
+        'the notifications')
 
     # Both requests were announced; only the one that fit ended.
     assert len(versioned.of('scheduler.select_destinations.start')) == 2
