@@ -8,7 +8,9 @@ bounded queue and one background thread per process, started at the first
 notification (after a daemon's workers fork, each has its own). When the
 queue is full the oldest notification is dropped, with a WARNING naming
 it; :meth:`Sender.flush` at a clean stop sends what is left, within a
-time limit, and logs what it could not send::
+time limit, and logs what it could not send. Delivery is at most once:
+a notification the broker refuses outright (it is down) is logged by
+oslo.messaging's driver, with its payload, and not retried, as in Nova::
 
     sender = Sender(max_queued=1000)
     sender.put(notifier.prepare(publisher_id='gantt-scheduler:host1'),
