@@ -121,6 +121,10 @@ class _Grouping:
                 self.codes[row] = self._code(self.key(state))
             self.size = len(self.keys)
 
+    def snapshot(self):
+        with self.lock:
+            return self.codes.copy(), self.keys[:self.size]
+
 
 class _Carried:
     """An entry of an older table, and the rows replaced since; brought
@@ -172,12 +176,14 @@ class Cache:
         return entry.values
 
     def grouping(self, name, states, key):
-        """``(codes, keys)`` of the states grouped by ``key(state)``."""
+        """``(codes, keys)`` of the states grouped by ``key(state)``: a
+        snapshot, every code an index of ``keys``, even while the table's
+        owner updates rows in place (which may add keys)."""
         entry = self._entry(name)
         if entry is None:
             entry = _Grouping.build(states, key)
             self._remember(name, entry)
-        return entry.codes, entry.keys[:entry.size]
+        return entry.snapshot()
 
     def carried(self, new_states, size):
         """A cache for the table where ``{row: HostState}`` replaced rows

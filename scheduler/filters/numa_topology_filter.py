@@ -22,7 +22,9 @@ The batch path first drops the hosts that cannot possibly fit by comparing
 a few numbers per host (:mod:`scheduler.numa.prescreen`, kept as host
 table columns and recomputed only for hosts that changed) with the
 request's minimums, then fits once for each distinct NUMA topology, usage,
-ratios and PCI devices among the hosts left.
+ratios and PCI devices among the hosts left; it remembers those answers
+for the next equal request (same flavor NUMA and PCI needs), which fits
+only the hosts whose usage changed since.
 """
 
 import json
@@ -47,6 +49,13 @@ _UNREADABLE = (numa_errors.InvalidHostNUMATopology,
 # holding it keeps its id from being reused.
 _summaries = {}
 _SUMMARIES_LIMIT = 250000
+
+# repr of a request -> (the first grouping key, decided, answers): what
+# that request found per 'numa_fit' grouping key (see _known_answers).
+# Flavors repeat: a request equal to an earlier one fits only the keys
+# that appeared since (the hosts that claims changed).
+_answers = {}
+_ANSWERS_LIMIT = 256
 
 
 def _summary(state):
@@ -119,9 +128,43 @@ class NUMATopologyFilter(filters.BaseHostFilter):
         mask = mask & _prescreen(host_table, wanted)
         if not mask.any():
             return mask
-        return filters.decide_per_group(
-            host_table, mask, 'numa_fit', _fit_key,
-            lambda state: _fits(state, wanted))
+        codes, keys = host_table.grouped('numa_fit', _fit_key)
+        decided, answers = _known_answers(wanted, keys)
+        states = host_table.states
+        candidates = np.flatnonzero(mask)
+        used, first = np.unique(codes[candidates], return_index=True)
+        for code, row in zip(used.tolist(), candidates[first].tolist()):
+            if not decided[code]:
+                decided[code] = True
+                answers[code] = _fits(states[row], wanted)
+        return mask & answers[codes]
+
+
+def _request_key(wanted):
+    return repr((wanted.numa, wanted.pci))
+
+
+def _known_answers(wanted, keys):
+    """``(decided, answers)``, one flag each per grouping key: what
+    earlier requests equal to ``wanted`` found on the hosts of that key,
+    to complete and keep. The keys of tables derived from one another
+    only grow and keep their codes; a grouping built afresh has new key
+    objects, and its first key tells it apart."""
+    request = _request_key(wanted)
+    found = _answers.get(request)
+    if found is None or not keys or found[0] is not keys[0]:
+        if len(_answers) >= _ANSWERS_LIMIT:
+            _answers.clear()
+        found = (keys[0] if keys else None,
+                 np.zeros(len(keys), dtype=np.bool_),
+                 np.zeros(len(keys), dtype=np.bool_))
+    first, decided, answers = found
+    if len(decided) < len(keys):
+        grow = len(keys) - len(decided)
+        decided = np.concatenate([decided, np.zeros(grow, np.bool_)])
+        answers = np.concatenate([answers, np.zeros(grow, np.bool_)])
+    _answers[request] = (first, decided, answers)
+    return decided, answers
 
 
 def _prescreen(host_table, wanted):

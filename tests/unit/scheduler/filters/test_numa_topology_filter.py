@@ -163,3 +163,21 @@ def test_the_batch_path_equals_the_per_host_path(pinned, pages, vcpus, nodes,
         extra['hw__mem_page_size'] = page_size
     # fakes.passes asserts that both paths agree.
     fakes.passes(filt, states, _spec(vcpus=vcpus, memory_mb=1024, **extra))
+
+
+def test_an_equal_request_refits_only_the_hosts_that_changed(filt):
+    # The answers of a request are kept for the next equal one, on the
+    # tables derived from the first (claims, refreshes): a host whose
+    # usage changed meanwhile is fitted again.
+    states = [_state('h%d' % index, *_two_cells()) for index in range(3)]
+    spec = _spec(vcpus=4, hw__cpu_policy='dedicated')
+    first = fakes.table(states)
+    assert list(filt.filter_all(first, first.candidates | True, spec)) == [
+        True, True, True]
+    full = _state('h1', *_two_cells(pinned=((4, 5, 6, 7), (12, 13))))
+    second = first.replace({1: full})
+    assert list(filt.filter_all(second, second.candidates | True,
+                                spec)) == [True, False, True]
+    # The first table still answers for its own states.
+    assert list(filt.filter_all(first, first.candidates | True, spec)) == [
+        True, True, True]
