@@ -175,12 +175,35 @@ def _parse_cell(raw: Any) -> HostCell:
         socket=cell_id if socket is None else _int(raw, 'socket', what))
 
 
+# What parse_host_topology read, by document: hosts of one shape share
+# their document (scheduler.host_inputs), which nobody changes in place,
+# so a filter fitting thousands of hosts parses each shape once. Holding
+# the document keeps its id from being reused.
+_parsed = {}
+_PARSED_LIMIT = 4096
+
+
 def parse_host_topology(value: Any) -> tuple[HostCell, ...] | None:
     """Return the host cells (ordered by id) of a reported topology.
 
     ``value`` is the JSON text or its parsed dict; ``None`` (or no cells)
-    gives ``None``: the host reports no NUMA topology.
+    gives ``None``: the host reports no NUMA topology. The document must
+    not be changed afterwards: the cells read are kept for it.
     """
+    if value is None:
+        return None
+    key = value if isinstance(value, (str, bytes)) else id(value)
+    found = _parsed.get(key)
+    if found is not None and (found[0] is value or found[0] == key):
+        return found[1]
+    cells = _parse_host_topology(value)
+    if len(_parsed) >= _PARSED_LIMIT:
+        _parsed.clear()
+    _parsed[key] = (value, cells)
+    return cells
+
+
+def _parse_host_topology(value: Any) -> tuple[HostCell, ...] | None:
     data = _load(value, 'numa_topology')
     if data is None:
         return None
