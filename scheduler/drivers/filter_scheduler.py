@@ -37,6 +37,7 @@ weigher's part in the ranking (``gantt-manage explain``)::
 """
 
 import itertools
+import math
 import os
 import random
 import time
@@ -195,6 +196,16 @@ class Ranking:
         chosen = random.choice(head[:subset_size])
         head.remove(chosen)
         return [chosen] + head
+
+
+def hosts_to_score(candidates, need):
+    """How many hosts must pass the filters before a request may stop
+    filtering (``[filter_scheduler] hosts_to_score_percent``), or None to
+    filter every candidate."""
+    percent = CONF.filter_scheduler.hosts_to_score_percent
+    if not percent:
+        return None
+    return max(need, math.ceil(candidates * percent / 100.0))
 
 
 def _later(make_rows):
@@ -432,19 +443,25 @@ class _Request:
 
     def _filter_and_rank(self, index, mask, steps, skip_filters):
         started = time.perf_counter()
+        need = CONF.filter_scheduler.host_subset_size + self.num_alts + 1
         if skip_filters:
             result = filters.FilterResult(self.total, steps, mask)
         else:
+            # Partial scoring picks the sample for the first instance; the
+            # others choose among what it found.
+            wanted = (hosts_to_score(int(np.count_nonzero(mask)),
+                                     need + self.count - 1)
+                      if index == 0 and self.observer is None else None)
             result = self.driver.filter_handler.run_filters(
                 self.filters, self.table, mask, self.spec, index=index,
                 steps=steps, total=self.total,
-                on_filter=self.observer and self.observer.filtered)
+                on_filter=self.observer and self.observer.filtered,
+                wanted=wanted)
         self.timer.add('filter', started)
         started = time.perf_counter()
         rows = np.flatnonzero(result.mask)
         host_weights = self.driver.weight_handler.weigh(
             self.weighers, self.table, rows, self.spec)
-        need = CONF.filter_scheduler.host_subset_size + self.num_alts + 1
         ranking = Ranking(rows, host_weights, need, self.table.ids)
         self.timer.add('weigh', started)
         if self.observer is not None:
