@@ -136,6 +136,16 @@ def tie_keys(node_ids):
     return keys ^ (keys >> np.uint64(31))
 
 
+def seed_tie_breaks(seed):
+    """Break ties in an order drawn from ``seed`` rather than from the
+    system (``gantt-sim`` does, so that a run can be repeated); also
+    seeds the ``host_subset_size`` pick."""
+    global _salt
+    _salt = (os.getpid(), np.uint64(
+        random.Random(seed).getrandbits(64) | 1))
+    random.seed(seed)
+
+
 def _best_first(weights_, keys):
     """Indices sorting ``weights_`` best first, ties by ``keys``."""
     if keys is None:
@@ -246,6 +256,8 @@ class FilterScheduler(base.Scheduler):
         self._plugins = self._load_plugins()
         self.filter_handler = filters.HostFilterHandler()
         self.weight_handler = weights.HostWeightHandler()
+        # The step that removed the last host in the latest NoValidHost.
+        self.last_no_valid_host = None
 
     @property
     def enabled_filters(self):
@@ -317,6 +329,7 @@ class FilterScheduler(base.Scheduler):
         try:
             return request.run()
         except exception.NoValidHost:
+            self.last_no_valid_host = request.last_filter
             self.count('no_valid_host')
             prometheus.no_valid_host(request.last_filter)
             raise
