@@ -35,7 +35,6 @@ import uuid
 import sqlalchemy as sa
 
 from scheduler import conf
-from scheduler.db import aggregates
 from scheduler.db import api as db_api
 from scheduler.db import compute_nodes
 from scheduler.db import models
@@ -44,6 +43,8 @@ from scheduler.drivers import filter_scheduler
 from scheduler import exception
 from scheduler import objects
 from scheduler.objects import request_spec
+from scheduler.sim import cloud as sim_cloud
+from scheduler.sim import metrics
 
 CONF = conf.CONF
 ZONES = ('az1', 'az2', 'az3', 'az4')
@@ -126,17 +127,16 @@ def populate(hosts, rng, full=False):
             services.report_alive(session, host, 'gantt-compute', 'compute')
         compute_nodes.map_unmapped_nodes(session)
         for index, zone in enumerate(ZONES):
-            agg = aggregates.create(session, 'rack-%s' % zone,
-                                    metadata={'availability_zone': zone})
-            aggregates.add_hosts(session, agg.id, [
-                host_name(number)
-                for number in range(index, hosts, len(ZONES))])
+            sim_cloud.add_aggregate(
+                session, 'rack-%s' % zone, {'availability_zone': zone},
+                [host_name(number)
+                 for number in range(index, hosts, len(ZONES))])
         if full:
             for name, every, first, metadata in FULL_AGGREGATES:
-                agg = aggregates.create(session, name, metadata=metadata)
-                aggregates.add_hosts(session, agg.id, [
-                    host_name(number)
-                    for number in range(first, hosts, every)])
+                sim_cloud.add_aggregate(
+                    session, name, metadata,
+                    [host_name(number)
+                     for number in range(first, hosts, every)])
             add_instances(session, hosts, rng)
 
 
@@ -191,11 +191,6 @@ def make_spec(rng, full=False):
             properties={'hw_architecture': 'x86_64',
                         'os_distro': rng.choice(DISTROS)})
     return spec
-
-
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def configure(full):
@@ -262,8 +257,8 @@ def run(hosts, requests, seed, full=False, backend='sqlite'):
         print('%6s        filter+weigh p50 %6.2f ms  p99 %6.2f ms  |  '
               'claim p50 %6.2f ms  p99 %6.2f ms'
               % ('', statistics.median(filter_weigh),
-                 percentile(filter_weigh, 0.99), statistics.median(claim),
-                 percentile(claim, 0.99)))
+                 metrics.percentile(filter_weigh, 0.99),
+                 statistics.median(claim), metrics.percentile(claim, 0.99)))
         cache = driver.host_manager.stats
         print('%6s        setup %.1fs, cache load %.2fs, %d background '
               'refreshes (last %.1f ms), claim retries %d, no valid host %d'
