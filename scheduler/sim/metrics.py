@@ -52,6 +52,9 @@ class Result:
     wall_seconds: float
     callers: int = 1
     workers: int = 1
+    # Per-host RAM fill at the end: mean, standard deviation, maximum
+    # (how evenly the instances were spread).
+    final_fill: tuple = (0.0, 0.0, 0.0)
     # {request id: [host of each instance]}; [] for no valid host.
     placements: dict = dataclasses.field(default_factory=dict)
 
@@ -131,6 +134,7 @@ class Recorder:
 
     def result(self, wall_seconds, claim_retries, callers, workers):
         self.advance(self.horizon)
+        fill = self.used[1] / np.maximum(self.capacity[1], 1e-9)
         utilisation, stranded, heat = (np.array(column)
                                        for column in zip(*self.rows))
         return Result(
@@ -142,7 +146,9 @@ class Recorder:
             first_no_valid_host=self.first_no_valid_host,
             peak_before_no_valid_host=self.peak,
             claim_retries=claim_retries, wall_seconds=wall_seconds,
-            callers=callers, workers=workers, placements=self.placements)
+            callers=callers, workers=workers, placements=self.placements,
+            final_fill=(float(fill.mean()), float(fill.std()),
+                        float(fill.max())))
 
 
 def _percent(values):
@@ -183,6 +189,8 @@ def summary(result, label='', timings=True):
         lines.append('at %7s: utilisation %s | stranded %s' % (
             _hours(result.times[index]), _percent(result.utilisation[index]),
             _percent(result.stranded[index])))
+    lines.append('RAM fill per host at the end: mean %.1f%%, std %.1f%%, '
+                 'max %.1f%%' % tuple(100 * v for v in result.final_fill))
     lines.append('claim conflicts (lost claims retried): %d'
                  % result.claim_retries)
     if not timings:
