@@ -55,6 +55,8 @@ class Result:
     # Per-host RAM fill at the end: mean, standard deviation, maximum
     # (how evenly the instances were spread).
     final_fill: tuple = (0.0, 0.0, 0.0)
+    # Hosts running at least one instance at the end (packing uses few).
+    hosts_in_use: int = 0
     # {request id: [host of each instance]}; [] for no valid host.
     placements: dict = dataclasses.field(default_factory=dict)
 
@@ -148,7 +150,8 @@ class Recorder:
             claim_retries=claim_retries, wall_seconds=wall_seconds,
             callers=callers, workers=workers, placements=self.placements,
             final_fill=(float(fill.mean()), float(fill.std()),
-                        float(fill.max())))
+                        float(fill.max())),
+            hosts_in_use=int(np.count_nonzero(self.used[1] > 0)))
 
 
 def _percent(values):
@@ -189,8 +192,10 @@ def summary(result, label='', timings=True):
         lines.append('at %7s: utilisation %s | stranded %s' % (
             _hours(result.times[index]), _percent(result.utilisation[index]),
             _percent(result.stranded[index])))
-    lines.append('RAM fill per host at the end: mean %.1f%%, std %.1f%%, '
-                 'max %.1f%%' % tuple(100 * v for v in result.final_fill))
+    lines.append('at the end: %d host(s) in use; RAM fill per host: mean '
+                 '%.1f%%, std %.1f%%, max %.1f%%' % (
+                     (result.hosts_in_use,)
+                     + tuple(100 * v for v in result.final_fill)))
     lines.append('claim conflicts (lost claims retried): %d'
                  % result.claim_retries)
     if not timings:

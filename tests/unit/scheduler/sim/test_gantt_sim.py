@@ -62,8 +62,9 @@ def _run(argv, conf):
 
 def test_spread_and_pack_place_as_worked_out_by_hand(files):
     argv = ['--cloud', files['cloud.toml'], '--trace', files['trace.csv']]
-    spread = _run(argv, files['spread.conf']).placements
-    pack = _run(argv, files['pack.conf']).placements
+    spread_run = _run(argv, files['spread.conf'])
+    pack_run = _run(argv, files['pack.conf'])
+    spread, pack = spread_run.placements, pack_run.placements
     # Spread: most free RAM first. Free (MB) small/medium/large start at
     # 4096/8192/16384: large 13312, 10240, 7168; medium (8192) 5120;
     # large (7168) 4096; then 10 GB fits nowhere.
@@ -74,6 +75,12 @@ def test_spread_and_pack_place_as_worked_out_by_hand(files):
     assert [pack['r%d' % n] for n in range(1, 7)] == [
         ['small-000001'], ['medium-000001'], ['medium-000001'],
         ['large-000001'], ['large-000001'], ['large-000001']]
+    # Spread left the small host empty; pack used all three and filled
+    # the large one (3 + 3 + 10 GB of 16 GB); spread's fullest is the
+    # large one too, 4 x 3 GB of 16 GB.
+    assert (spread_run.hosts_in_use, pack_run.hosts_in_use) == (2, 3)
+    assert pack_run.final_fill[2] == 1.0
+    assert spread_run.final_fill[2] == pytest.approx(12 / 16)
 
 
 def test_no_valid_host_names_the_filter_and_peak_utilisation(files):
