@@ -163,13 +163,6 @@ def add_instances(session, hosts, rng):
     session.execute(sa.insert(models.Instance.__table__), rows)
 
 
-def heartbeat_all():
-    """Every compute reports alive, as a live cloud's would have."""
-    with db_api.writer() as session:
-        session.execute(sa.update(models.Service.__table__)
-                        .values(last_seen_up=models.utcnow()))
-
-
 def make_spec(rng, full=False):
     choice = rng.randrange(len(FLAVORS))
     vcpus, memory_mb, root_gb = FLAVORS[choice]
@@ -236,7 +229,7 @@ def run(hosts, requests, seed, full=False, backend='sqlite'):
         make_schema()
         started = time.perf_counter()
         populate(hosts, rng, full)
-        heartbeat_all()
+        sim_cloud.heartbeat_all()
         setup = time.perf_counter() - started
         driver = filter_scheduler.FilterScheduler()
         started = time.perf_counter()

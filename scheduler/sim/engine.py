@@ -31,6 +31,7 @@ import uuid
 from oslo_log import log as logging
 import numpy as np
 
+from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import instance_groups
@@ -38,8 +39,10 @@ from scheduler.drivers import filter_scheduler
 from scheduler import exception
 from scheduler import host_manager
 from scheduler.objects import request_spec
+from scheduler.sim import cloud as sim_cloud
 from scheduler.sim import metrics
 
+CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 RESOURCES = metrics.RESOURCES
 # Samples of usage over the run.
@@ -108,7 +111,13 @@ class Simulation:
             heapq.heappush(events, (request.start, _ARRIVE, order, request))
         sequence = len(self.requests)
         clock = 0.0
+        heartbeat_at = time.monotonic()
         while events:
+            if time.monotonic() - heartbeat_at >= CONF.report_interval:
+                # The computes' heartbeats (real time: a host cache reads
+                # liveness against the real clock), outside any decision.
+                sim_cloud.heartbeat_all()
+                heartbeat_at = time.monotonic()
             when, kind, _order, payload = heapq.heappop(events)
             if when > self.horizon:
                 break
