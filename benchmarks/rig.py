@@ -39,6 +39,7 @@ if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
 
 from scheduler.db import models  # noqa: E402
+from scheduler.sim import metrics  # noqa: E402
 from tests.functional import cluster as cluster_mod  # noqa: E402
 
 ECHO_TOPIC = 'gantt-bench-echo'
@@ -71,9 +72,8 @@ STATS_LINE = re.compile(r' (?P<pid>\d+) INFO \S+ .*Scheduler stats: .*'
 RETRIED_LINE = re.compile(r'retried (\d+) lost claim')
 
 
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+# The nearest-rank percentile gantt-sim reports too.
+percentile = metrics.percentile
 
 
 def p50(values):

@@ -47,7 +47,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hardware_cloud  # noqa: E402
 
 from scheduler import conf  # noqa: E402
-from scheduler.db import aggregates  # noqa: E402
 from scheduler.db import api as db_api  # noqa: E402
 from scheduler.db import compute_nodes  # noqa: E402
 from scheduler.db import models  # noqa: E402
@@ -56,6 +55,8 @@ from scheduler.drivers import filter_scheduler  # noqa: E402
 from scheduler import exception  # noqa: E402
 from scheduler import objects  # noqa: E402
 from scheduler.objects import request_spec  # noqa: E402
+from scheduler.sim import cloud as sim_cloud  # noqa: E402
+from scheduler.sim import metrics  # noqa: E402
 
 CONF = conf.CONF
 ZONES = ('az1', 'az2', 'az3', 'az4')
@@ -144,17 +145,16 @@ def populate(hosts, rng, mode='default'):
             services.report_alive(session, host, 'gantt-compute', 'compute')
         compute_nodes.map_unmapped_nodes(session)
         for index, zone in enumerate(ZONES):
-            agg = aggregates.create(session, 'rack-%s' % zone,
-                                    metadata={'availability_zone': zone})
-            aggregates.add_hosts(session, agg.id, [
-                host_name(number)
-                for number in range(index, hosts, len(ZONES))])
+            sim_cloud.add_aggregate(
+                session, 'rack-%s' % zone, {'availability_zone': zone},
+                [host_name(number)
+                 for number in range(index, hosts, len(ZONES))])
         if full:
             for name, every, first, metadata in FULL_AGGREGATES:
-                agg = aggregates.create(session, name, metadata=metadata)
-                aggregates.add_hosts(session, agg.id, [
-                    host_name(number)
-                    for number in range(first, hosts, every)])
+                sim_cloud.add_aggregate(
+                    session, name, metadata,
+                    [host_name(number)
+                     for number in range(first, hosts, every)])
             add_instances(session, hosts, rng)
 
 
@@ -189,13 +189,6 @@ def add_instances(session, hosts, rng):
     session.execute(sa.insert(models.Instance.__table__), rows)
 
 
-def heartbeat_all():
-    """Every compute reports alive, as a live cloud's would have."""
-    with db_api.writer() as session:
-        session.execute(sa.update(models.Service.__table__)
-                        .values(last_seen_up=models.utcnow()))
-
-
 def make_spec(rng, mode='default'):
     """``(kind, RequestSpec)``: the kind of request (``plain``, or
     ``numa`` and ``pci`` in the hardware set) and the request."""
@@ -224,11 +217,6 @@ def make_spec(rng, mode='default'):
             properties={'hw_architecture': 'x86_64',
                         'os_distro': rng.choice(DISTROS)})
     return 'plain', spec
-
-
-def percentile(values, fraction):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
 def configure(mode):
@@ -297,8 +285,9 @@ def report(hosts, mode, backend, driver, timings, setup, load):
     print('%6s        filter+weigh p50 %6.2f ms  p99 %6.2f ms  (target '
           'p50 <= %.0f ms at 10,000 hosts)  |  claim p50 %6.2f ms  p99 '
           '%6.2f ms' % ('', statistics.median(filter_weigh),
-                        percentile(filter_weigh, 0.99), TARGETS[mode],
-                        statistics.median(claim), percentile(claim, 0.99)))
+                        metrics.percentile(filter_weigh, 0.99),
+                        TARGETS[mode], statistics.median(claim),
+                        metrics.percentile(claim, 0.99)))
     if len(by_kind) > 1:
         print('%6s        filter+weigh p50 by kind: %s' % ('', ', '.join(
             '%s %.2f ms (%d)' % (kind, statistics.median(values),
@@ -332,7 +321,7 @@ def run(hosts, requests, seed, mode='default', backend='sqlite'):
         make_schema()
         started = time.perf_counter()
         populate(hosts, rng, mode)
-        heartbeat_all()
+        sim_cloud.heartbeat_all()
         setup = time.perf_counter() - started
         driver = filter_scheduler.FilterScheduler()
         started = time.perf_counter()

@@ -45,6 +45,7 @@ from scheduler.objects import request_spec as request_spec_obj
 from scheduler import rpc
 from scheduler import rpcapi as scheduler_rpcapi
 from scheduler import service
+from scheduler.sim import cloud as sim_cloud
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -64,13 +65,10 @@ cli_opts = [
                help='Seconds to wait for the servers to finish building.'),
 ]
 
-# (name, vcpus, memory_mb, root_gb): the flavors the demo boots.
-FLAVORS = [('m1.small', 1, 2048, 20), ('m1.medium', 2, 4096, 40),
-           ('m1.large', 4, 8192, 80), ('m1.xlarge', 8, 16384, 160)]
-# The host shapes the demo's computes cycle through.
-HOST_SHAPES = [{'vcpus': 16, 'memory_mb': 65536, 'local_gb': 1000},
-               {'vcpus': 32, 'memory_mb': 131072, 'local_gb': 2000},
-               {'vcpus': 8, 'memory_mb': 32768, 'local_gb': 500}]
+# (name, vcpus, memory_mb, root_gb): the flavors the demo boots, and
+# the host shapes its computes cycle through (gantt-sim's defaults too).
+FLAVORS = sim_cloud.FLAVORS
+HOST_SHAPES = sim_cloud.HOST_SHAPES
 
 
 def _wait_for(predicate, timeout, what):

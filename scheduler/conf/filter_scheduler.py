@@ -45,6 +45,34 @@ Possible values:
 * A positive integer; a value larger than the number of hosts that passed
   the filters picks among all of them.
 """),
+    cfg.IntOpt('hosts_to_score_percent',
+               default=0,
+               min=0,
+               max=100,
+               mutable=True,
+               help="""
+Percentage of the candidate hosts to filter and weigh per request.
+
+Nova filters and weighs every candidate host for every request. In a
+large cloud most of that work ranks hosts that will not be picked. With a
+percentage, the filters run over the candidates in windows that start
+where the previous request stopped, and stop as soon as this share of
+the candidates passed (and at least ``host_subset_size`` plus the
+alternates plus the request's instances); only those are weighed. The
+placement is then the best among a rotating sample of the cloud rather
+than of all of it (Kubernetes' percentageOfNodesToScore).
+
+Possible values:
+
+* 0 (the default): filter and weigh every candidate host, as Nova does.
+* 1 to 100: stop once that percentage of the candidates passed the
+  filters; 100 gives exactly the same placements as 0.
+
+Related options:
+
+* ``host_subset_size``
+* ``[scheduler] max_attempts`` (the alternates)
+"""),
     cfg.BoolOpt('shuffle_best_same_weighed_hosts',
                 default=False,
                 mutable=True,

@@ -37,6 +37,7 @@ weigher's part in the ranking (``gantt-manage explain``)::
 """
 
 import itertools
+import math
 import os
 import random
 import time
@@ -136,6 +137,16 @@ def tie_keys(node_ids):
     return keys ^ (keys >> np.uint64(31))
 
 
+def seed_tie_breaks(seed):
+    """Break ties in an order drawn from ``seed`` rather than from the
+    system (``gantt-sim`` does, so that a run can be repeated); also
+    seeds the ``host_subset_size`` pick."""
+    global _salt
+    _salt = (os.getpid(), np.uint64(
+        random.Random(seed).getrandbits(64) | 1))
+    random.seed(seed)
+
+
 def _best_first(weights_, keys):
     """Indices sorting ``weights_`` best first, ties by ``keys``."""
     if keys is None:
@@ -198,6 +209,16 @@ class Ranking:
         return [chosen] + head
 
 
+def hosts_to_score(candidates, need):
+    """How many hosts must pass the filters before a request may stop
+    filtering (``[filter_scheduler] hosts_to_score_percent``), or None to
+    filter every candidate."""
+    percent = CONF.filter_scheduler.hosts_to_score_percent
+    if not percent:
+        return None
+    return max(need, math.ceil(candidates * percent / 100.0))
+
+
 def _later(make_rows):
     """Yield the rows ``make_rows()`` returns, calling it only if asked."""
     yield from make_rows()
@@ -236,6 +257,8 @@ class FilterScheduler(base.Scheduler):
         self._plugins = self._load_plugins()
         self.filter_handler = filters.HostFilterHandler()
         self.weight_handler = weights.HostWeightHandler()
+        # The step that removed the last host in the latest NoValidHost.
+        self.last_no_valid_host = None
 
     @property
     def enabled_filters(self):
@@ -307,6 +330,7 @@ class FilterScheduler(base.Scheduler):
         try:
             return request.run()
         except exception.NoValidHost:
+            self.last_no_valid_host = request.last_filter
             self.count('no_valid_host')
             prometheus.no_valid_host(request.last_filter)
             raise
@@ -435,19 +459,25 @@ class _Request:
 
     def _filter_and_rank(self, index, mask, steps, skip_filters):
         started = time.perf_counter()
+        need = CONF.filter_scheduler.host_subset_size + self.num_alts + 1
         if skip_filters:
             result = filters.FilterResult(self.total, steps, mask)
         else:
+            # Partial scoring picks the sample for the first instance; the
+            # others choose among what it found.
+            wanted = (hosts_to_score(int(np.count_nonzero(mask)),
+                                     need + self.count - 1)
+                      if index == 0 and self.observer is None else None)
             result = self.driver.filter_handler.run_filters(
                 self.filters, self.table, mask, self.spec, index=index,
                 steps=steps, total=self.total,
-                on_filter=self.observer and self.observer.filtered)
+                on_filter=self.observer and self.observer.filtered,
+                wanted=wanted)
         self.timer.add('filter', started)
         started = time.perf_counter()
         rows = np.flatnonzero(result.mask)
         host_weights = self.driver.weight_handler.weigh(
             self.weighers, self.table, rows, self.spec)
-        need = CONF.filter_scheduler.host_subset_size + self.num_alts + 1
         ranking = Ranking(rows, host_weights, need, self.table.ids)
         self.timer.add('weigh', started)
         if self.observer is not None:

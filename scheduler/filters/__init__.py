@@ -30,6 +30,15 @@ removed the last hosts::
         raise exception.NoValidHost(reason=result.explain())
     # "0/50 hosts available: ComputeFilter 50 -> 48, RamFilter 48 -> 0
     #  (removed the last 48)"
+
+Partial scoring (``[filter_scheduler] hosts_to_score_percent``, after
+Kubernetes' percentageOfNodesToScore): given ``wanted``, the handler
+filters the candidates in windows that start at a rotating offset and
+stops once ``wanted`` hosts passed, so that the weighers rank a part of a
+large cloud, and every host gets its turn over successive requests. A
+step ``hosts_to_score_percent N -> M`` then says how many candidates
+were looked at. ``wanted`` at or above the candidate count filters them
+all, exactly as without it.
 """
 
 import collections
@@ -160,11 +169,22 @@ def _is_rebuild(spec):
     return bool(getattr(spec, 'is_rebuild', False))
 
 
+# The first window of a partial scoring pass holds this many times the
+# hosts wanted (few fail the filters in a cloud with room); each next
+# window doubles.
+FIRST_WINDOW_FACTOR = 2
+PARTIAL_STEP = 'hosts_to_score_percent'
+
+
 class HostFilterHandler:
     """Runs filters in order over a host table."""
 
+    def __init__(self):
+        # Where the next partial scoring pass starts, among the candidates.
+        self.next_start = 0
+
     def run_filters(self, filters, host_table, mask, spec, index=0,
-                    steps=(), total=None, on_filter=None):
+                    steps=(), total=None, on_filter=None, wanted=None):
         """Apply ``filters`` to the hosts of ``mask``; a FilterResult.
 
         :param index: which instance of the request this is (0-based);
@@ -175,7 +195,50 @@ class HostFilterHandler:
         :param on_filter: called as ``on_filter(filter_obj, host_table,
             spec, before, after)`` with the masks around each filter that
             ran (what ``gantt-manage explain`` reports).
+        :param wanted: stop once this many hosts passed (see the module
+            docstring); None filters every host of ``mask``.
         """
+        rows = np.flatnonzero(mask)
+        if wanted is not None and wanted < len(rows):
+            return self._run_partial(filters, host_table, rows, spec, index,
+                                     steps, total, on_filter, wanted)
+        return self._run_all(filters, host_table, mask, spec, index, steps,
+                             total, on_filter)
+
+    def _run_partial(self, filters, host_table, rows, spec, index, steps,
+                     total, on_filter, wanted):
+        """Filter windows of ``rows`` from a rotating start until
+        ``wanted`` hosts passed; one FilterResult for all of them."""
+        start = self.next_start % len(rows)
+        order = np.concatenate((rows[start:], rows[:start]))
+        found = np.zeros(len(host_table), dtype=np.bool_)
+        counts = {}
+        scanned, size = 0, wanted * FIRST_WINDOW_FACTOR
+        while scanned < len(order) and int(np.count_nonzero(found)) < wanted:
+            window = np.zeros(len(host_table), dtype=np.bool_)
+            window[order[scanned:scanned + size]] = True
+            scanned += min(size, len(order) - scanned)
+            size *= 2
+            result = self._run_all(filters, host_table, window, spec, index,
+                                   (), None, on_filter)
+            found |= result.mask
+            for step in result.steps:
+                before, after = counts.get(step.name, (0, 0))
+                counts[step.name] = (before + step.before,
+                                     after + step.after)
+        self.next_start = start + scanned
+        steps = list(steps)
+        if scanned < len(order):
+            steps.append(Step(PARTIAL_STEP, len(order), scanned))
+        steps.extend(Step(name, before, after)
+                     for name, (before, after) in counts.items())
+        LOG.debug('Partial scoring: %d of %d host(s) filtered, %d passed',
+                  scanned, len(order), int(np.count_nonzero(found)))
+        return FilterResult(len(rows) if total is None else total, steps,
+                            found)
+
+    def _run_all(self, filters, host_table, mask, spec, index, steps, total,
+                 on_filter):
         count = int(np.count_nonzero(mask))
         total = count if total is None else total
         steps = list(steps)

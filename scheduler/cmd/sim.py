@@ -1,0 +1,213 @@
+"""gantt-sim: replay a cloud's workload through the real scheduler.
+
+Writes a cloud (``--cloud`` TOML file, or the built-in one scaled to
+``--hosts``) into a scratch database, replays a workload (generated from
+``--seed``, or a ``--trace`` CSV) through the real filter scheduler with
+a simulated clock (see :mod:`scheduler.sim.engine`), prints a summary and
+draws PNGs into ``--output``::
+
+    gantt-sim                                   # 500 hosts, seed 1
+    gantt-sim --hosts 10000 --config-file spread.conf
+    gantt-sim --compare spread.conf pack.conf --output cmp
+    gantt-sim --trace vms.csv --cloud cloud.toml --callers 16 --workers 4
+
+Scheduler options come from nova.conf-style files, read with oslo.config
+as the daemons read theirs (``[filter_scheduler]
+ram_weight_multiplier``, ``host_subset_size``, ``enabled_filters``...).
+By default the database is a SQLite file in a temporary directory, run
+with ``synchronous=OFF`` (the claims are the real statements, without
+the disk flush); ``--database-url`` names an empty database of another
+server instead, whose tables are dropped at the end.
+
+Bad input (a cloud file's key, a trace's row and field, a configuration
+file's option) is one line on stderr and exit code 2, before anything
+is written.
+"""
+
+import argparse
+import os
+import random
+import shutil
+import sys
+import tempfile
+
+from oslo_config import cfg
+import sqlalchemy as sa
+
+from scheduler import conf
+from scheduler.db import api as db_api
+from scheduler.db import migration
+from scheduler.db import models
+from scheduler import objects
+from scheduler.sim import cloud as sim_cloud
+from scheduler.sim import engine
+from scheduler.sim import metrics
+from scheduler.sim import workload
+
+CONF = conf.CONF
+# Groups whose options a configuration file given to the simulator may
+# set, checked before the run.
+CHECKED_GROUPS = ('filter_scheduler', 'scheduler', 'metrics')
+# Hosts of the built-in cloud: a default run takes about a minute.
+DEFAULT_HOSTS = 500
+
+
+class InputError(Exception):
+    """Bad input: printed as one line, exit code 2."""
+
+
+def _parser():
+    parser = argparse.ArgumentParser(
+        prog='gantt-sim', description=__doc__.splitlines()[0])
+    add = parser.add_argument
+    add('--cloud', help='cloud TOML file (default: the built-in cloud)')
+    add('--hosts', type=int, help='scale the cloud to this many hosts '
+        '(default: %d for the built-in cloud, the file\'s count)'
+        % DEFAULT_HOSTS)
+    add('--trace', help='CSV trace, one row per VM (default: generated)')
+    add('--seed', type=int, default=1)
+    add('--hours', type=float, default=workload.Generator.hours,
+        help='generated workload: simulated hours')
+    add('--fill', type=float, default=workload.Generator.fill,
+        help='generated workload: instances asked for in all, as a '
+        "multiple of the cloud's RAM in average flavors")
+    add('--lifetime-median', type=float,
+        default=workload.Generator.lifetime_median, help='hours')
+    add('--lifetime-sigma', type=float,
+        default=workload.Generator.lifetime_sigma)
+    add('--config-file', help='scheduler options (nova.conf style)')
+    add('--compare', nargs=2, metavar=('A.conf', 'B.conf'),
+        help='run the same workload under two configurations')
+    add('--callers', type=int, default=1)
+    add('--workers', type=int, default=1)
+    add('--database-url', help='an empty database (default: SQLite file)')
+    add('--output', default='gantt-sim-output',
+        help='directory of the PNGs')
+    add('--no-plots', action='store_true')
+    return parser
+
+
+def _configure(path):
+    """Parse ``path`` (or nothing) into CONF; InputError if wrong."""
+    files = [path] if path else []
+    if path and not os.path.isfile(path):
+        raise InputError('%s: no such configuration file' % path)
+    try:
+        CONF(args=[], project='gantt', default_config_files=files)
+        for group in CHECKED_GROUPS:
+            for name in CONF[group]:
+                CONF[group][name]
+    except (cfg.Error, ValueError) as error:
+        raise InputError('%s: %s' % (path, error))
+
+
+def _inputs(args):
+    """The cloud, the requests and the runs ``[(label, conf path)]``."""
+    if args.hosts is not None and args.hosts < 1:
+        raise InputError('--hosts: must be at least 1')
+    if args.callers < 1 or args.workers < 1:
+        raise InputError('--callers and --workers: must be at least 1')
+    try:
+        if args.cloud:
+            cloud = sim_cloud.load_cloud(args.cloud)
+            if args.hosts:
+                cloud = cloud.scaled(args.hosts)
+        else:
+            cloud = sim_cloud.default_cloud(args.hosts or DEFAULT_HOSTS)
+    except sim_cloud.CloudError as error:
+        raise InputError(str(error))
+    try:
+        if args.trace:
+            requests = workload.read_csv(args.trace, cloud)
+        else:
+            requests = workload.generate(cloud, workload.Generator(
+                fill=args.fill, hours=args.hours,
+                lifetime_median=args.lifetime_median,
+                lifetime_sigma=args.lifetime_sigma), args.seed)
+    except workload.WorkloadError as error:
+        raise InputError('%s: %s' % (args.trace, error) if args.trace
+                         else str(error))
+    if args.compare:
+        runs = [(_label(path), path) for path in args.compare]
+    else:
+        runs = [(_label(args.config_file), args.config_file)]
+    for _label_, path in runs:
+        _configure(path)
+    return cloud, requests, runs
+
+
+def _label(path):
+    if not path:
+        return 'defaults'
+    return os.path.splitext(os.path.basename(path))[0]
+
+
+def _fast_sqlite(engine_, connection_record=None):
+    cursor = engine_.cursor()
+    cursor.execute('PRAGMA synchronous=OFF')
+    cursor.close()
+
+
+def _open_database(url, workdir):
+    CONF.set_override('connection', url or 'sqlite:///%s/sim.sqlite'
+                      % workdir, group='database')
+    db_api.dispose_engine()
+    engine_ = db_api.get_engine()
+    if engine_.dialect.name == 'sqlite':
+        sa.event.listen(engine_, 'connect', _fast_sqlite)
+        engine_.dispose()
+    migration.db_sync()
+
+
+def _drop_tables():
+    engine_ = db_api.get_engine()
+    models.Base.metadata.drop_all(engine_)
+    with engine_.begin() as connection:
+        connection.execute(sa.text('DROP TABLE IF EXISTS alembic_version'))
+    db_api.dispose_engine()
+
+
+def run_once(cloud, requests, path, args):
+    """One run under the configuration file ``path``: a Result."""
+    _configure(path)
+    workdir = tempfile.mkdtemp(prefix='gantt-sim-')
+    try:
+        _open_database(args.database_url, workdir)
+        sim_cloud.populate(cloud, random.Random(args.seed))
+        simulation = engine.Simulation(cloud, requests, seed=args.seed,
+                                       callers=args.callers,
+                                       workers=args.workers)
+        return simulation.run()
+    finally:
+        if args.database_url:
+            _drop_tables()
+        db_api.dispose_engine()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def main(argv=None):
+    args = _parser().parse_args(argv)
+    objects.register_all()
+    try:
+        cloud, requests, runs = _inputs(args)
+    except InputError as error:
+        sys.stderr.write('gantt-sim: error: %s\n' % error)
+        return 2
+    print('%d hosts, %d requests (%s)' % (
+        cloud.host_count, len(requests),
+        args.trace or 'generated, seed %d' % args.seed))
+    results = []
+    for label, path in runs:
+        result = run_once(cloud, requests, path, args)
+        results.append((label, result))
+        print(metrics.summary(result, label))
+        sys.stdout.flush()
+    if not args.no_plots:
+        from scheduler.sim import plots
+        for written in plots.draw_all(args.output, results):
+            print('wrote %s' % written)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,317 @@
+"""A cloud to schedule on: host shapes, aggregates, zones, flavors.
+
+What ``gantt-sim``, ``gantt-demo`` and the benchmarks build their clouds
+from. A cloud is described in a small TOML file (``tomllib``)::
+
+    # Hosts: one table per shape; names are <name>-<number>.
+    [[hosts]]
+    name = "general"
+    count = 600
+    vcpus = 32
+    memory_mb = 131072
+    disk_gb = 2000
+    zone = "az1"                 # optional: an availability zone
+    aggregates = ["ssd"]         # optional: aggregates it is in
+
+    # Aggregates and their metadata (strings, as Nova stores them).
+    [aggregates.ssd]
+    ssd = "true"
+    ram_weight_multiplier = "2.0"
+
+    # Flavors the workload generator draws from, by weight (optional).
+    [[flavors]]
+    name = "m1.small"
+    vcpus = 1
+    memory_mb = 2048
+    disk_gb = 20
+    weight = 4
+
+:func:`load_cloud` reads and checks it (a :class:`CloudError` names the
+key that is wrong), :func:`default_cloud` is the built-in one, and
+:func:`populate` writes a cloud into the database (nodes mapped, compute
+services up, aggregates with their hosts) in batches::
+
+    cloud = sim_cloud.load_cloud('cloud.toml').scaled(10000)
+    sim_cloud.populate(cloud)
+"""
+
+import dataclasses
+import tomllib
+import uuid
+
+import sqlalchemy as sa
+
+from scheduler.db import aggregates as db_aggregates
+from scheduler.db import api as db_api
+from scheduler.db import models
+
+# (name, vcpus, memory_mb, root_gb): the flavors the demo boots and the
+# default workload draws from.
+FLAVORS = [('m1.small', 1, 2048, 20), ('m1.medium', 2, 4096, 40),
+           ('m1.large', 4, 8192, 80), ('m1.xlarge', 8, 16384, 160)]
+# How often the default workload asks for each of FLAVORS.
+FLAVOR_WEIGHTS = (4, 3, 2, 1)
+# The host shapes the demo's computes cycle through, and the default
+# cloud's shapes.
+HOST_SHAPES = [{'vcpus': 16, 'memory_mb': 65536, 'local_gb': 1000},
+               {'vcpus': 32, 'memory_mb': 131072, 'local_gb': 2000},
+               {'vcpus': 8, 'memory_mb': 32768, 'local_gb': 500}]
+DEFAULT_ZONES = ('az1', 'az2', 'az3', 'az4')
+# Rows per INSERT when populating.
+BATCH = 2000
+
+
+class CloudError(ValueError):
+    """The cloud file is wrong; the message names the key."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HostGroup:
+    name: str
+    count: int
+    vcpus: int
+    memory_mb: int
+    disk_gb: int
+    zone: str | None = None
+    aggregates: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class Flavor:
+    name: str
+    vcpus: int
+    memory_mb: int
+    disk_gb: int
+    weight: float = 1.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Cloud:
+    groups: tuple
+    aggregates: dict
+    flavors: tuple
+
+    @property
+    def host_count(self):
+        return sum(group.count for group in self.groups)
+
+    def scaled(self, hosts):
+        """The same mix of shapes with ``hosts`` hosts in all (each
+        group keeps its share, at least one host)."""
+        total = self.host_count
+        groups = [dataclasses.replace(
+            group, count=max(1, round(group.count * hosts / total)))
+            for group in self.groups]
+        # Rounding: the last group takes up the difference.
+        extra = hosts - sum(group.count for group in groups)
+        last = groups[-1]
+        groups[-1] = dataclasses.replace(last,
+                                         count=max(1, last.count + extra))
+        return dataclasses.replace(self, groups=tuple(groups))
+
+    def flavor(self, name):
+        for flavor in self.flavors:
+            if flavor.name == name:
+                return flavor
+        return None
+
+    def most_common_flavor(self):
+        return max(self.flavors, key=lambda flavor: flavor.weight)
+
+    def host_names(self):
+        """Every host's name, in the order :func:`populate` writes them."""
+        return [host_name(group, number) for group in self.groups
+                for number in range(group.count)]
+
+
+def host_name(group, number):
+    return '%s-%06d' % (group.name, number + 1)
+
+
+def default_cloud(hosts=1000):
+    """HOST_SHAPES in equal shares over four zones, FLAVORS."""
+    groups = []
+    for zone in DEFAULT_ZONES:
+        for number, shape in enumerate(HOST_SHAPES):
+            groups.append(HostGroup(
+                name='%s-shape%d' % (zone, number + 1), count=1,
+                vcpus=shape['vcpus'], memory_mb=shape['memory_mb'],
+                disk_gb=shape['local_gb'], zone=zone))
+    flavors = tuple(Flavor(name, vcpus, ram, disk, weight)
+                    for (name, vcpus, ram, disk), weight
+                    in zip(FLAVORS, FLAVOR_WEIGHTS))
+    return Cloud(tuple(groups), {}, flavors).scaled(hosts)
+
+
+def _positive_int(table, key, where, minimum=1):
+    value = table.get(key)
+    if isinstance(value, bool) or not isinstance(value, int) or \
+            value < minimum:
+        raise CloudError('%s.%s: must be an integer >= %d, not %r'
+                         % (where, key, minimum, value))
+    return value
+
+
+def _string(table, key, where, required=True):
+    value = table.get(key)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value:
+        raise CloudError('%s.%s: must be a non-empty string, not %r'
+                         % (where, key, value))
+    return value
+
+
+def _check_keys(table, allowed, where):
+    if not isinstance(table, dict):
+        raise CloudError('%s: must be a table' % where)
+    unknown = sorted(set(table) - set(allowed))
+    if unknown:
+        raise CloudError('%s.%s: unknown key (known: %s)'
+                         % (where, unknown[0], ', '.join(sorted(allowed))))
+
+
+def _host_group(table, where, aggregates):
+    _check_keys(table, ('name', 'count', 'vcpus', 'memory_mb', 'disk_gb',
+                        'zone', 'aggregates'), where)
+    names = table.get('aggregates', [])
+    if not isinstance(names, list) or not all(
+            isinstance(name, str) for name in names):
+        raise CloudError('%s.aggregates: must be a list of names' % where)
+    for name in names:
+        if name not in aggregates:
+            raise CloudError('%s.aggregates: %r is not in [aggregates]'
+                             % (where, name))
+    return HostGroup(
+        name=_string(table, 'name', where),
+        count=_positive_int(table, 'count', where),
+        vcpus=_positive_int(table, 'vcpus', where),
+        memory_mb=_positive_int(table, 'memory_mb', where),
+        disk_gb=_positive_int(table, 'disk_gb', where, minimum=0),
+        zone=_string(table, 'zone', where, required=False),
+        aggregates=tuple(names))
+
+
+def _flavor(table, where):
+    _check_keys(table, ('name', 'vcpus', 'memory_mb', 'disk_gb', 'weight'),
+                where)
+    weight = table.get('weight', 1)
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)) \
+            or weight <= 0:
+        raise CloudError('%s.weight: must be a number > 0, not %r'
+                         % (where, weight))
+    return Flavor(_string(table, 'name', where),
+                  _positive_int(table, 'vcpus', where),
+                  _positive_int(table, 'memory_mb', where),
+                  _positive_int(table, 'disk_gb', where, minimum=0),
+                  float(weight))
+
+
+def parse_cloud(data, source='cloud'):
+    """A Cloud from the parsed TOML ``data``; CloudError names the key
+    (``source`` prefixes it: the file's name)."""
+    _check_keys(data, ('hosts', 'aggregates', 'flavors'), source)
+    aggregates = data.get('aggregates', {})
+    _check_keys(aggregates, aggregates.keys(), source + ': aggregates')
+    for name, metadata in aggregates.items():
+        where = '%s: aggregates.%s' % (source, name)
+        _check_keys(metadata, metadata.keys(), where)
+        for key, value in metadata.items():
+            if not isinstance(value, str):
+                raise CloudError('%s.%s: metadata values are strings, '
+                                 'not %r' % (where, key, value))
+    hosts = data.get('hosts')
+    if not isinstance(hosts, list) or not hosts:
+        raise CloudError('%s: hosts: give at least one [[hosts]] table'
+                         % source)
+    groups = tuple(_host_group(table, '%s: hosts[%d]' % (source, index),
+                               aggregates)
+                   for index, table in enumerate(hosts))
+    if len({group.name for group in groups}) != len(groups):
+        raise CloudError('%s: hosts: two [[hosts]] tables have the same '
+                         'name' % source)
+    flavors = data.get('flavors')
+    if flavors is None:
+        flavors = default_cloud(1).flavors
+    elif not isinstance(flavors, list) or not flavors:
+        raise CloudError('%s: flavors: give [[flavors]] tables' % source)
+    else:
+        flavors = tuple(_flavor(table, '%s: flavors[%d]' % (source, index))
+                        for index, table in enumerate(flavors))
+    return Cloud(groups, {name: dict(meta)
+                          for name, meta in aggregates.items()}, flavors)
+
+
+def load_cloud(path):
+    """Read a cloud file; CloudError (naming the key) if it is wrong."""
+    try:
+        with open(path, 'rb') as stream:
+            data = tomllib.load(stream)
+    except OSError as error:
+        raise CloudError('%s: %s' % (path, error.strerror))
+    except tomllib.TOMLDecodeError as error:
+        raise CloudError('%s: %s' % (path, error))
+    return parse_cloud(data, path)
+
+
+def node_rows(cloud, rng, now):
+    """``(node rows, service rows)`` to insert for every host."""
+    nodes, services = [], []
+    for group in cloud.groups:
+        for number in range(group.count):
+            name = host_name(group, number)
+            nodes.append({
+                'uuid': str(uuid.UUID(int=rng.getrandbits(128))),
+                'host': name, 'hypervisor_hostname': name,
+                'vcpus': group.vcpus, 'memory_mb': group.memory_mb,
+                'local_gb': group.disk_gb, 'mapped': True, 'generation': 1,
+                'created_at': now, 'updated_at': now})
+            services.append({
+                'host': name, 'binary': 'gantt-compute', 'topic': 'compute',
+                'disabled': False, 'forced_down': False,
+                'last_seen_up': now, 'report_count': 1, 'created_at': now,
+                'updated_at': now})
+    return nodes, services
+
+
+def populate(cloud, rng):
+    """Write ``cloud`` into ``[database] connection``: mapped nodes, live
+    compute services, zones and aggregates."""
+    now = models.utcnow()
+    nodes, services = node_rows(cloud, rng, now)
+    for start in range(0, len(nodes), BATCH):
+        with db_api.writer() as session:
+            session.execute(sa.insert(models.ComputeNode.__table__),
+                            nodes[start:start + BATCH])
+            session.execute(sa.insert(models.Service.__table__),
+                            services[start:start + BATCH])
+    members = {name: [] for name in cloud.aggregates}
+    zones = {}
+    for group in cloud.groups:
+        names = [host_name(group, number) for number in range(group.count)]
+        for aggregate in group.aggregates:
+            members[aggregate].extend(names)
+        if group.zone:
+            zones.setdefault(group.zone, []).extend(names)
+    with db_api.writer() as session:
+        for zone, hosts in zones.items():
+            add_aggregate(session, 'zone-%s' % zone,
+                          {'availability_zone': zone}, hosts)
+        for name, metadata in cloud.aggregates.items():
+            add_aggregate(session, name, metadata, members[name])
+
+
+def heartbeat_all():
+    """Every compute service reports alive now, as a live cloud's
+    computes keep doing (the simulator's and the benchmarks' computes
+    are rows, not agents)."""
+    with db_api.writer() as session:
+        session.execute(sa.update(models.Service.__table__)
+                        .values(last_seen_up=models.utcnow()))
+
+
+def add_aggregate(session, name, metadata, hosts):
+    aggregate = db_aggregates.create(session, name, metadata=metadata)
+    if hosts:
+        db_aggregates.add_hosts(session, aggregate.id, hosts)
+    return aggregate

@@ -1,0 +1,226 @@
+"""The simulated clock: a workload through the real scheduler.
+
+:class:`Simulation` replays a list of :class:`workload.Request` through
+real :class:`~scheduler.drivers.filter_scheduler.FilterScheduler`
+drivers (filters, weighers, SQL claims) over the database the cloud was
+written to. Arrivals and deletions happen at their trace times; each
+decision costs the time it really took (``time.perf_counter`` around
+``select_destinations``), so a day of a cloud replays in seconds.
+
+Concurrency: ``callers`` requests are answered together, as if that many
+callers had them in flight at once, by ``workers`` drivers, each with a
+host cache of its own (request *i* of a round goes to worker *i* mod
+M). A round starts when its last request arrived (and the workers are
+free); each worker's cache then catches up with what the others claimed
+and released (:meth:`HostManager.refresh_nodes`), and during the round
+it sees only its own claims: that is where concurrent decisions lose
+quality and claims conflict. A request's latency is the time from the
+round's start until its worker answered it.
+
+Usage is kept here as the truth (the SQL claims decide, this follows
+them) and sampled over time for the report::
+
+    sim = engine.Simulation(cloud, requests, seed=1)
+    result = sim.run()
+"""
+
+import heapq
+import time
+import uuid
+
+from oslo_log import log as logging
+import numpy as np
+
+from scheduler import conf
+from scheduler.db import api as db_api
+from scheduler.db import claims
+from scheduler.db import instance_groups
+from scheduler.drivers import filter_scheduler
+from scheduler import exception
+from scheduler import host_manager
+from scheduler.objects import request_spec
+from scheduler.sim import cloud as sim_cloud
+from scheduler.sim import metrics
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+RESOURCES = metrics.RESOURCES
+# Samples of usage over the run.
+SAMPLES = 200
+_ARRIVE, _DELETE = 1, 0
+
+
+class Simulation:
+    """One run of a workload; see the module docstring."""
+
+    def __init__(self, cloud, requests, seed=0, callers=1, workers=1,
+                 samples=SAMPLES):
+        self.cloud = cloud
+        self.requests = requests
+        self.callers = callers
+        self.seed = seed
+        self._uuids = np.random.default_rng(seed)
+        filter_scheduler.seed_tie_breaks(seed)
+        self.drivers = [filter_scheduler.FilterScheduler(
+            host_manager=host_manager.HostManager(auto_refresh=False))
+            for _ in range(workers)]
+        self.horizon = max((r.start for r in requests), default=0.0)
+        self.samples = samples
+        self._dirty = [set() for _ in self.drivers]
+
+    # -- set-up ------------------------------------------------------------
+
+    def _load_caches(self):
+        tables = [driver.host_manager.refresh() for driver in self.drivers]
+        table = tables[0]
+        self.row_by_uuid = {state.uuid: row
+                            for row, state in enumerate(table.states)}
+        self.node_ids = np.array([state.id for state in table.states])
+        self.names = [state.host for state in table.states]
+        capacity = np.stack([np.asarray(table.capacity[r], dtype=float)
+                             for r in RESOURCES])
+        return metrics.Recorder(capacity, self.cloud.most_common_flavor(),
+                                self.horizon, self.samples, self.names)
+
+    def _new_uuid(self):
+        return str(uuid.UUID(bytes=self._uuids.bytes(16)))
+
+    # -- the clock ---------------------------------------------------------
+
+    def run(self):
+        """Replay the workload; a :class:`metrics.Result`."""
+        for driver in self.drivers:
+            driver.start()
+        try:
+            self.recorder = self._load_caches()
+            started = time.perf_counter()
+            self._replay()
+            elapsed = time.perf_counter() - started
+        finally:
+            for driver in self.drivers:
+                driver.stop()
+        stats = [driver.stats for driver in self.drivers]
+        return self.recorder.result(
+            wall_seconds=elapsed,
+            claim_retries=sum(s['claim_retries'] for s in stats),
+            callers=self.callers, workers=len(self.drivers))
+
+    def _replay(self):
+        events = []
+        for order, request in enumerate(self.requests):
+            heapq.heappush(events, (request.start, _ARRIVE, order, request))
+        sequence = len(self.requests)
+        clock = 0.0
+        heartbeat_at = time.monotonic()
+        while events:
+            if time.monotonic() - heartbeat_at >= CONF.report_interval:
+                # The computes' heartbeats (real time: a host cache reads
+                # liveness against the real clock), outside any decision.
+                sim_cloud.heartbeat_all()
+                heartbeat_at = time.monotonic()
+            when, kind, _order, payload = heapq.heappop(events)
+            if when > self.horizon:
+                break
+            clock = max(clock, when)
+            self.recorder.advance(clock)
+            if kind == _DELETE:
+                self._delete(payload)
+                continue
+            batch = [payload]
+            while (len(batch) < self.callers and events
+                   and events[0][1] == _ARRIVE):
+                batch.append(heapq.heappop(events)[3])
+            clock = max(clock, batch[-1].start)
+            self.recorder.advance(clock)
+            duration, placed = self._round(batch)
+            clock += duration
+            for request, instances in placed:
+                if request.end is not None:
+                    sequence += 1
+                    heapq.heappush(events, (max(request.end, clock),
+                                            _DELETE, sequence,
+                                            (request, instances)))
+        self.recorder.advance(self.horizon)
+
+    def _round(self, batch):
+        """Answer ``batch`` concurrently; ``(simulated seconds, [(request,
+        [(uuid, row)])])``."""
+        busy = [0.0] * len(self.drivers)
+        placed = []
+        used = range(min(len(batch), len(self.drivers)))
+        for worker in used:
+            self._sync(worker)
+        for index, request in enumerate(batch):
+            worker = index % len(self.drivers)
+            started = time.perf_counter()
+            instances = self._decide(self.drivers[worker], request)
+            busy[worker] += time.perf_counter() - started
+            self.recorder.decided(busy[worker], request, instances,
+                                  self.drivers[worker].last_no_valid_host)
+            if instances:
+                for _uuid, row in instances:
+                    self._changed(row, worker)
+                placed.append((request, instances))
+        return max(busy), placed
+
+    def _sync(self, worker):
+        dirty = self._dirty[worker]
+        if dirty:
+            self.drivers[worker].host_manager.refresh_nodes(
+                [int(self.node_ids[row]) for row in dirty])
+            dirty.clear()
+
+    def _changed(self, row, by_worker=None):
+        for worker, dirty in enumerate(self._dirty):
+            if worker != by_worker:
+                dirty.add(row)
+
+    # -- decisions and deletions ------------------------------------------
+
+    def _spec(self, request, uuids):
+        flavor = request_spec.Flavor(
+            name=request.flavor, flavorid=request.flavor,
+            vcpus=request.vcpus, memory_mb=request.memory_mb,
+            root_gb=request.disk_gb)
+        spec = request_spec.RequestSpec(
+            flavor=flavor, num_instances=request.count,
+            project_id=request.tenant)
+        if request.policy:
+            group_uuid = self._new_uuid()
+            with db_api.writer() as session:
+                group = instance_groups.create(
+                    session, request.id, request.policy,
+                    project_id=request.tenant, uuid=group_uuid)
+                instance_groups.add_members(session, group.id, uuids)
+            spec.instance_group = request_spec.InstanceGroup(
+                uuid=group_uuid, name=request.id, policy=request.policy,
+                members=[], hosts=[])
+        return spec
+
+    def _decide(self, driver, request):
+        """Place ``request``; its ``[(uuid, row)]``, or [] if no valid
+        host."""
+        uuids = [self._new_uuid() for _ in range(request.count)]
+        spec = self._spec(request, uuids)
+        driver.last_no_valid_host = None
+        try:
+            selections = driver.select_destinations(None, spec, uuids)
+        except exception.NoValidHost:
+            return []
+        instances = []
+        for instance_uuid, alternatives in zip(uuids, selections):
+            row = self.row_by_uuid[alternatives[0].compute_node_uuid]
+            self.recorder.take(row, request, 1)
+            instances.append((instance_uuid, row))
+        return instances
+
+    def _delete(self, placed):
+        request, instances = placed
+        pairs = [(instance_uuid, int(self.node_ids[row]))
+                 for instance_uuid, row in instances]
+        claims.release_in_sql(pairs)
+        for driver in self.drivers:
+            driver.host_manager.forget_instances(pairs)
+        for _uuid, row in instances:
+            self.recorder.take(row, request, -1)
+            self._changed(row)

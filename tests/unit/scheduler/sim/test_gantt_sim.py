@@ -1,0 +1,151 @@
+"""gantt-sim end to end: the real driver over a scratch database."""
+
+import os
+
+import pytest
+
+from scheduler.cmd import sim
+from scheduler.sim import metrics
+from scheduler.sim import plots
+
+CLOUD = '''
+[[hosts]]
+name = "small"
+count = 1
+vcpus = 16
+memory_mb = 4096
+disk_gb = 1000
+
+[[hosts]]
+name = "medium"
+count = 1
+vcpus = 16
+memory_mb = 8192
+disk_gb = 1000
+
+[[hosts]]
+name = "large"
+count = 1
+vcpus = 16
+memory_mb = 16384
+disk_gb = 1000
+'''
+# Five requests of 3 GB, then one of 10 GB, one second apart.
+TRACE = ('id,tenant,flavor,vcpus,memory_mb,disk_gb,start,end\n'
+         + ''.join('r%d,t,,1,3072,10,%d,\n' % (n, n) for n in range(1, 6))
+         + 'r6,t,,1,10240,10,6,\n')
+CONF = '''[DEFAULT]
+ram_allocation_ratio = 1.0
+[filter_scheduler]
+weight_classes = RAMWeigher
+ram_weight_multiplier = %s
+'''
+
+
+@pytest.fixture
+def files(tmp_path, config):
+    paths = {}
+    for name, text in (('cloud.toml', CLOUD), ('trace.csv', TRACE),
+                       ('spread.conf', CONF % '1.0'),
+                       ('pack.conf', CONF % '-1.0')):
+        paths[name] = str(tmp_path / name)
+        with open(paths[name], 'w') as stream:
+            stream.write(text)
+    return paths
+
+
+def _run(argv, conf):
+    args = sim._parser().parse_args(argv)
+    cloud, requests, _runs = sim._inputs(args)
+    return sim.run_once(cloud, requests, conf, args)
+
+
+def test_spread_and_pack_place_as_worked_out_by_hand(files):
+    argv = ['--cloud', files['cloud.toml'], '--trace', files['trace.csv']]
+    spread_run = _run(argv, files['spread.conf'])
+    pack_run = _run(argv, files['pack.conf'])
+    spread, pack = spread_run.placements, pack_run.placements
+    # Spread: most free RAM first. Free (MB) small/medium/large start at
+    # 4096/8192/16384: large 13312, 10240, 7168; medium (8192) 5120;
+    # large (7168) 4096; then 10 GB fits nowhere.
+    assert [spread['r%d' % n] for n in range(1, 7)] == [
+        ['large-000001']] * 3 + [['medium-000001'], ['large-000001'], []]
+    # Pack: least free RAM that still fits: small 1024, medium 5120,
+    # 2048, large 13312, 10240, and 10 GB fills the large host.
+    assert [pack['r%d' % n] for n in range(1, 7)] == [
+        ['small-000001'], ['medium-000001'], ['medium-000001'],
+        ['large-000001'], ['large-000001'], ['large-000001']]
+    # Spread left the small host empty; pack used all three and filled
+    # the large one (3 + 3 + 10 GB of 16 GB); spread's fullest is the
+    # large one too, 4 x 3 GB of 16 GB.
+    assert (spread_run.hosts_in_use, pack_run.hosts_in_use) == (2, 3)
+    assert pack_run.final_fill[2] == 1.0
+    assert spread_run.final_fill[2] == pytest.approx(12 / 16)
+
+
+def test_no_valid_host_names_the_filter_and_peak_utilisation(files):
+    argv = ['--cloud', files['cloud.toml'], '--trace', files['trace.csv']]
+    result = _run(argv, files['spread.conf'])
+    assert result.no_valid_host == {'RamFilter': 1}
+    assert result.first_no_valid_host == 6.0
+    # 15 GB of 28 GB placed before r6 failed.
+    assert result.peak_before_no_valid_host[1] == pytest.approx(
+        15 * 1024 / (28 * 1024))
+
+
+def test_a_seed_gives_the_same_summary_twice(config):
+    argv = ['--hosts', '12', '--hours', '12', '--seed', '5',
+            '--callers', '4', '--workers', '2']
+    texts = [metrics.summary(_run(argv, None), timings=False)
+             for _ in range(2)]
+    assert texts[0] == texts[1]
+    assert 'instance(s) placed' in texts[0]
+    other = metrics.summary(_run(argv[:-6] + ['--seed', '6'], None),
+                            timings=False)
+    assert other != texts[0]
+
+
+def test_plots_are_written_and_not_empty(files, tmp_path):
+    argv = ['--cloud', files['cloud.toml'], '--trace', files['trace.csv']]
+    result = _run(argv, files['spread.conf'])
+    paths = plots.draw_all(str(tmp_path / 'out'), [('spread', result)])
+    assert [os.path.basename(p) for p in paths] == list(plots.FILES)
+    for path in paths:
+        with open(path, 'rb') as stream:
+            assert stream.read(8) == b'\x89PNG\r\n\x1a\n'
+        assert os.path.getsize(path) > 1000
+
+
+def test_compare_runs_both_configurations(files, tmp_path, capsys):
+    out = tmp_path / 'cmp'
+    code = sim.main(['--cloud', files['cloud.toml'], '--trace',
+                     files['trace.csv'], '--compare', files['spread.conf'],
+                     files['pack.conf'], '--output', str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert '== spread: 3 hosts' in text and '== pack: 3 hosts' in text
+    # Spread fails r6, pack places it.
+    assert '1 request(s) with no valid host' in text
+    assert '0 request(s) with no valid host' in text
+    assert sorted(os.listdir(out)) == sorted(plots.FILES)
+
+
+@pytest.mark.parametrize('name, text, message', [
+    ('trace.csv', TRACE.replace('r3,t,,1,3072', 'r3,t,,1,3O72'),
+     "row 4, field memory_mb: '3O72' is not an integer"),
+    ('cloud.toml', CLOUD.replace('count = 1', 'count = -1', 1),
+     'hosts[0].count: must be an integer >= 1'),
+    ('spread.conf', CONF % 'heavy', 'ram_weight_multiplier'),
+])
+def test_bad_input_is_one_line_exit_2_and_nothing_written(
+        files, tmp_path, capsys, name, text, message):
+    with open(files[name], 'w') as stream:
+        stream.write(text)
+    out = tmp_path / 'out'
+    code = sim.main(['--cloud', files['cloud.toml'], '--trace',
+                     files['trace.csv'], '--config-file',
+                     files['spread.conf'], '--output', str(out)])
+    assert code == 2
+    error = capsys.readouterr().err
+    assert error.count('\n') == 1 and message in error, error
+    assert not out.exists()
