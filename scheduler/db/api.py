@@ -40,6 +40,7 @@ MariaDB/MySQL sessions run at READ COMMITTED, as Placement's do.
 """
 
 import contextlib
+import contextvars
 import threading
 import time
 
@@ -67,7 +68,8 @@ DEADLOCK_MAX_RETRY_INTERVAL = 0.5
 SQLITE_BEGIN = 'gantt_sqlite_begin'
 
 _lock = threading.Lock()
-_context_manager = None
+# Connection URL (None: [database] connection) -> enginefacade context.
+_context_managers = {}
 
 
 class _Context:
@@ -177,45 +179,90 @@ def _green():
         service_backend.BackendType.EVENTLET
 
 
+# The cell database the current thread's sessions go to: a connection
+# URL, or None for ``[database] connection``. Set with target_cell().
+_target = contextvars.ContextVar('gantt_target_cell_db', default=None)
+
+
+def _new_context_manager(connection):
+    # enginefacade reads the other [database] options itself; the URL is
+    # given for a cell other than [database]'s own.
+    context_manager = enginefacade.transaction_context()
+    # max_retries=0: oslo.db does not connect while it builds the engine
+    # (before our listeners); check_connection() waits for the database
+    # with [database] max_retries instead.
+    # thread_checkin: oslo.db's sleep(0) at each connection check-in lets
+    # other green threads run under eventlet. On native threads it hands
+    # the GIL to whichever thread wants it (the refresh thread, another
+    # request) at every claim, and the request waits for it back; off
+    # there.
+    options = dict(sqlite_fk=True, on_engine_create=[_on_engine_create],
+                   expire_on_commit=False, max_retries=0,
+                   thread_checkin=_green())
+    if connection is not None:
+        options['connection'] = connection
+    context_manager.configure(**options)
+    return context_manager
+
+
 def _transaction_context():
-    global _context_manager
+    """The enginefacade context of the targeted cell's database (one per
+    URL, built at first use and kept for the process)."""
+    connection = _target.get()
+    context_manager = _context_managers.get(connection)
+    if context_manager is not None:
+        return context_manager
     with _lock:
-        if _context_manager is None:
-            if not CONF.database.connection:
+        context_manager = _context_managers.get(connection)
+        if context_manager is None:
+            if connection is None and not CONF.database.connection:
                 raise exception.DatabaseUnavailable(
                     url='(unset)',
                     reason='[database] connection is not set in the '
                            'configuration files')
-            # enginefacade reads the other [database] options itself.
-            context_manager = enginefacade.transaction_context()
-            # max_retries=0: oslo.db does not connect while it builds
-            # the engine (before our listeners); check_connection() waits
-            # for the database with [database] max_retries instead.
-            # thread_checkin: oslo.db's sleep(0) at each connection
-            # check-in lets other green threads run under eventlet. On
-            # native threads it hands the GIL to whichever thread wants
-            # it (the refresh thread, another request) at every claim,
-            # and the request waits for it back; off there.
-            context_manager.configure(
-                sqlite_fk=True, on_engine_create=[_on_engine_create],
-                expire_on_commit=False, max_retries=0,
-                thread_checkin=_green())
-            _context_manager = context_manager
-        return _context_manager
+            context_manager = _new_context_manager(connection)
+            _context_managers[connection] = context_manager
+        return context_manager
+
+
+@contextlib.contextmanager
+def target_cell(connection):
+    """Send this thread's sessions inside the block to the cell database
+    at ``connection`` (a URL; None or ``[database] connection``'s own
+    URL is the default database).
+
+    The choice is a context variable: other threads, and threads started
+    inside the block, keep their own target, so a scatter-gather sets it
+    in each worker.
+    """
+    if connection == CONF.database.connection:
+        connection = None
+    token = _target.set(connection)
+    try:
+        yield
+    finally:
+        _target.reset(token)
+
+
+def targeted_connection():
+    """The URL the current sessions go to (``[database] connection``'s
+    when no cell is targeted), for messages and the scrubbing of them."""
+    return _target.get() or CONF.database.connection
 
 
 def get_engine():
-    """The process's engine for ``[database] connection``."""
+    """The engine of the targeted cell's database (``[database]
+    connection`` by default)."""
     return _transaction_context().writer.get_engine()
 
 
 def dispose_engine():
-    """Close the process's engine; the next use builds a new one (after
-    the options changed, e.g. in tests)."""
-    global _context_manager
+    """Close every engine of the process; the next use builds a new one
+    (after the options changed, e.g. in tests)."""
     with _lock:
-        context_manager, _context_manager = _context_manager, None
-    if context_manager is not None:
+        context_managers = list(_context_managers.values())
+        _context_managers.clear()
+    for context_manager in context_managers:
         context_manager.dispose_pool()
 
 
@@ -340,7 +387,8 @@ def describe_error(error):
     inner = getattr(error, 'inner_exception', None) or error
     reason = str(getattr(inner, 'orig', None) or inner).strip()
     reason = reason.splitlines()[0] if reason else type(error).__name__
-    return config.scrub(reason, [CONF.database.connection])
+    return config.scrub(reason, [CONF.database.connection,
+                                 targeted_connection()])
 
 
 def check_connection():
@@ -351,7 +399,7 @@ def check_connection():
     times in all (-1: until it works), ``retry_interval`` seconds apart,
     each wait logged; any other error fails at once.
     """
-    url = CONF.database.connection
+    url = targeted_connection()
     attempts = CONF.database.max_retries
     attempt = 0
     while True:

@@ -88,7 +88,7 @@ def db_sync(revision='head'):
     Running it on a database already there changes nothing. Going back to
     an older revision is not supported: restore a backup instead.
     """
-    url = config.redact_database_url(CONF.database.connection)
+    url = config.redact_database_url(db_api.targeted_connection())
     with _sync_lock:
         LOG.info('Upgrading the database at %s to %s', url, revision)
         command.upgrade(get_alembic_config(), revision)
