@@ -35,6 +35,11 @@ from scheduler.pci import errors as pci_errors
 from scheduler.pci import pools as pci_pools
 from scheduler.pci import request as pci_request
 
+# The keys a NUMA or PCI request can come from: flavor extra specs
+# ``hw:*``, ``resources:PCPU`` and the PCI alias; image ``hw_*``.
+_EXTRA_SPEC_PREFIXES = ('hw:', 'resources:', pci_request.ALIAS_EXTRA_SPEC)
+_IMAGE_PREFIX = 'hw_'
+
 # A host's hardware and usage, as a HostState or a compute_nodes row has
 # them (JSON documents parsed or not), and its allocation ratios.
 Host = collections.namedtuple(
@@ -73,10 +78,17 @@ class Request:
         """
         flavor = spec.flavor
         image = spec.obj_get('image')
-        image_props = dict(image.obj_get('properties', {})) if image else {}
+        extra_specs = flavor.obj_get('extra_specs', {})
+        image_props = image.obj_get('properties', {}) if image else {}
+        if not (any(key.startswith(_EXTRA_SPEC_PREFIXES)
+                    for key in extra_specs)
+                or any(key.startswith(_IMAGE_PREFIX) for key in image_props)):
+            # Nothing a NUMA or PCI request is made of: every request
+            # pays this check, few pay the parsing.
+            return None
         numa = numa_request.get_request(
-            flavor.vcpus, flavor.memory_mb,
-            dict(flavor.obj_get('extra_specs', {})), image_props)
+            flavor.vcpus, flavor.memory_mb, dict(extra_specs),
+            dict(image_props))
         pci = pci_request.requests_from_spec(spec)
         if numa is None and not pci:
             return None

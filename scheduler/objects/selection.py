@@ -17,6 +17,12 @@ _RESOURCE_BOUNDS = {'vcpus': validation.MAX_VCPUS,
                     'disk_gb': validation.MAX_DISK_GB}
 
 
+# Every field holds a JSON-ready value once set (strings, a bool, a dict
+# of floats), so the primitive is the values themselves.
+_FIELD_NAMES = ('compute_node_uuid', 'service_host', 'nodename', 'limits',
+                'allocation_request', 'claimed')
+
+
 @base.GanttObjectRegistry.register
 class Selection(base.GanttObject):
     # Version 1.0: Initial version
@@ -41,6 +47,29 @@ class Selection(base.GanttObject):
                    allocation_request=jsonutils.dumps(
                        dict(resources._asdict())),
                    claimed=claimed)
+
+    def obj_to_primitive(self, target_version=None, version_manifest=None):
+        """The same primitive as oslo.versionedobjects' generic walk, built
+        directly: every answer of ``select_destinations`` carries one
+        Selection per host offered, and the generic walk over the fields
+        costs ten times more. Another target version takes the generic
+        path."""
+        if target_version not in (None, self.VERSION):
+            return super().obj_to_primitive(target_version, version_manifest)
+        data = {}
+        for name in _FIELD_NAMES:
+            if self.obj_attr_is_set(name):
+                value = getattr(self, name)
+                data[name] = dict(value) if name == 'limits' else value
+        namespace = self.OBJ_SERIAL_NAMESPACE
+        primitive = {namespace + '.name': self.obj_name(),
+                     namespace + '.namespace': self.OBJ_PROJECT_NAMESPACE,
+                     namespace + '.version': self.VERSION,
+                     namespace + '.data': data}
+        changes = self.obj_what_changed()
+        if changes:
+            primitive[namespace + '.changes'] = list(changes)
+        return primitive
 
     def requested_resources(self):
         """The resources ``allocation_request`` asks for, as a dict."""
