@@ -6,6 +6,9 @@ The metric objects are the process's: each test reads how much a value
 grew during it, never its absolute value.
 """
 
+import os
+import threading
+
 import prometheus_client
 import pytest
 
@@ -101,6 +104,16 @@ def test_the_last_filter_is_the_one_that_removed_the_last_host(
                                          claims_failed) == expected
 
 
-def test_without_a_port_nothing_is_served(config):
-    config.config(prometheus_port=None, group='metrics')
-    assert prometheus.setup('gantt-test') is None
+def test_without_a_port_nothing_is_served(config, monkeypatch):
+    from prometheus_client import values
+
+    monkeypatch.delenv(prometheus.ENV_DIRECTORY, raising=False)
+    value_class = values.ValueClass
+    threads = set(threading.enumerate())
+    for port in (None, 0):
+        config.config(prometheus_port=port, group='metrics')
+        assert prometheus.setup('gantt-test') is None
+    # No server thread, no multiprocess directory, values kept in memory.
+    assert set(threading.enumerate()) <= threads
+    assert prometheus.ENV_DIRECTORY not in os.environ
+    assert values.ValueClass is value_class

@@ -2,6 +2,8 @@
 scheduler and computes over ``fake://``, SQLite), read from oslo.messaging's
 ``test`` notification driver."""
 
+import threading
+
 import pytest
 
 from scheduler import exception
@@ -150,3 +152,27 @@ def test_the_guru_meditation_report_counts_what_waits(config):
     recorder.enable(config, 'versioned')
     section = reports._gantt_section().data
     assert section['notifications waiting to be sent'] == 0
+
+    class SlowBroker:
+        """A notifier whose broker takes each notification only when
+        the test lets it."""
+        def __init__(self):
+            self.go = threading.Event()
+            self.taken = []
+
+        def info(self, ctxt, event_type, payload):
+            self.go.wait(10)
+            self.taken.append(event_type)
+
+    broker = SlowBroker()
+    sender = notifications._state['sender']
+    for number in range(3):
+        sender.put(broker, 'info', None, 'test.event.%d' % number, {})
+    # One in the broker's hands, two queued: all three wait.
+    assert reports._gantt_section().data[
+        'notifications waiting to be sent'] == 3
+    broker.go.set()
+    assert sender.flush(10)
+    assert broker.taken == ['test.event.0', 'test.event.1', 'test.event.2']
+    assert reports._gantt_section().data[
+        'notifications waiting to be sent'] == 0
