@@ -53,6 +53,10 @@ class DatabaseNotSynced(GanttException):
                "'gantt-manage db sync'.")
 
 
+class ApiDatabaseUnavailable(DatabaseUnavailable):
+    msg_fmt = "Cannot use the API database at %(url)s: %(reason)s"
+
+
 class ApiDatabaseNotSynced(DatabaseNotSynced):
     msg_fmt = ("The API database at %(url)s has no Gantt schema or an old "
                "one (at %(current)s, code expects %(expected)s); run "
