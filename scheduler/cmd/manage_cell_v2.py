@@ -106,7 +106,7 @@ def _get_cell(uuid):
             return mappings.get_cell(session, uuid)
 
 
-# -- the URLs given on the command line --------------------------------------
+# -- the URLs given on the command line -------------------------------------
 
 def _transport_url(given, from_config):
     """``(url, None)``, or ``(None, message)`` when it is invalid; the
@@ -166,7 +166,7 @@ def _duplicate_message(other):
             % other)
 
 
-# -- map_cell0, create_cell, list_cells, update_cell -------------------------
+# -- map_cell0, create_cell, list_cells, update_cell ------------------------
 
 def cell0_default_connection():
     """``[database] connection`` with ``_cell0`` after its database name
@@ -336,7 +336,7 @@ def delete_cell(cell_uuid, force):
     return 0
 
 
-# -- discover_hosts, list_hosts, verify_instance -----------------------------
+# -- discover_hosts, list_hosts, verify_instance ----------------------------
 
 def discover_hosts(cell_uuid, verbose, strict, by_service):
     if db_api.api_database_configured():
