@@ -129,10 +129,14 @@ def _map_hosts(cell, cell_id, hosts, status, result):
     uuid}`` of every one of ``hosts``."""
     where = _mapped_to(hosts)
     for host in sorted(set(hosts) - set(where)):
-        try:
-            with registry.database_errors('mapping host %s' % host):
+        with registry.database_errors('mapping host %s' % host):
+            try:
                 _create_host_mapping(host, cell_id)
-        except db_exc.DBDuplicateEntry:
+            except db_exc.DBDuplicateEntry:
+                created = False
+            else:
+                created = True
+        if not created:
             # Another discovery mapped it meanwhile: read where to.
             where.update(_mapped_to([host]))
             continue

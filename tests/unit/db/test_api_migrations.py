@@ -115,3 +115,17 @@ def test_api_downgrade_to_base_and_up_again(api_database):
 def test_unknown_database_name_is_refused():
     with pytest.raises(ValueError, match='unknown database'):
         migration.head_version('cell9')
+
+
+def test_a_daemon_refuses_an_api_database_without_schema(database, config,
+                                                         tmp_path):
+    from scheduler.cmd import common
+
+    common.check_database()       # one cell: [database] only
+    config.config(connection='sqlite:///%s' % (tmp_path / 'api.sqlite'),
+                  group='api_database')
+    db_api.dispose_engine()
+    with pytest.raises(exception.ApiDatabaseNotSynced):
+        common.check_database()
+    migration.db_sync(database='api')
+    common.check_database()
