@@ -37,6 +37,7 @@ from oslo_db import exception as db_exc
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from scheduler import cells
 from scheduler.cells import discovery
 from scheduler import conf
 from scheduler import config
@@ -133,6 +134,9 @@ class SchedulerManager(service.Manager):
         self._log_stats(always=True)
 
     def reset(self):
+        # SIGHUP: read the cell mappings again at once, as Nova's
+        # scheduler refreshes its cells caches.
+        cells.clear_cache()
         reload_plugins = getattr(self.driver, 'reload_plugins', None)
         if reload_plugins is not None:
             reload_plugins()

@@ -123,3 +123,17 @@ def test_one_cell_discovery_is_unchanged(database):
         (cells.LOCAL, 'h1'), (cells.LOCAL, 'h2')]
     assert result.host_mappings == []
     assert mapped_hosts(None) == ['h1', 'h2']
+
+
+def test_sighup_makes_the_scheduler_read_the_cells_again(two_cells):
+    mgr = manager.SchedulerManager()
+    assert len(cells.get_cells()) == 3
+    with db_api.api_writer() as session:
+        mappings.create_cell(session, str(uuid.uuid4()), 'cell3', None,
+                             None)
+    assert len(cells.get_cells()) == 3
+
+    mgr.reset()
+
+    assert [cell.name for cell in cells.get_cells()] == [
+        'cell0', 'cell1', 'cell2', 'cell3']
