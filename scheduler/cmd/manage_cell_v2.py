@@ -339,8 +339,10 @@ def delete_cell(cell_uuid, force):
 # -- discover_hosts, list_hosts, verify_instance ----------------------------
 
 def discover_hosts(cell_uuid, verbose, strict, by_service):
-    if db_api.api_database_configured():
-        migration.check_schema(database='api')
+    if db_api.api_database_configured() or cell_uuid or by_service:
+        _require_api('discover_hosts' + (' --cell_uuid' if cell_uuid
+                                         else ' --by-service'
+                                         if by_service else ''))
     else:
         migration.check_schema()
     try:

@@ -101,6 +101,10 @@ def test_without_api_database_discover_hosts_maps_the_nodes(database, run):
     cells.clear_cache()
     assert cells.host_cell('compute1') == cells.LOCAL
     assert run('cell_v2', 'discover_hosts', '--strict').code == 1
+    for option in (['--cell_uuid', 'u'], ['--by-service']):
+        refused = run('cell_v2', 'discover_hosts', *option)
+        assert refused.code == 1
+        assert '[api_database] connection' in refused.err
 
 
 # -- api_db and map_cell0 ---------------------------------------------------
@@ -392,6 +396,24 @@ def test_delete_cell_exit_codes_and_force(api_database, database, run):
     # Its node is unmapped: a later discovery may map it again.
     assert nodes_mapped(database) == {'compute2': False}
     assert run('cell_v2', 'delete_cell', '--cell_uuid', uuid_1).code == 1
+
+
+def test_delete_cell_whose_database_is_down_changes_nothing(api_database,
+                                                           database, run):
+    uuid_down = create_cell(run, 'down', BROKER_2, DOWN_DB)
+    with db_api.api_writer() as session:
+        mappings.create_host_mapping(
+            session, 'compute9', mappings.get_cell(session, uuid_down).id)
+
+    result = run('cell_v2', 'delete_cell', '--cell_uuid', uuid_down,
+                 '--force')
+
+    assert result.code == 1
+    assert 'postgresql+psycopg2://gantt:***@127.0.0.1:1' in result.err
+    assert 's3cret' not in result.err
+    assert result.err.count('\n') == 1
+    assert set(cell_rows()) == {'down'}
+    assert host_mappings() == {'compute9': 'down'}
 
 
 def test_verify_instance_exit_codes(api_database, database, run):
