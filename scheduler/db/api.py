@@ -485,10 +485,13 @@ def check_connection():
 def check_api_connection():
     """:func:`check_connection` for the API database, with the
     ``[api_database]`` options (``[database]``'s in one cell)."""
-    _wait_for(api_engine, api_connection(), _api_options())
+    _wait_for(api_engine, api_connection(), _api_options(),
+              error_class=exception.ApiDatabaseUnavailable
+              if api_database_configured() else None)
 
 
-def _wait_for(engine, url, options):
+def _wait_for(engine, url, options, error_class=None):
+    error_class = error_class or exception.DatabaseUnavailable
     attempts = options.max_retries
     attempt = 0
     while True:
@@ -501,7 +504,7 @@ def _wait_for(engine, url, options):
             raise
         except db_exc.DBConnectionError as error:
             if attempts != -1 and attempt >= max(attempts, 1):
-                raise exception.DatabaseUnavailable(
+                raise error_class(
                     url=config.redact_database_url(url),
                     reason=describe_error(error))
             LOG.warning('The database at %s is unreachable (%s); trying '
@@ -512,6 +515,6 @@ def _wait_for(engine, url, options):
                         'unlimited' if attempts == -1 else attempts)
             time.sleep(options.retry_interval)
         except Exception as error:
-            raise exception.DatabaseUnavailable(
+            raise error_class(
                 url=config.redact_database_url(url),
                 reason=describe_error(error))

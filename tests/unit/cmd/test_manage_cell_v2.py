@@ -107,6 +107,20 @@ def test_without_api_database_discover_hosts_maps_the_nodes(database, run):
         assert '[api_database] connection' in refused.err
 
 
+def test_a_down_api_database_is_one_line_naming_it(database, config, run):
+    config.config(connection=DOWN_DB, group='api_database')
+    db_api.dispose_engine()
+    for command in (['cell_v2', 'list_cells'], ['api_db', 'sync'],
+                    ['cell_v2', 'discover_hosts']):
+        result = run(*command)
+        assert result.code == 1
+        assert result.err.startswith(
+            'gantt-manage: error: Cannot use the API database at '
+            'postgresql+psycopg2://gantt:***@127.0.0.1:1/gantt_down')
+        assert result.err.count('\n') == 1
+        assert 's3cret' not in result.err
+
+
 # -- api_db and map_cell0 ---------------------------------------------------
 
 def test_api_db_sync_then_version(config, run, tmp_path):
