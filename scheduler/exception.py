@@ -53,6 +53,25 @@ class DatabaseNotSynced(GanttException):
                "'gantt-manage db sync'.")
 
 
+class ApiDatabaseUnavailable(DatabaseUnavailable):
+    msg_fmt = "Cannot use the API database at %(url)s: %(reason)s"
+
+
+class ApiDatabaseNotSynced(DatabaseNotSynced):
+    msg_fmt = ("The API database at %(url)s has no Gantt schema or an old "
+               "one (at %(current)s, code expects %(expected)s); run "
+               "'gantt-manage api_db sync'.")
+
+
+class ApiDatabaseRequired(GanttException):
+    msg_fmt = ("%(what)s needs cells: set [api_database] connection in the "
+               "configuration files (and run 'gantt-manage api_db sync').")
+
+
+class CellMappingNotFound(GanttException):
+    msg_fmt = "Cell with uuid %(uuid)s was not found."
+
+
 class MessagingUnavailable(GanttException):
     msg_fmt = "Cannot reach the message broker at %(url)s: %(reason)s"
 

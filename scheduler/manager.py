@@ -37,10 +37,11 @@ from oslo_db import exception as db_exc
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from scheduler import cells
+from scheduler.cells import discovery
 from scheduler import conf
 from scheduler import config
 from scheduler.db import api as db_api
-from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler import exception
 from scheduler import loadables
 from scheduler.notifications import request_spec as spec_notes
@@ -76,18 +77,20 @@ def format_stats(stats):
 
 
 def discover_hosts():
-    """Map every unmapped compute node; return the rows newly mapped.
+    """Map every unmapped compute node, in every cell (creating the host
+    mappings) when ``[api_database]`` is set; return the node rows newly
+    mapped (a cell whose database is away is logged and skipped).
 
     Safe when several schedulers (or gantt-manage) run it at once: the
     unmapped rows are locked while they are mapped, so each node is mapped
-    by exactly one of them.
+    by exactly one of them, and each host gets one host mapping.
     """
-    with db_api.writer() as session:
-        mapped = db_compute_nodes.map_unmapped_nodes(session)
-    for node in mapped:
-        LOG.info('Mapped compute node %s (host %s, uuid %s)',
-                 node.hypervisor_hostname, node.host, node.uuid)
-    return mapped
+    result = discovery.discover_hosts()
+    for cell, node in result.nodes:
+        LOG.info('Mapped compute node %s (host %s, uuid %s) in cell %s',
+                 node.hypervisor_hostname, node.host, node.uuid,
+                 cell.label())
+    return [node for cell, node in result.nodes]
 
 
 class SchedulerManager(service.Manager):
@@ -131,6 +134,9 @@ class SchedulerManager(service.Manager):
         self._log_stats(always=True)
 
     def reset(self):
+        # SIGHUP: read the cell mappings again at once, as Nova's
+        # scheduler refreshes its cells caches.
+        cells.clear_cache()
         reload_plugins = getattr(self.driver, 'reload_plugins', None)
         if reload_plugins is not None:
             reload_plugins()

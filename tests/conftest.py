@@ -11,6 +11,11 @@
     uniquely named database that is dropped after the test.
 ``any_empty_database``
     Like ``any_database`` but without a schema (for migration tests).
+``api_database``
+    URL of a fresh SQLite API database (its migrations run);
+    ``[api_database] connection`` points at it: cells v2 mode.
+``any_api_database``
+    The same on each backend in turn.
 
 PostgreSQL and MariaDB are never skipped: when a server is down, the test
 errors with the address and the command that starts it. Functional tests can
@@ -68,3 +73,18 @@ def any_empty_database(request, config):
     """A fresh database without schema on each backend; yields its URL."""
     with contextlib.ExitStack() as stack:
         yield _open(stack, databases.empty_database(request.param, config))
+
+
+@pytest.fixture
+def api_database(config):
+    """A fresh SQLite API database with its schema; yields its URL."""
+    with contextlib.ExitStack() as stack:
+        yield _open(stack, databases.migrated_api_database('sqlite', config))
+
+
+@pytest.fixture(params=databases.BACKENDS)
+def any_api_database(request, config):
+    """A fresh migrated API database on each backend in turn."""
+    with contextlib.ExitStack() as stack:
+        yield _open(stack, databases.migrated_api_database(request.param,
+                                                           config))

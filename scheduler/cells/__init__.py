@@ -10,7 +10,20 @@ Cell0 (Nova's uuid of zeros) holds the instances that never got a host;
 it has no computes, so the scheduler never reads hosts from it.
 
 Code that reads or writes a cell's rows runs inside
-``scheduler.db.api.target_cell(cell.database_connection)``.
+``scheduler.db.api.target_cell(cell.database_connection)``::
+
+    from scheduler import cells
+
+    for cell in cells.get_cells():       # cell0 and disabled cells too
+        if cell.is_cell0 or cell.disabled:
+            continue
+        with db_api.target_cell(cell.database_connection):
+            ...
+    cells.host_cell('compute1')          # its CellMapping, or None
+
+Both read the API database at most once per ``registry.CACHE_SECONDS``
+(and after :func:`clear_cache`, which ``gantt-manage cell_v2`` calls when
+it changes a mapping); see :mod:`scheduler.cells.registry`.
 """
 
 import dataclasses
@@ -42,3 +55,29 @@ class CellMapping:
 
 # The one cell of a deployment without [api_database]: [database] itself.
 LOCAL = CellMapping(uuid=None, name='default')
+
+
+def get_cells():
+    """The cells to read hosts from, cell0 and disabled cells included
+    (callers skip them): ``[LOCAL]`` without ``[api_database]
+    connection``, else the API database's cell mappings.
+
+    :raises exception.ApiDatabaseUnavailable: the API database cannot be
+        read (and the cached mappings are too old).
+    """
+    from scheduler.cells import registry
+    return registry.get_cells()
+
+
+def host_cell(host):
+    """The CellMapping of ``host`` from its host mapping, or None if it
+    is not mapped (one cell: :data:`LOCAL` if a mapped compute node of
+    ``host`` exists)."""
+    from scheduler.cells import registry
+    return registry.host_cell(host)
+
+
+def clear_cache():
+    """Forget the cached mappings: the next call reads them again."""
+    from scheduler.cells import registry
+    registry.clear_cache()

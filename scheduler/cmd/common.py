@@ -43,6 +43,8 @@ def check_database():
     from scheduler.db import migration
 
     migration.check_schema()
+    if db_api.api_database_configured():
+        migration.check_schema(database='api')
 
 
 def run_daemon(binary, topic, make_manager, workers=None,

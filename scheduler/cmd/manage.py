@@ -16,6 +16,8 @@ Options of gantt-manage itself come before the command::
     gantt-manage host list           # used/capacity per compute node
     gantt-manage host show compute1  # its CPU, NUMA cells, PCI devices
     gantt-manage discover_hosts      # map newly reported compute nodes
+    gantt-manage api_db sync         # cells: the API database's schema
+    gantt-manage cell_v2 list_cells  # cells: see manage_cell_v2
     gantt-manage server create --vcpus 1 --ram 512 --disk 1 --wait
     gantt-manage server list --host compute1 --state active
     gantt-manage server show <uuid>
@@ -47,8 +49,11 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from compute import manager as compute_manager
+from scheduler.cells import discovery
 from scheduler.cmd import manage_aggregate
+from scheduler.cmd import manage_api_db
 from scheduler.cmd import manage_args
+from scheduler.cmd import manage_cell_v2
 from scheduler.cmd import manage_explain
 from scheduler.cmd import manage_host
 from scheduler.cmd import manage_server
@@ -64,7 +69,6 @@ from scheduler.db import migration
 from scheduler.db import models
 from scheduler.db import services as db_services
 from scheduler import exception
-from scheduler import manager as scheduler_manager
 from scheduler import notifications
 from scheduler.notifications import service as service_notes
 from scheduler import objects
@@ -79,7 +83,11 @@ EXIT_USAGE = 2
 
 # -- db ---------------------------------------------------------------------
 
-def db_sync():
+def db_sync(local_cell=False):
+    """Upgrade ``[database]``; with cells, cell0's database first (as
+    Nova's, unless ``local_cell``)."""
+    if db_api.api_database_configured() and not local_cell:
+        manage_cell_v2.sync_cell0()
     db_api.check_connection()
     migration.db_sync()
     print('Database upgraded to revision %s.' % migration.db_version())
@@ -87,14 +95,7 @@ def db_sync():
 
 
 def db_version():
-    db_api.check_connection()
-    current = migration.db_version()
-    head = migration.head_version()
-    print('Current revision: %s' % (current or 'none (empty database)'))
-    print('Head revision:    %s' % head)
-    if current != head:
-        print("The database is not at head: run '%s db sync'." % PROG)
-    return EXIT_OK
+    return manage_api_db.print_version('main')
 
 
 def db_check():
@@ -230,17 +231,24 @@ def host_list():
 # -- discover_hosts ---------------------------------------------------------
 
 def discover_hosts():
-    migration.check_schema()
-    mapped = scheduler_manager.discover_hosts()
-    if not mapped:
+    """Map the unmapped nodes of ``[database]``; with cells, those of
+    every cell (as ``cell_v2 discover_hosts``), saying which cell."""
+    cells_mode = db_api.api_database_configured()
+    migration.check_schema(database='api' if cells_mode else 'main')
+    result = discovery.discover_hosts()
+    for cell, reason in result.failed:
+        sys.stderr.write('%s: error: cell %s was skipped: %s\n'
+                         % (PROG, cell.label(), reason))
+    if not result.nodes:
         print('No unmapped compute nodes found.')
-        return EXIT_OK
-    print('Mapped %d compute node(s):' % len(mapped))
+        return EXIT_FAILURE if result.failed else EXIT_OK
+    print('Mapped %d compute node(s):' % len(result.nodes))
     print(manage_table.format_table(
-        ['Host', 'Node', 'UUID'],
+        ['Host', 'Node', 'UUID'] + (['Cell'] if cells_mode else []),
         [[node.host, node.hypervisor_hostname, node.uuid]
-         for node in mapped]))
-    return EXIT_OK
+         + ([cell.label()] if cells_mode else [])
+         for cell, node in result.nodes]))
+    return EXIT_FAILURE if result.failed else EXIT_OK
 
 
 # -- the command table ------------------------------------------------------
@@ -259,12 +267,17 @@ _BINARY = _arg('binary', '--binary', default=compute_manager.BINARY,
 COMMANDS = {
     'db': Category('Schema and consistency of the database.', {
         'sync': Command(db_sync, 'Upgrade the schema to the newest '
-                        'revision.', []),
+                        'revision (with cells, cell0\'s too).', [
+                            _arg('local_cell', '--local_cell',
+                                 action='store_true',
+                                 help='Only [database], not cell0.')]),
         'version': Command(db_version, 'Print the current and the head '
                            'revision.', []),
         'check': Command(db_check, 'Check that every node\'s usage matches '
                          'its allocations and capacity.', []),
     }),
+    'api_db': manage_api_db.CATEGORY,
+    'cell_v2': manage_cell_v2.CATEGORY,
     'service': Category('Services and their heartbeats.', {
         'list': Command(service_list, 'List services.', []),
         'disable': Command(service_disable, 'Stop scheduling to a service.', [
@@ -367,7 +380,7 @@ def _log_to_stderr():
 
 def _configured_urls():
     try:
-        urls = [CONF.database.connection]
+        urls = [CONF.database.connection, CONF.api_database.connection]
         if 'transport_url' in CONF:
             urls.append(CONF.transport_url)
     except cfg.Error:
@@ -434,6 +447,7 @@ def main(argv=None):
         # A command answers at once: one connection attempt, not a
         # daemon's wait of [database] max_retries x retry_interval.
         CONF.set_override('max_retries', 1, group='database')
+        CONF.set_override('max_retries', 1, group='api_database')
         objects.register_all()
         _start_notifications()
         return _run_command()

@@ -21,6 +21,10 @@ Checks:
   (``gantt-manage db check`` lists them).
 * **Deprecated options**: options the config files set under a name or
   group that is deprecated, each with its new place.
+* **Cells v2** (Nova's check): with ``[api_database] connection``, the
+  API database is at its newest migration, cell0 and at least one other
+  cell are mapped, and if no host is mapped no cell has compute nodes
+  (else ``gantt-manage cell_v2 discover_hosts``). Passes in one cell.
 
 Exit codes are Nova's: 0 all passed, 1 a warning, 2 a failure, 255 the
 check could not run (the database is unreachable, say), with one line
@@ -38,6 +42,7 @@ from oslo_utils import versionutils
 
 from conductor import rpcapi as conductor_rpcapi
 from compute import rpcapi as compute_rpcapi
+from scheduler.cmd import status_cells
 from scheduler import conf
 from scheduler.conf import opts
 from scheduler import config
@@ -155,12 +160,25 @@ class Checks(upgradecheck.UpgradeCommands):
         return Result(Code.WARNING, 'Deprecated: %s.' % '; '.join(
             '[%s] %s (now [%s] %s)' % use for use in found))
 
+    def _check_cells_v2(self):
+        if not db_api.api_database_configured():
+            return Result(Code.SUCCESS, 'One cell: [api_database] '
+                          'connection is not set.')
+        try:
+            return status_cells.check()
+        except Exception as error:
+            return Result(Code.FAILURE, 'Cannot read the API database at '
+                          '%s: %s' % (config.redact_database_url(
+                              db_api.api_connection()),
+                              db_api.describe_error(error)))
+
     _upgrade_checks = (
         ('Database schema', _check_schema),
         ('RPC version caps', _check_rpc_caps),
         ('Service versions', _check_service_versions),
         ('Claims', _check_claims),
         ('Deprecated options', _check_deprecated_options),
+        ('Cells v2', _check_cells_v2),
     )
 
 

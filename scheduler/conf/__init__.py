@@ -15,6 +15,7 @@ Example::
 from oslo_config import cfg
 from oslo_reports import opts as reports_opts
 
+from scheduler.conf import api_database
 from scheduler.conf import baremetal
 from scheduler.conf import compute
 from scheduler.conf import conductor
@@ -30,9 +31,9 @@ from scheduler.conf import upgrade_levels
 
 CONF = cfg.CONF
 
-for _module in (default, database, scheduler, filter_scheduler,
-                upgrade_levels, conductor, compute, metrics, server_groups,
-                notifications, pci, baremetal):
+for _module in (default, database, api_database, scheduler,
+                filter_scheduler, upgrade_levels, conductor, compute, metrics,
+                server_groups, notifications, pci, baremetal):
     _module.register_opts(CONF)
 # [oslo_reports]: where Guru Meditation Reports go (scheduler/reports.py).
 reports_opts.set_defaults(CONF)

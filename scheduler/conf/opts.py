@@ -6,6 +6,7 @@ which resolves to :func:`list_opts` below.
 
 import collections
 
+from scheduler.conf import api_database
 from scheduler.conf import baremetal
 from scheduler.conf import compute
 from scheduler.conf import conductor
@@ -19,9 +20,9 @@ from scheduler.conf import scheduler
 from scheduler.conf import server_groups
 from scheduler.conf import upgrade_levels
 
-_MODULES = (default, database, scheduler, filter_scheduler, upgrade_levels,
-            conductor, compute, metrics, server_groups, notifications,
-            pci, baremetal)
+_MODULES = (default, database, api_database, scheduler, filter_scheduler,
+            upgrade_levels, conductor, compute, metrics, server_groups,
+            notifications, pci, baremetal)
 
 
 def list_opts():

@@ -37,6 +37,16 @@ database's write lock up front, and :func:`reader` with a plain ``BEGIN``:
 a read-then-write (``SELECT ... FOR UPDATE`` then UPDATE, which SQLite
 does not lock) must not act on rows another writer just changed.
 MariaDB/MySQL sessions run at READ COMMITTED, as Placement's do.
+
+The API database (``[api_database] connection``: the cell, host and
+instance mappings) has sessions of its own, :func:`api_writer` and
+:func:`api_reader`, on an engine built from the ``[api_database]``
+options with the same listeners; :func:`retry_on_api_db_error` retries
+with that group's budget. They ignore :func:`target_cell`. Without
+``[api_database] connection`` (one cell), they are ``[database]``'s::
+
+    with db_api.api_reader() as session:
+        rows = session.execute(sa.select(cell_mappings)).all()
 """
 
 import contextlib
@@ -184,10 +194,12 @@ def _green():
 _target = contextvars.ContextVar('gantt_target_cell_db', default=None)
 
 
-def _new_context_manager(connection):
+def _new_context_manager(connection, group=None):
     # enginefacade reads the other [database] options itself; the URL is
-    # given for a cell other than [database]'s own.
+    # given for a cell other than [database]'s own. The API database's
+    # options (``group``) are given, all of them, as Nova does.
     context_manager = enginefacade.transaction_context()
+    options = dict(group.items()) if group is not None else {}
     # max_retries=0: oslo.db does not connect while it builds the engine
     # (before our listeners); check_connection() waits for the database
     # with [database] max_retries instead.
@@ -196,7 +208,7 @@ def _new_context_manager(connection):
     # the GIL to whichever thread wants it (the refresh thread, another
     # request) at every claim, and the request waits for it back; off
     # there.
-    options = dict(sqlite_fk=True, on_engine_create=[_on_engine_create],
+    options.update(sqlite_fk=True, on_engine_create=[_on_engine_create],
                    expire_on_commit=False, max_retries=0,
                    thread_checkin=_green())
     if connection is not None:
@@ -205,24 +217,62 @@ def _new_context_manager(connection):
     return context_manager
 
 
-def _transaction_context():
-    """The enginefacade context of the targeted cell's database (one per
-    URL, built at first use and kept for the process)."""
-    connection = _target.get()
-    context_manager = _context_managers.get(connection)
+def _context_for(key, build):
+    """The enginefacade context kept under ``key``, built by ``build()``
+    at first use and kept for the process."""
+    context_manager = _context_managers.get(key)
     if context_manager is not None:
         return context_manager
     with _lock:
-        context_manager = _context_managers.get(connection)
+        context_manager = _context_managers.get(key)
         if context_manager is None:
-            if connection is None and not CONF.database.connection:
-                raise exception.DatabaseUnavailable(
-                    url='(unset)',
-                    reason='[database] connection is not set in the '
-                           'configuration files')
-            context_manager = _new_context_manager(connection)
-            _context_managers[connection] = context_manager
+            context_manager = build()
+            _context_managers[key] = context_manager
         return context_manager
+
+
+def _cell_context(connection):
+    def build():
+        if connection is None and not CONF.database.connection:
+            raise exception.DatabaseUnavailable(
+                url='(unset)',
+                reason='[database] connection is not set in the '
+                       'configuration files')
+        return _new_context_manager(connection)
+    return _context_for(connection, build)
+
+
+def _transaction_context():
+    """The enginefacade context of the targeted cell's database (one per
+    URL)."""
+    return _cell_context(_target.get())
+
+
+def api_database_configured():
+    """True when ``[api_database] connection`` is set (cells v2)."""
+    return bool(CONF.api_database.connection)
+
+
+def api_connection():
+    """The URL of the API database: ``[api_database] connection``, else
+    ``[database] connection`` (one cell)."""
+    return CONF.api_database.connection or CONF.database.connection
+
+
+def _api_options():
+    """The option group of the API database's engine and retries."""
+    return CONF.api_database if api_database_configured() else CONF.database
+
+
+def _api_transaction_context():
+    """The enginefacade context of the API database, whatever cell this
+    thread targets; ``[database]``'s default one in a one-cell
+    deployment."""
+    url = CONF.api_database.connection
+    if not url:
+        return _cell_context(None)
+    return _context_for(('api', url), lambda: _new_context_manager(
+        url, CONF.api_database))
 
 
 @contextlib.contextmanager
@@ -266,14 +316,33 @@ def dispose_engine():
         context_manager.dispose_pool()
 
 
+def api_engine():
+    """The engine of the API database (see :func:`api_connection`)."""
+    return _api_transaction_context().writer.get_engine()
+
+
 @contextlib.contextmanager
-def writer():
-    """A session in a write transaction: commit on success, else roll back."""
-    with _transaction_context().writer.using(_Context()) as session:
+def _writer(context_manager):
+    with context_manager.writer.using(_Context()) as session:
         if session.bind.dialect.name == 'sqlite':
             session.connection(
                 execution_options={SQLITE_BEGIN: 'BEGIN IMMEDIATE'})
         yield session
+
+
+def writer():
+    """A session in a write transaction: commit on success, else roll back."""
+    return _writer(_transaction_context())
+
+
+def api_writer():
+    """:func:`writer` on the API database."""
+    return _writer(_api_transaction_context())
+
+
+def api_reader():
+    """:func:`reader` on the API database."""
+    return _api_transaction_context().reader.using(_Context())
 
 
 @contextlib.contextmanager
@@ -335,6 +404,16 @@ def retry_on_db_error(func):
 
     The options are read at each call, never at import time.
     """
+    return _retrying(func, lambda: CONF.database)
+
+
+def retry_on_api_db_error(func):
+    """:func:`retry_on_db_error` for writes to the API database, with the
+    ``[api_database]`` retry budget (``[database]``'s in one cell)."""
+    return _retrying(func, _api_options)
+
+
+def _retrying(func, options):
     on_deadlock = oslo_db_api.wrap_db_retry(
         max_retries=DEADLOCK_RETRIES, retry_interval=DEADLOCK_RETRY_INTERVAL,
         inc_retry_interval=True,
@@ -342,7 +421,7 @@ def retry_on_db_error(func):
         retry_on_deadlock=True, jitter=True)(func)
 
     def wrapper(*args, **kwargs):
-        database = CONF.database
+        database = options()
         on_disconnect = oslo_db_api.wrap_db_retry(
             max_retries=database.db_max_retries,
             retry_interval=database.db_retry_interval,
@@ -388,7 +467,8 @@ def describe_error(error):
     reason = str(getattr(inner, 'orig', None) or inner).strip()
     reason = reason.splitlines()[0] if reason else type(error).__name__
     return config.scrub(reason, [CONF.database.connection,
-                                 targeted_connection()])
+                                 targeted_connection(),
+                                 CONF.api_database.connection])
 
 
 def check_connection():
@@ -399,30 +479,42 @@ def check_connection():
     times in all (-1: until it works), ``retry_interval`` seconds apart,
     each wait logged; any other error fails at once.
     """
-    url = targeted_connection()
-    attempts = CONF.database.max_retries
+    _wait_for(get_engine, targeted_connection(), CONF.database)
+
+
+def check_api_connection():
+    """:func:`check_connection` for the API database, with the
+    ``[api_database]`` options (``[database]``'s in one cell)."""
+    _wait_for(api_engine, api_connection(), _api_options(),
+              error_class=exception.ApiDatabaseUnavailable
+              if api_database_configured() else None)
+
+
+def _wait_for(engine, url, options, error_class=None):
+    error_class = error_class or exception.DatabaseUnavailable
+    attempts = options.max_retries
     attempt = 0
     while True:
         attempt += 1
         try:
-            with get_engine().connect() as conn:
+            with engine().connect() as conn:
                 conn.execute(sa.text('SELECT 1'))
             return
         except exception.DatabaseUnavailable:
             raise
         except db_exc.DBConnectionError as error:
             if attempts != -1 and attempt >= max(attempts, 1):
-                raise exception.DatabaseUnavailable(
+                raise error_class(
                     url=config.redact_database_url(url),
                     reason=describe_error(error))
             LOG.warning('The database at %s is unreachable (%s); trying '
                         'again in %s s (attempt %d of %s)',
                         config.redact_database_url(url),
                         describe_error(error),
-                        CONF.database.retry_interval, attempt,
+                        options.retry_interval, attempt,
                         'unlimited' if attempts == -1 else attempts)
-            time.sleep(CONF.database.retry_interval)
+            time.sleep(options.retry_interval)
         except Exception as error:
-            raise exception.DatabaseUnavailable(
+            raise error_class(
                 url=config.redact_database_url(url),
                 reason=describe_error(error))

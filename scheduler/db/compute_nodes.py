@@ -167,15 +167,34 @@ def get_node_by_name(session, host, nodename):
     ).first()
 
 
-def map_unmapped_nodes(session):
-    """Mark every unmapped node mapped; return the rows newly mapped."""
-    rows = session.execute(
-        sa.select(_NODE).where(_NODE.c.mapped.is_(False))
-        .order_by(_NODE.c.host, _NODE.c.hypervisor_hostname)
-        .with_for_update()).all()
+def unmapped_nodes(session, hosts=None, lock=False):
+    """The unmapped nodes (of ``hosts`` if given), by host and node name;
+    locked for the transaction with ``lock``."""
+    query = (sa.select(_NODE).where(_NODE.c.mapped.is_(False))
+             .order_by(_NODE.c.host, _NODE.c.hypervisor_hostname))
+    if hosts is not None:
+        query = query.where(_NODE.c.host.in_(sorted(hosts)))
+    if lock:
+        query = query.with_for_update()
+    return session.execute(query).all()
+
+
+def map_unmapped_nodes(session, hosts=None):
+    """Mark every unmapped node (of ``hosts`` if given) mapped; return
+    the rows newly mapped."""
+    rows = unmapped_nodes(session, hosts=hosts, lock=True)
     if rows:
         session.execute(
             sa.update(_NODE).where(_NODE.c.id.in_([r.id for r in rows]))
             .values(mapped=True, generation=_NODE.c.generation + 1,
                     updated_at=models.utcnow()))
     return rows
+
+
+def unmap_all_nodes(session):
+    """Mark every node unmapped (its cell is being deleted: a later
+    discovery may map it again); return how many were mapped."""
+    return session.execute(
+        sa.update(_NODE).where(_NODE.c.mapped.is_(True))
+        .values(mapped=False, generation=_NODE.c.generation + 1,
+                updated_at=models.utcnow())).rowcount

@@ -13,6 +13,10 @@
 * The hardware libraries (:mod:`scheduler.numa`, :mod:`scheduler.pci`,
   :mod:`scheduler.hardware`) are pure: filters and claims both use them,
   so they import neither the core nor the host view.
+* :mod:`scheduler.cells` (the mappings, discovery) sits on the database
+  layer and under everything else: it imports neither the drivers, the
+  host manager, the RPC layer nor the commands; the database layer does
+  not import it.
 
 Imports are read from the source (``ast``), including ones inside
 functions, so that a lazy import cannot hide a dependency.
@@ -46,6 +50,10 @@ RULES = [
     ('scheduler/numa/**/*.py', CORE + HOST_VIEW),
     ('scheduler/pci/**/*.py', CORE + HOST_VIEW),
     ('scheduler/hardware.py', CORE + HOST_VIEW),
+    ('scheduler/cells/**/*.py',
+     tuple(prefix for prefix in CORE if prefix != 'scheduler.db')
+     + HOST_VIEW),
+    ('scheduler/db/**/*.py', ('scheduler.cells',)),
 ]
 
 

@@ -47,7 +47,7 @@ def test_a_clean_deployment_passes(migrated, check):
     assert code == 0, (results, err)
     assert set(results) == {'Database schema', 'RPC version caps',
                             'Service versions', 'Claims',
-                            'Deprecated options'}
+                            'Deprecated options', 'Cells v2'}
     assert {result for result, _ in results.values()} == {0}
 
 
@@ -154,3 +154,49 @@ def test_an_unreachable_database_is_one_line_and_255(config, check):
     assert lines[0].startswith('gantt-status: error: cannot use the '
                                'database at postgresql+psycopg2://u:***@')
     assert ':p@' not in err
+
+
+def test_cells_v2_check_follows_the_setup(database, api_database, check,
+                                          tmp_path):
+    from scheduler.cmd import manage
+
+    def cells_v2():
+        code, results, err = check()
+        return code, results['Cells v2']
+
+    def manage_ok(*args):
+        assert manage.main(['gantt-manage'] + list(args)) == 0
+
+    code, (result, details) = cells_v2()
+    assert (code, result) == (2, 2)
+    assert 'at least two cell mappings' in details
+    manage_ok('cell_v2', 'create_cell', '--name', 'cell1',
+              '--transport-url', 'rabbit://h/', '--database_connection',
+              database)
+    manage_ok('cell_v2', 'create_cell', '--name', 'cell2',
+              '--transport-url', 'rabbit://h2/', '--database_connection',
+              'sqlite:///%s' % (tmp_path / 'other.sqlite'))
+    assert 'No cell0 mapping' in cells_v2()[1][1]
+    manage_ok('cell_v2', 'map_cell0')
+    # cell2's database has no schema: the check says which cell.
+    assert "cell cell2" in cells_v2()[1][1]
+    with db_api.writer() as session:
+        db_compute_nodes.report_inventory(
+            session, 'a' * 36, 'compute1', 'compute1',
+            dict(vcpus=1, memory_mb=512, local_gb=1))
+    manage_ok('cell_v2', 'delete_cell', '--cell_uuid', next(
+        row.uuid for row in _cells() if row.name == 'cell2'))
+    assert 'No host mappings found but there are compute nodes' in \
+        cells_v2()[1][1]
+    manage_ok('cell_v2', 'discover_hosts')
+
+    code, (result, details) = cells_v2()
+
+    assert (code, result, details) == (0, 0, None)
+
+
+def _cells():
+    from scheduler.db import mappings
+
+    with db_api.api_reader() as session:
+        return mappings.list_cells(session)
