@@ -17,6 +17,10 @@ allocation, and :func:`release` gives exactly that back::
     columns = hardware.apply(host, record)      # {'numa_usage': ...}
     columns = hardware.release(host, record)    # the exact inverse
 
+The scheduler's host cache takes the same fit when it reserves a host
+for a request (:func:`reserve`), so that the next request of the process
+sees the CPUs, pages and devices as taken before the claim's SQL returns.
+
 A record is a JSON document: ``{"numa": <scheduler.numa Placement as a
 dict, or null>, "pci": {<pool key>: <devices>} or null}``.
 """
@@ -51,6 +55,12 @@ def _of_state(state):
 
 
 Host.of_state = staticmethod(_of_state)
+
+# What fitting, applying or releasing raise when a host's documents or
+# usage do not allow it (unreadable, or already taken).
+HOST_ERRORS = (numa_errors.InvalidHostNUMATopology,
+               numa_errors.NUMAUsageConflict, pci_errors.PciPoolInvalid,
+               pci_errors.PciUsageInvalid, pci_errors.PciDevicesUnavailable)
 
 
 class Request:
@@ -133,6 +143,16 @@ def apply(host, record):
         columns['pci_usage'] = pci_pools.apply(
             host.pci_usage, record['pci'], host.pci_device_pools)
     return columns
+
+
+def reserve(host, wanted):
+    """Where ``wanted`` fits on ``host``, as a claim would fit it (a
+    record for :func:`apply`); None when it does not fit or the host's
+    documents cannot be read (the claim in SQL decides then)."""
+    try:
+        return wanted.fit(host)
+    except HOST_ERRORS:
+        return None
 
 
 def release(host, record):
