@@ -100,7 +100,8 @@ class Request:
         if self.numa is not None:
             found = fitting.fit_instance(
                 host.numa_topology, host.numa_usage, self.numa,
-                _limits(host), self._pci_cells(host) if self.pci else None)
+                _limits(host), self._pci_cells(host) if self.pci else None,
+                pci_free=_pci_free_by_cell(host), wants_pci=bool(self.pci))
             if found is None:
                 return None
             cells = found.host_cells
@@ -120,6 +121,19 @@ class Request:
                 host.pci_device_pools, host.pci_usage, self.pci,
                 numa_cells=cells, host_topology=host.numa_topology)
         return allowed
+
+
+def _pci_free_by_cell(host):
+    """``{NUMA node: free devices}`` when the host has PCI pools (they
+    order its cells, see :func:`scheduler.numa.fitting.fit_instance`);
+    None when it has none, or pools that cannot be read (no order)."""
+    if not host.pci_device_pools:
+        return None
+    try:
+        return pci_pools.free_by_numa_node(host.pci_device_pools,
+                                           host.pci_usage)
+    except (pci_errors.PciPoolInvalid, pci_errors.PciUsageInvalid):
+        return None
 
 
 def _limits(host):
