@@ -33,8 +33,10 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import filters
+from scheduler.filters import numa_columns
 from scheduler import hardware
 from scheduler.numa import capacity
+from scheduler.numa import cell_figures
 from scheduler.numa import errors as numa_errors
 from scheduler.numa import prescreen
 from scheduler.pci import errors as pci_errors
@@ -125,19 +127,39 @@ class NUMATopologyFilter(filters.BaseHostFilter):
         wanted = _numa_request(spec)
         if wanted is None:
             return mask
+        shape = cell_figures.shape_of(wanted.numa)
+        if shape is not None:
+            fits, decided = numa_columns.fit(host_table, shape)
+            if wanted.pci:
+                # The devices must follow the cells: only a host whose
+                # cells cannot take the guest is decided.
+                decided = decided & ~fits
+            mask = mask & (fits | ~decided)
+            undecided = mask & ~decided
+            if not undecided.any():
+                return mask
+            return (mask & decided) | _fit_per_group(host_table, undecided,
+                                                     wanted)
         mask = mask & _prescreen(host_table, wanted)
         if not mask.any():
             return mask
-        codes, keys = host_table.grouped('numa_fit', _fit_key)
-        decided, answers = _known_answers(wanted, keys)
-        states = host_table.states
-        candidates = np.flatnonzero(mask)
-        used, first = np.unique(codes[candidates], return_index=True)
-        for code, row in zip(used.tolist(), candidates[first].tolist()):
-            if not decided[code]:
-                decided[code] = True
-                answers[code] = _fits(states[row], wanted)
-        return mask & answers[codes]
+        return _fit_per_group(host_table, mask, wanted)
+
+
+def _fit_per_group(host_table, mask, wanted):
+    """``mask`` narrowed to the hosts the per-host fit passes, fitting
+    once per distinct NUMA and PCI state (and remembering the answers
+    for the next equal request)."""
+    codes, keys = host_table.grouped('numa_fit', _fit_key)
+    decided, answers = _known_answers(wanted, keys)
+    states = host_table.states
+    candidates = np.flatnonzero(mask)
+    used, first = np.unique(codes[candidates], return_index=True)
+    for code, row in zip(used.tolist(), candidates[first].tolist()):
+        if not decided[code]:
+            decided[code] = True
+            answers[code] = _fits(states[row], wanted)
+    return mask & answers[codes]
 
 
 def _request_key(wanted):

@@ -58,10 +58,31 @@ def _free_cores(cell: topology.HostCell,
     return [sorted(core & free) for core in cell.cores() if core & free]
 
 
-def _pin_isolate(cell, vcpus, pinned) -> Pinning | None:
+def whole_free_cores(cell: topology.HostCell,
+                     pinned: frozenset[int]) -> list[list[int]]:
+    """The cores ``isolate`` may use: all their threads free."""
     width = cell.threads_per_core
-    whole = [sorted(core) for core in cell.cores()
-             if len(core) == width and not core & pinned]
+    return [sorted(core) for core in cell.cores()
+            if len(core) == width and not core & pinned]
+
+
+def packed_room(cell: topology.HostCell, pinned: frozenset[int],
+                min_width: int) -> int:
+    """Most vCPUs the packing of ``prefer``/``require`` can place with
+    the same number (``min_width`` or more) of threads on each core: the
+    largest ``width * cores with width free threads``, 0 if none."""
+    counts = collections.Counter(len(core)
+                                 for core in _free_cores(cell, pinned))
+    room, cores = 0, 0
+    for width in sorted(counts, reverse=True):
+        cores += counts[width]
+        if width >= min_width:
+            room = max(room, width * cores)
+    return room
+
+
+def _pin_isolate(cell, vcpus, pinned) -> Pinning | None:
+    whole = whole_free_cores(cell, pinned)
     pinning = _take(vcpus, whole, 1)
     if pinning is None:
         LOG.debug("Host cell %s has %d whole free cores, isolate needs %d",
