@@ -40,6 +40,7 @@ from scheduler.numa import cell_figures
 from scheduler.numa import errors as numa_errors
 from scheduler.numa import prescreen
 from scheduler.pci import errors as pci_errors
+from scheduler.pci import request as pci_request
 
 LOG = logging.getLogger(__name__)
 
@@ -127,6 +128,12 @@ class NUMATopologyFilter(filters.BaseHostFilter):
         wanted = _numa_request(spec)
         if wanted is None:
             return mask
+        if wanted.pci:
+            # A host without as many free devices as asked never fits.
+            mask = mask & (host_table.pci_free >= pci_request.devices_needed(
+                wanted.pci))
+            if not mask.any():
+                return mask
         shape = cell_figures.shape_of(wanted.numa)
         if shape is not None:
             fits, decided = numa_columns.fit(host_table, shape)
