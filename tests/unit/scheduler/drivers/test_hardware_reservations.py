@@ -6,8 +6,10 @@ Without that, the next NUMA request of the same process would see the
 cells as free until a refresh, pick the same host and lose its claim (a
 retry, never an overcommit: the SQL claim guards)."""
 
+from oslo_db import exception as db_exc
 import pytest
 
+from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.drivers import filter_scheduler
 from scheduler import exception
@@ -184,3 +186,28 @@ def test_a_give_back_that_no_longer_fits_leaves_the_row_to_a_reread(
     manager.settle(node_id, give_back=record)
     assert 'could not give back the hardware' in caplog.text
     assert _pinned_by_cell(_cached(driver).numa_usage) == {0: [], 1: []}
+
+
+def test_a_database_away_during_the_claim_leaves_no_cells_taken(
+        cloud, driver, database, config):
+    _cached(driver)     # the host cache is loaded
+    config.config(connection='postgresql+psycopg2://gantt@127.0.0.1:9/gantt',
+                  max_retries=0, db_max_retries=1, db_retry_interval=0,
+                  group='database')
+    db_api.dispose_engine()
+    try:
+        with pytest.raises(db_exc.DBConnectionError):
+            driver.select_destinations(None, _whole_cell(), fakes.uuids(1),
+                                       False)
+        # Nothing was claimed: the cache gave the cell back at once,
+        # though it could not re-read the node.
+        assert _pinned_by_cell(_cached(driver).numa_usage) == {0: [],
+                                                                1: []}
+    finally:
+        config.config(connection=database, group='database')
+        db_api.dispose_engine()
+    assert _pinned_by_cell(_node_usage(cloud)[0]) == {0: [], 1: []}
+    for _ in range(2):
+        driver.select_destinations(None, _whole_cell(), fakes.uuids(1),
+                                   False)
+    assert driver.stats['claim_retries'] == 0
