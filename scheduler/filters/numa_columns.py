@@ -17,31 +17,26 @@ the per-host fit answers them (and logs why they fail).
 from oslo_log import log as logging
 import numpy as np
 
+from scheduler import host_table_per_state as per_state
 from scheduler.numa import cell_figures
 from scheduler.numa import errors as numa_errors
 
 LOG = logging.getLogger(__name__)
 
 _UNREADABLE = -1
-# id(state) -> (state, its cell figures or None): computed once per
-# HostState (they are read-only); holding the state keeps its id.
-_figures = {}
-_FIGURES_LIMIT = 250000
 
 
-def _figures_of(state):
-    found = _figures.get(id(state))
-    if found is not None and found[0] is state:
-        return found[1]
+def _read_figures(state):
+    """The state's cell figures, None if its documents are unreadable."""
     try:
-        figures = cell_figures.host_figures(state.numa_topology,
-                                            state.numa_usage)
+        return cell_figures.host_figures(state.numa_topology,
+                                         state.numa_usage)
     except numa_errors.InvalidHostNUMATopology:
-        figures = None
-    if len(_figures) >= _FIGURES_LIMIT:
-        _figures.clear()
-    _figures[id(state)] = (state, figures)
-    return figures
+        return None
+
+
+# Computed once per HostState.
+_figures_of = per_state.StateMemo(_read_figures)
 
 
 def _cell_count(state):

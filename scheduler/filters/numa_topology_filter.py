@@ -35,6 +35,7 @@ import numpy as np
 from scheduler import filters
 from scheduler.filters import numa_columns
 from scheduler import hardware
+from scheduler import host_table_per_state as per_state
 from scheduler.numa import capacity
 from scheduler.numa import cell_figures
 from scheduler.numa import errors as numa_errors
@@ -48,11 +49,6 @@ _UNREADABLE = (numa_errors.InvalidHostNUMATopology,
                numa_errors.NUMAUsageConflict, pci_errors.PciPoolInvalid,
                pci_errors.PciUsageInvalid)
 
-# id(state) -> (state, its prescreen summary); a state is read-only, and
-# holding it keeps its id from being reused.
-_summaries = {}
-_SUMMARIES_LIMIT = 250000
-
 # repr of a request -> (the first grouping key, decided, answers): what
 # that request found per 'numa_fit' grouping key (see _known_answers).
 # Flavors repeat: a request equal to an earlier one fits only the keys
@@ -61,22 +57,19 @@ _answers = {}
 _ANSWERS_LIMIT = 256
 
 
-def _summary(state):
-    found = _summaries.get(id(state))
-    if found is not None and found[0] is state:
-        return found[1]
+def _read_summary(state):
     try:
-        summary = prescreen.host_summary(
+        return prescreen.host_summary(
             state.numa_topology, state.numa_usage, capacity.Limits(
                 state.cpu_allocation_ratio, state.ram_allocation_ratio))
     except _UNREADABLE as error:
         LOG.warning('%(host)s: cannot read its NUMA topology or usage: '
                     '%(error)s', {'host': state, 'error': error})
-        summary = prescreen.host_summary(None, None)
-    if len(_summaries) >= _SUMMARIES_LIMIT:
-        _summaries.clear()
-    _summaries[id(state)] = (state, summary)
-    return summary
+        return prescreen.host_summary(None, None)
+
+
+# The prescreen summary of a state, computed once per HostState.
+_summary = per_state.StateMemo(_read_summary)
 
 
 def _fit_key(state):
