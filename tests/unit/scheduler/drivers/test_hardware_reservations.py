@@ -211,3 +211,18 @@ def test_a_database_away_during_the_claim_leaves_no_cells_taken(
         driver.select_destinations(None, _whole_cell(), fakes.uuids(1),
                                    False)
     assert driver.stats['claim_retries'] == 0
+
+
+def test_shapes_fitted_host_by_host_see_the_cached_cells_too(cloud, driver):
+    # A mixed guest (2 shared + 4 pinned vCPUs) is not one of the shapes
+    # the filter's cell columns decide: the filter fits it once per
+    # distinct NUMA state, and the reservation gives the host a new one.
+    mixed = _spec(vcpus=6, **{'hw:cpu_policy': 'mixed',
+                              'hw:cpu_dedicated_mask': '^0-1'})
+    for _ in range(2):
+        driver.select_destinations(None, mixed, fakes.uuids(1), False)
+    assert driver.stats['claim_retries'] == 0
+    with pytest.raises(exception.NoValidHost) as error:
+        driver.select_destinations(None, mixed, fakes.uuids(1), False)
+    assert 'NUMATopologyFilter 1 -> 0' in str(error.value)
+    assert driver.stats['claim_retries'] == 0
