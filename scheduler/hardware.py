@@ -59,8 +59,9 @@ Host.of_state = staticmethod(_of_state)
 # What fitting, applying or releasing raise when a host's documents or
 # usage do not allow it (unreadable, or already taken).
 HOST_ERRORS = (numa_errors.InvalidHostNUMATopology,
-               numa_errors.NUMAUsageConflict, pci_errors.PciPoolInvalid,
-               pci_errors.PciUsageInvalid, pci_errors.PciDevicesUnavailable)
+               numa_errors.NUMAUsageConflict, numa_errors.InvalidNUMAPlacement,
+               pci_errors.PciPoolInvalid, pci_errors.PciUsageInvalid,
+               pci_errors.PciDevicesUnavailable)
 
 
 class Request:
