@@ -18,10 +18,16 @@ fails such a request; a request without NUMA needs passes every host::
     openstack flavor set pinned.large --property hw:cpu_policy=dedicated \\
         --property hw:cpu_thread_policy=isolate
 
-The batch path first drops the hosts that cannot possibly fit by comparing
-a few numbers per host (:mod:`scheduler.numa.prescreen`, kept as host
-table columns and recomputed only for hosts that changed) with the
-request's minimums, then fits once for each distinct NUMA topology, usage,
+The batch path decides the common shapes (guest cells alike; CPU policy
+none, shared or dedicated; no realtime mask; page size none, small or a
+size) exactly from per-cell columns of the host table, for every host at
+once (:mod:`scheduler.filters.numa_columns`); with PCI devices too, those
+columns only drop the hosts whose cells cannot take the guest. For the
+other shapes, and the hosts left, it first drops the hosts that cannot
+possibly fit by comparing a few numbers per host
+(:mod:`scheduler.numa.prescreen`, kept as host table columns and
+recomputed only for hosts that changed) with the request's minimums,
+then fits once for each distinct NUMA topology, usage,
 ratios and PCI devices among the hosts left; it remembers those answers
 for the next equal request (same flavor NUMA and PCI needs), which fits
 only the hosts whose usage changed since.
