@@ -17,6 +17,10 @@ allocation, and :func:`release` gives exactly that back::
     columns = hardware.apply(host, record)      # {'numa_usage': ...}
     columns = hardware.release(host, record)    # the exact inverse
 
+The scheduler's host cache takes the same fit when it reserves a host
+for a request (:func:`reserve`), so that the next request of the process
+sees the CPUs, pages and devices as taken before the claim's SQL returns.
+
 A record is a JSON document: ``{"numa": <scheduler.numa Placement as a
 dict, or null>, "pci": {<pool key>: <devices>} or null}``.
 """
@@ -56,6 +60,13 @@ def _of_state(state):
 
 
 Host.of_state = staticmethod(_of_state)
+
+# What fitting, applying or releasing raise when a host's documents or
+# usage do not allow it (unreadable, or already taken).
+HOST_ERRORS = (numa_errors.InvalidHostNUMATopology,
+               numa_errors.NUMAUsageConflict, numa_errors.InvalidNUMAPlacement,
+               pci_errors.PciPoolInvalid, pci_errors.PciUsageInvalid,
+               pci_errors.PciDevicesUnavailable)
 
 
 class Request:
@@ -102,7 +113,8 @@ class Request:
         if self.numa is not None:
             found = fitting.fit_instance(
                 host.numa_topology, host.numa_usage, self.numa,
-                _limits(host), self._pci_cells(host) if self.pci else None)
+                _limits(host), self._pci_cells(host) if self.pci else None,
+                pci_free=_pci_free_by_cell(host), wants_pci=bool(self.pci))
             if found is None:
                 return None
             cells = found.host_cells
@@ -122,6 +134,19 @@ class Request:
                 host.pci_device_pools, host.pci_usage, self.pci,
                 numa_cells=cells, host_topology=host.numa_topology)
         return allowed
+
+
+def _pci_free_by_cell(host):
+    """``{NUMA node: free devices}`` when the host has PCI pools (they
+    order its cells, see :func:`scheduler.numa.fitting.fit_instance`);
+    None when it has none, or pools that cannot be read (no order)."""
+    if not host.pci_device_pools:
+        return None
+    try:
+        return pci_pools.free_by_numa_node(host.pci_device_pools,
+                                           host.pci_usage)
+    except (pci_errors.PciPoolInvalid, pci_errors.PciUsageInvalid):
+        return None
 
 
 def _limits(host):
@@ -145,6 +170,16 @@ def apply(host, record):
         columns['pci_usage'] = pci_pools.apply(
             host.pci_usage, record['pci'], host.pci_device_pools)
     return columns
+
+
+def reserve(host, wanted):
+    """Where ``wanted`` fits on ``host``, as a claim would fit it (a
+    record for :func:`apply`); None when it does not fit or the host's
+    documents cannot be read (the claim in SQL decides then)."""
+    try:
+        return wanted.fit(host)
+    except HOST_ERRORS:
+        return None
 
 
 def release(host, record):

@@ -72,6 +72,7 @@ from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
+from scheduler import hardware
 from scheduler import host_instances
 from scheduler import host_state
 from scheduler import host_table
@@ -247,10 +248,16 @@ class HostManager(instance_tracking.InstanceTracking):
                 list(CONF.filter_scheduler.enabled_filters))
 
     def consume(self, node_id, resources, instance_uuid=None,
-                instance_info=None, in_flight=False):
+                instance_info=None, in_flight=False, hardware_request=None):
         """Record a claim in the cached row of ``node_id``; with
         ``instance_uuid``, the instance is on the node's host from now on
         (``instance_info``: its InstanceInfo).
+
+        ``hardware_request`` (a :class:`scheduler.hardware.Request`): the
+        instance's NUMA cells, pinned CPUs, pages and PCI devices are
+        fitted on the cached row, as the claim fits them in SQL, and
+        taken there too. Returns what was taken (a hardware record, for
+        :meth:`settle` to give back), or None.
 
         ``in_flight``: a reservation made before the claim's SQL, which
         the caller must follow with :meth:`settle` once the claim
@@ -262,7 +269,7 @@ class HostManager(instance_tracking.InstanceTracking):
                 self._in_flight[node_id] += 1
             table = self._table
             if table is None or node_id not in table.row_by_id:
-                return
+                return None
             row = table.row_by_id[node_id]
             replaced = {}
             if instance_uuid is not None:
@@ -273,17 +280,27 @@ class HostManager(instance_tracking.InstanceTracking):
                     table.states[other], instances)
                     for other in host_instances.host_rows(table, host)}
             state = replaced.get(row, table.states[row])
-            replaced[row] = state.consumed(resources)
+            replaced[row], record = state.reserved(resources,
+                                                   hardware_request)
             # In place: a claim costs what it changes, not a copy of the
             # columns of every host (see HostTable.update_in_place).
             self._put_states(replaced)
             self._mark_consumed(node_id)
+            return record
 
-    def settle(self, node_id):
+    def settle(self, node_id, give_back=None):
         """The SQL claim that followed ``consume(..., in_flight=True)``
         on the node returned (won, lost or failed): refreshes may read
-        the node again, and the next one does."""
+        the node again, and the next one does.
+
+        ``give_back``: the hardware record ``consume`` returned, when the
+        claim did not win: the cached row gives its CPUs, pages and
+        devices back at once (before any refresh may replace the row),
+        so that the next request can have them.
+        """
         with self._lock:
+            if give_back:
+                self._give_back_hardware(node_id, give_back)
             left = self._in_flight[node_id] - 1
             if left > 0:
                 self._in_flight[node_id] = left
@@ -291,6 +308,22 @@ class HostManager(instance_tracking.InstanceTracking):
                 self._in_flight.pop(node_id, None)
             if node_id in self._generations:
                 self._mark_consumed(node_id)
+
+    def _give_back_hardware(self, node_id, record):
+        table = self._table
+        if table is None or node_id not in table.row_by_id:
+            return
+        row = table.row_by_id[node_id]
+        try:
+            state = table.states[row].hardware_given_back(record)
+        except hardware.HOST_ERRORS as error:
+            # The next refresh re-reads the node (it is marked consumed).
+            LOG.warning('Node %(node)s: could not give back the hardware '
+                        'of a reservation in the host cache (%(error)s); '
+                        'the next refresh re-reads it',
+                        {'node': node_id, 'error': error})
+            return
+        self._put_states({row: state})
 
     def _mark_consumed(self, node_id):
         # The claim bumped the node's generation: re-read it next time,

@@ -24,6 +24,7 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import conf
+from scheduler import hardware
 from scheduler import host_inputs
 from scheduler import host_instances
 from scheduler import placement_types
@@ -396,10 +397,18 @@ class HostState:
         :mod:`scheduler.ironic_host_manager`)."""
         return resources
 
-    def consumed(self, resources):
+    def consumed(self, resources, hardware_record=None):
         """A copy with ``resources`` (placement_types.Resources) taken by one
-        more instance, as Nova's consume_from_request counts it."""
+        more instance, as Nova's consume_from_request counts it; with
+        ``hardware_record`` (see :func:`scheduler.hardware.reserve`), its
+        NUMA cells, pinned CPUs, pages and PCI devices too.
+
+        :raises: scheduler.hardware.HOST_ERRORS: the record no longer fits.
+        """
         state = copy.copy(self)
+        if hardware_record:
+            state._set_hardware_usage(hardware.apply(
+                hardware.Host.of_state(self), hardware_record))
         state.vcpus_used = self.vcpus_used + resources.vcpus
         state.memory_mb_used = self.memory_mb_used + resources.memory_mb
         state.local_gb_used = self.local_gb_used + resources.disk_gb
@@ -410,3 +419,31 @@ class HostState:
         state.num_instances = self.num_instances + 1
         state.io_workload = self.io_workload + 1
         return state
+
+    def reserved(self, resources, hardware_request=None):
+        """``(state, hardware record)``: :meth:`consumed`, with the NUMA
+        cells, pinned CPUs, pages and PCI devices that
+        ``hardware_request`` (a :class:`scheduler.hardware.Request`)
+        fits on here, as a claim would take them (record None, nothing
+        of them taken, when it does not fit: the claim decides)."""
+        record = None
+        if hardware_request is not None:
+            record = hardware.reserve(hardware.Host.of_state(self),
+                                      hardware_request)
+        return self.consumed(resources, record), record
+
+    def hardware_given_back(self, hardware_record):
+        """A copy with what ``hardware_record`` took given back (the
+        inverse of :meth:`consumed`'s hardware part).
+
+        :raises: scheduler.hardware.HOST_ERRORS: the usage does not hold
+            it.
+        """
+        state = copy.copy(self)
+        state._set_hardware_usage(hardware.release(
+            hardware.Host.of_state(self), hardware_record))
+        return state
+
+    def _set_hardware_usage(self, columns):
+        for name, value in columns.items():
+            setattr(self, name, value)

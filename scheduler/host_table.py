@@ -338,9 +338,14 @@ class HostTable:
                 self.states, new_states)
         return table
 
-    def consumed(self, row, resources):
-        """A new table where the node of ``row`` took ``resources``."""
-        return self.replace({row: self.states[row].consumed(resources)})
+    def consumed(self, row, resources, hardware_request=None):
+        """A new table where the node of ``row`` took ``resources``, and
+        (``hardware_request``, a :class:`scheduler.hardware.Request`) the
+        NUMA cells, pinned CPUs, pages and devices a claim there would
+        take (none when it does not fit: the claim decides)."""
+        state, _record = self.states[row].reserved(resources,
+                                                   hardware_request)
+        return self.replace({row: state})
 
     def detached(self):
         """A copy that shares no array with this table, so that

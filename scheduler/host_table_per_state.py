@@ -47,6 +47,32 @@ class AggregateSet:
         return isinstance(other, AggregateSet) and self._ids == other._ids
 
 
+class StateMemo:
+    """``compute(state)`` remembered per HostState object: a HostState is
+    read-only, so what is computed from it holds as long as it lives.
+    Holding the state keeps its ``id()`` from being reused; past
+    ``limit`` states everything is forgotten at once::
+
+        summary = StateMemo(summary_of)
+        summary(state)          # computed once per state
+    """
+
+    def __init__(self, compute, limit=250000):
+        self._compute = compute
+        self._limit = limit
+        self._known = {}
+
+    def __call__(self, state):
+        found = self._known.get(id(state))
+        if found is not None and found[0] is state:
+            return found[1]
+        value = self._compute(state)
+        if len(self._known) >= self._limit:
+            self._known.clear()
+        self._known[id(state)] = (state, value)
+        return value
+
+
 class _StateColumn:
     """``compute(state)`` of every row, as an array."""
 

@@ -95,9 +95,9 @@ class IronicNodeState(host_state.HostState):
                                     whole_node(self)):
             setattr(self, _USED[resource], max(self.used(resource), amount))
 
-    def consumed(self, resources):
+    def consumed(self, resources, hardware_record=None):
         """A copy taken whole by one more instance, whatever it asked."""
-        state = super().consumed(resources)
+        state = super().consumed(resources, hardware_record)
         state._take_whole()
         return state
 

@@ -160,8 +160,9 @@ class Scheduler(metaclass=abc.ABCMeta):
         node is taken whole).
         """
         resources = host_state.claim_amounts(resources)
-        self.host_manager.consume(host_state.id, resources, consumer_uuid,
-                                  instance_info, in_flight=True)
+        reserved = self.host_manager.consume(
+            host_state.id, resources, consumer_uuid, instance_info,
+            in_flight=True, hardware_request=hardware)
         if on_reserved is not None:
             on_reserved()
         try:
@@ -175,10 +176,11 @@ class Scheduler(metaclass=abc.ABCMeta):
                         {'uuid': consumer_uuid, 'node': host_state.uuid})
             won = False
         except Exception:
-            self.host_manager.settle(host_state.id)
+            self.host_manager.settle(host_state.id, give_back=reserved)
             self._unreserve(host_state, consumer_uuid)
             raise
-        self.host_manager.settle(host_state.id)
+        self.host_manager.settle(host_state.id,
+                                 give_back=None if won else reserved)
         if won:
             self.count('claims')
             return True

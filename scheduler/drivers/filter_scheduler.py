@@ -515,7 +515,8 @@ class _Request:
         if self.count > 1:
             # Later instances, and the re-ranking for alternates, see the
             # room this one took. (A single instance skips the copy.)
-            self.table = self.table.consumed(row, self.resources)
+            self.table = self.table.consumed(row, self.resources,
+                                             self.hardware)
         if self.group is not None:
             self._join_group(index, row)
         return result.mask, order, row

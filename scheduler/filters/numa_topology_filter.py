@@ -18,10 +18,16 @@ fails such a request; a request without NUMA needs passes every host::
     openstack flavor set pinned.large --property hw:cpu_policy=dedicated \\
         --property hw:cpu_thread_policy=isolate
 
-The batch path first drops the hosts that cannot possibly fit by comparing
-a few numbers per host (:mod:`scheduler.numa.prescreen`, kept as host
-table columns and recomputed only for hosts that changed) with the
-request's minimums, then fits once for each distinct NUMA topology, usage,
+The batch path decides the common shapes (guest cells alike; CPU policy
+none, shared or dedicated; no realtime mask; page size none, small or a
+size) exactly from per-cell columns of the host table, for every host at
+once (:mod:`scheduler.filters.numa_columns`); with PCI devices too, those
+columns only drop the hosts whose cells cannot take the guest. For the
+other shapes, and the hosts left, it first drops the hosts that cannot
+possibly fit by comparing a few numbers per host
+(:mod:`scheduler.numa.prescreen`, kept as host table columns and
+recomputed only for hosts that changed) with the request's minimums,
+then fits once for each distinct NUMA topology, usage,
 ratios and PCI devices among the hosts left; it remembers those answers
 for the next equal request (same flavor NUMA and PCI needs), which fits
 only the hosts whose usage changed since.
@@ -33,22 +39,21 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import filters
+from scheduler.filters import numa_columns
 from scheduler import hardware
+from scheduler import host_table_per_state as per_state
 from scheduler.numa import capacity
+from scheduler.numa import cell_figures
 from scheduler.numa import errors as numa_errors
 from scheduler.numa import prescreen
 from scheduler.pci import errors as pci_errors
+from scheduler.pci import request as pci_request
 
 LOG = logging.getLogger(__name__)
 
 _UNREADABLE = (numa_errors.InvalidHostNUMATopology,
                numa_errors.NUMAUsageConflict, pci_errors.PciPoolInvalid,
                pci_errors.PciUsageInvalid)
-
-# id(state) -> (state, its prescreen summary); a state is read-only, and
-# holding it keeps its id from being reused.
-_summaries = {}
-_SUMMARIES_LIMIT = 250000
 
 # repr of a request -> (the first grouping key, decided, answers): what
 # that request found per 'numa_fit' grouping key (see _known_answers).
@@ -58,22 +63,19 @@ _answers = {}
 _ANSWERS_LIMIT = 256
 
 
-def _summary(state):
-    found = _summaries.get(id(state))
-    if found is not None and found[0] is state:
-        return found[1]
+def _read_summary(state):
     try:
-        summary = prescreen.host_summary(
+        return prescreen.host_summary(
             state.numa_topology, state.numa_usage, capacity.Limits(
                 state.cpu_allocation_ratio, state.ram_allocation_ratio))
     except _UNREADABLE as error:
         LOG.warning('%(host)s: cannot read its NUMA topology or usage: '
                     '%(error)s', {'host': state, 'error': error})
-        summary = prescreen.host_summary(None, None)
-    if len(_summaries) >= _SUMMARIES_LIMIT:
-        _summaries.clear()
-    _summaries[id(state)] = (state, summary)
-    return summary
+        return prescreen.host_summary(None, None)
+
+
+# The prescreen summary of a state, computed once per HostState.
+_summary = per_state.StateMemo(_read_summary)
 
 
 def _fit_key(state):
@@ -125,19 +127,45 @@ class NUMATopologyFilter(filters.BaseHostFilter):
         wanted = _numa_request(spec)
         if wanted is None:
             return mask
+        if wanted.pci:
+            # A host without as many free devices as asked never fits.
+            mask = mask & (host_table.pci_free >= pci_request.devices_needed(
+                wanted.pci))
+            if not mask.any():
+                return mask
+        shape = cell_figures.shape_of(wanted.numa)
+        if shape is not None:
+            fits, decided = numa_columns.fit(host_table, shape)
+            if wanted.pci:
+                # The devices must follow the cells: only a host whose
+                # cells cannot take the guest is decided.
+                decided = decided & ~fits
+            mask = mask & (fits | ~decided)
+            undecided = mask & ~decided
+            if not undecided.any():
+                return mask
+            return (mask & decided) | _fit_per_group(host_table, undecided,
+                                                     wanted)
         mask = mask & _prescreen(host_table, wanted)
         if not mask.any():
             return mask
-        codes, keys = host_table.grouped('numa_fit', _fit_key)
-        decided, answers = _known_answers(wanted, keys)
-        states = host_table.states
-        candidates = np.flatnonzero(mask)
-        used, first = np.unique(codes[candidates], return_index=True)
-        for code, row in zip(used.tolist(), candidates[first].tolist()):
-            if not decided[code]:
-                decided[code] = True
-                answers[code] = _fits(states[row], wanted)
-        return mask & answers[codes]
+        return _fit_per_group(host_table, mask, wanted)
+
+
+def _fit_per_group(host_table, mask, wanted):
+    """``mask`` narrowed to the hosts the per-host fit passes, fitting
+    once per distinct NUMA and PCI state (and remembering the answers
+    for the next equal request)."""
+    codes, keys = host_table.grouped('numa_fit', _fit_key)
+    decided, answers = _known_answers(wanted, keys)
+    states = host_table.states
+    candidates = np.flatnonzero(mask)
+    used, first = np.unique(codes[candidates], return_index=True)
+    for code, row in zip(used.tolist(), candidates[first].tolist()):
+        if not decided[code]:
+            decided[code] = True
+            answers[code] = _fits(states[row], wanted)
+    return mask & answers[codes]
 
 
 def _request_key(wanted):

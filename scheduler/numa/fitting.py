@@ -22,6 +22,9 @@ When the host has more cells than the guest, the host cells are tried in
 Nova's order: most free memory first, then (shared guests) least shared
 CPU use or (pinned guests) most free dedicated CPUs first; ``pack=True``
 reverses it (Nova's ``packing_host_numa_cells_allocation_strategy``).
+On a host with PCI devices, last (and whatever ``pack`` says), the cells
+with fewer free devices come first for an instance that asks for none,
+so that the cells with devices stay free for the ones that do.
 ``cells_allowed(host_cell_ids)`` may veto a complete choice of host cells
 (given in guest cell order), e.g. when the PCI devices cannot follow.
 """
@@ -114,15 +117,25 @@ def fit_cell(cell: topology.HostCell, used: topology.CellUsage,
         reserved_cpus=pinned[1], emulator_cpus=pinned[2])
 
 
-def _order_cells(cells, usage, req, pack: bool):
+def _order_cells(cells, usage, req, pack: bool, pci_free=None,
+                 wants_pci: bool = False):
     if len(cells) <= len(req.cells):
         return list(cells)
     ordered = sorted(cells, reverse=not pack,
                      key=lambda c: c.memory_mb - usage[c.id].memory_usage_mb)
     if req.pinned:
-        return sorted(ordered, reverse=not pack,
-                      key=lambda c: len(usage[c.id].free_pcpus(c)))
-    return sorted(ordered, reverse=pack, key=lambda c: usage[c.id].cpu_usage)
+        ordered = sorted(ordered, reverse=not pack,
+                         key=lambda c: len(usage[c.id].free_pcpus(c)))
+    else:
+        ordered = sorted(ordered, reverse=pack,
+                         key=lambda c: usage[c.id].cpu_usage)
+    if pci_free is not None:
+        # As Nova, whatever ``pack`` says: cells with more free devices
+        # first for an instance with devices, last for one without (it
+        # leaves them to the instances that need them).
+        ordered = sorted(ordered, reverse=wants_pci,
+                         key=lambda c: pci_free.get(c.id, 0))
+    return ordered
 
 
 def fit_cells(cells: tuple[topology.HostCell, ...],
@@ -130,13 +143,14 @@ def fit_cells(cells: tuple[topology.HostCell, ...],
               req: numa_request.InstanceRequest,
               limits: capacity.Limits | None = None,
               cells_allowed: CellsAllowed | None = None,
-              pack: bool = False) -> placement.Placement | None:
+              pack: bool = False, pci_free: dict | None = None,
+              wants_pci: bool = False) -> placement.Placement | None:
     """As :func:`fit_instance`, on parsed cells and usage."""
     if not cells or len(cells) < len(req.cells):
         return None
     fitted: dict[tuple[int, int], Any] = {}
-    for choice in itertools.permutations(_order_cells(cells, usage, req,
-                                                      pack), len(req.cells)):
+    order = _order_cells(cells, usage, req, pack, pci_free, wants_pci)
+    for choice in itertools.permutations(order, len(req.cells)):
         placed = []
         for index, (cell, inst_cell) in enumerate(zip(choice, req.cells)):
             key = (cell.id, inst_cell.id)
@@ -165,17 +179,22 @@ def fit_instance(host_topology: Any, host_usage: Any,
                  req: numa_request.InstanceRequest,
                  limits: capacity.Limits | None = None,
                  cells_allowed: CellsAllowed | None = None,
-                 pack: bool = False) -> placement.Placement | None:
+                 pack: bool = False, pci_free: dict | None = None,
+                 wants_pci: bool = False) -> placement.Placement | None:
     """Return where ``req`` fits on the host, or ``None`` if nowhere.
 
     ``host_topology`` and ``host_usage`` are the host's
     ``numa_topology``/``numa_usage`` (JSON text, parsed dicts or
     ``None``). A host without a NUMA topology fits no NUMA request.
     ``limits`` carries the allocation ratios; ``None`` checks no ratio
-    (Nova without limits).
+    (Nova without limits). ``pci_free`` (``{host cell id: free PCI
+    devices}``, given when the host has PCI pools) orders the cells
+    further, as Nova does: an instance that ``wants_pci`` tries the
+    cells with more free devices first, any other one those with fewer.
     """
     cells = topology.parse_host_topology(host_topology)
     if cells is None:
         return None
     usage = topology.parse_usage(cells, host_usage)
-    return fit_cells(cells, usage, req, limits, cells_allowed, pack)
+    return fit_cells(cells, usage, req, limits, cells_allowed, pack,
+                     pci_free, wants_pci)

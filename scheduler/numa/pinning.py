@@ -12,9 +12,15 @@
     As ``prefer`` but only on cores with two or more free threads; fails on
     a host without SMT.
 ``isolate``
-    Each vCPU gets one thread of a core whose threads are all free; the
-    other threads of that core are set aside for the guest too (returned
-    as ``reserved`` and counted as pinned), so no other guest shares it.
+    Each vCPU gets a core of its own. As in Nova since bug 1889633, only
+    on a cell without SMT: a host that reports dedicated CPUs
+    (``pcpuset``, Nova's ``cpu_dedicated_set``) and hyperthread siblings
+    on the cell fails an ``isolate`` guest there (Nova's scheduler leaves
+    such hosts out with the forbidden trait ``HW_CPU_HYPERTHREADING``).
+    Gantt hosts always report ``pcpuset`` apart from ``cpuset``, so
+    Nova's legacy ``vcpu_pin_set`` way (pin one thread of a whole free
+    core and set its siblings aside) never applies: the siblings-aside
+    code only runs on cells of one thread per core, where there are none.
 
 The emulator threads of a guest with ``hw:emulator_threads_policy=isolate``
 get one more host CPU (``pin_emulator``), taken the same way.
@@ -52,10 +58,31 @@ def _free_cores(cell: topology.HostCell,
     return [sorted(core & free) for core in cell.cores() if core & free]
 
 
-def _pin_isolate(cell, vcpus, pinned) -> Pinning | None:
+def whole_free_cores(cell: topology.HostCell,
+                     pinned: frozenset[int]) -> list[list[int]]:
+    """The cores ``isolate`` may use: all their threads free."""
     width = cell.threads_per_core
-    whole = [sorted(core) for core in cell.cores()
-             if len(core) == width and not core & pinned]
+    return [sorted(core) for core in cell.cores()
+            if len(core) == width and not core & pinned]
+
+
+def packed_room(cell: topology.HostCell, pinned: frozenset[int],
+                min_width: int) -> int:
+    """Most vCPUs the packing of ``prefer``/``require`` can place with
+    the same number (``min_width`` or more) of threads on each core: the
+    largest ``width * cores with width free threads``, 0 if none."""
+    counts = collections.Counter(len(core)
+                                 for core in _free_cores(cell, pinned))
+    room, cores = 0, 0
+    for width in sorted(counts, reverse=True):
+        cores += counts[width]
+        if width >= min_width:
+            room = max(room, width * cores)
+    return room
+
+
+def _pin_isolate(cell, vcpus, pinned) -> Pinning | None:
+    whole = whole_free_cores(cell, pinned)
     pinning = _take(vcpus, whole, 1)
     if pinning is None:
         LOG.debug("Host cell %s has %d whole free cores, isolate needs %d",
@@ -124,6 +151,10 @@ def pin_cell(cell: topology.HostCell, vcpus, pinned,
     if len(vcpus) > len(cell.pcpuset - pinned):
         return None
     if thread_policy == numa_request.ISOLATE:
+        if cell.threads_per_core > 1:
+            LOG.debug("Host cell %s has SMT siblings; thread policy "
+                      "isolate fails (Nova bug 1889633)", cell.id)
+            return None
         return _pin_isolate(cell, vcpus, pinned)
     require = thread_policy == numa_request.REQUIRE
     if require and cell.threads_per_core < 2:

@@ -164,6 +164,16 @@ def free_counts(pools, usage):
             for pool in index_pools(pools)}
 
 
+def free_by_numa_node(pools, usage):
+    """``{numa node: free devices}`` of the host's pools (a pool without
+    a NUMA node counts under None)."""
+    free = free_counts(pools, usage)
+    by_node = collections.Counter()
+    for pool in index_pools(pools):
+        by_node[pool.numa_node] += free[pool.key]
+    return dict(by_node)
+
+
 def free_devices_total(pools, usage):
     """Free devices of the host, all pools together.
 

@@ -3,8 +3,10 @@ schedulers and two conductors boot 200 instances in parallel onto a few
 NUMA hosts, on PostgreSQL and on MariaDB.
 
 Each compute reports two NUMA cells (2 shared CPUs and 8 dedicated ones
-in 4 cores each, 2 MiB pages) and four PCI devices on cell 0; the
-flavors ask for pinned vCPUs (some with ``isolate``), 2 MiB pages, or a
+each, 2 MiB pages; the dedicated ones in 4 cores of two threads on half
+of the computes, whose cells take no ``isolate`` guest, as in Nova) and
+four PCI devices on cell 0; the flavors ask for pinned vCPUs (some with
+``isolate``), 2 MiB pages, or a
 pinned vCPU with a device (``required`` NUMA policy), more than the hosts
 hold. Afterwards: no host CPU is pinned by two instances, no device is
 given twice, every ACTIVE server's claim holds its pinning and pages and
@@ -35,7 +37,7 @@ POOL = {'vendor_id': '8086', 'product_id': '0443', 'numa_node': 0,
         'count': 4, 'tags': {'dev_type': 'type-PCI'}}
 
 
-def topology():
+def topology(smt=True):
     cells = []
     for cell in (0, 1):
         base = cell * 10
@@ -43,7 +45,8 @@ def topology():
         cells.append({
             'id': cell, 'cpuset': [base, base + 1], 'pcpuset': pcpus,
             'memory_mb': 8192,
-            'siblings': [pcpus[index:index + 2] for index in (0, 2, 4, 6)],
+            'siblings': ([pcpus[index:index + 2] for index in (0, 2, 4, 6)]
+                         if smt else []),
             'mempages': [{'size_kb': 4, 'total': 1048576},
                          {'size_kb': 2048, 'total': 2048}]})
     return {'cells': cells}
@@ -85,9 +88,11 @@ def start_cloud(cluster):
     schedulers = [cluster.start('gantt-scheduler', name,
                                 '[DEFAULT]\nhost = %s\n' % name)
                   for name in SCHEDULERS]
-    hardware = '[fake_virt]\nnuma_topology = %s\npci_device_pools = %s\n' % (
-        json.dumps(topology()), json.dumps([POOL]))
-    for host in COMPUTES:
+    for index, host in enumerate(COMPUTES):
+        hardware = ('[fake_virt]\nnuma_topology = %s\n'
+                    'pci_device_pools = %s\n' % (
+                        json.dumps(topology(smt=index % 2 == 0)),
+                        json.dumps([POOL])))
         cluster.start_compute(host, vcpus=20, memory_mb=16384, local_gb=400,
                               extra_conf=hardware)
     for process in cluster.processes:
@@ -161,12 +166,17 @@ def test_parallel_pinned_hugepage_and_pci_boots(tmp_path, rpc_transport,
         specs = {ids[0]: spec for ids, spec in wanted}
         pinned_by_node = collections.defaultdict(list)
         devices_by_node = collections.Counter()
+        isolated = 0
         for uuid, (node, record) in records.items():
             extra = specs[uuid].flavor.extra_specs
             assert rows[uuid].node == node
             if extra.get('hw:cpu_policy') == 'dedicated':
                 assert len(record['numa']['cells'][0]['cpu_pinning']) == \
                     specs[uuid].flavor.vcpus
+            if extra.get('hw:cpu_thread_policy') == 'isolate':
+                # Nova (bug 1889633): never on a cell with SMT siblings.
+                assert COMPUTES.index(node) % 2 == 1, node
+                isolated += 1
             if 'hw:mem_page_size' in extra:
                 assert record['numa']['cells'][0]['page_size_kb'] == 2048
             if 'pci_passthrough:alias' in extra:
@@ -175,6 +185,7 @@ def test_parallel_pinned_hugepage_and_pci_boots(tmp_path, rpc_transport,
                 assert record['numa']['cells'][0]['host_cell'] == 0
                 devices_by_node[node] += 1
             pinned_by_node[node].extend(pinned_cpus(record))
+        assert isolated, 'no isolate guest placed'
         for node, cpus in pinned_by_node.items():
             assert len(cpus) == len(set(cpus)), ('pinned twice', node)
             used = sorted(cpu for cell in nodes[node][0]['cells']

@@ -136,9 +136,10 @@ def test_db_check_sees_usage_that_no_claim_holds(any_database):
 def test_racing_claims_never_pin_a_cpu_twice(any_database, pci_alias,
                                              workers):
     node = make_node()
-    request = wanted(1, **{'hw:cpu_policy': 'dedicated',
-                           'hw:cpu_thread_policy': 'isolate'})
-    # Isolate: one whole core each, two cores per cell: four can win.
+    request = wanted(2, **{'hw:cpu_policy': 'dedicated',
+                           'hw:cpu_thread_policy': 'require'})
+    # Require: both threads of a free core each, two cores per cell:
+    # four can win.
     results = test_claims.race(workers, lambda index: claim(node, request))
     assert results.count(True) == 4
     pinned, _pci = usage(node)

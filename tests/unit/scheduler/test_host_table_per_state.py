@@ -73,3 +73,19 @@ def test_aggregate_groups_share_one_decision_per_set_of_aggregates():
     assert groups[codes[1]] == (rack, gpu)
     assert groups[codes[2]] == ()
     assert codes[3] == codes[0]
+
+
+def test_state_memo_computes_once_per_state_and_forgets_past_its_limit():
+    calls = []
+
+    def compute(state):
+        calls.append(state)
+        return state.host.upper()
+
+    memo = per_state.StateMemo(compute, limit=2)
+    first, second, third = (fakes.host_state(name) for name in 'abc')
+    assert [memo(first), memo(first), memo(second)] == ['A', 'A', 'B']
+    assert calls == [first, second]
+    memo(third)             # past the limit: all forgotten, third kept
+    memo(first)
+    assert calls == [first, second, third, first]

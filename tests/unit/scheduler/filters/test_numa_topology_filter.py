@@ -79,18 +79,21 @@ def test_a_pinned_request_needs_a_host_with_free_dedicated_cpus(filt):
     assert fakes.passes(filt, states, spec) == [False, False, True, True]
 
 
-def test_isolate_needs_whole_free_cores(filt):
-    # CPU 4 pinned on cell 0 and 12 on cell 1: one whole core free on
-    # each (6-7 and 14-15).
-    states = [_state('one-core-each', *_two_cells(pinned=((4,), (12,))))]
+def test_isolate_passes_only_hosts_without_smt(filt):
+    # Nova since bug 1889633: a host reporting dedicated CPUs and
+    # hyperthread siblings takes no 'isolate' guest, however free.
+    no_smt = hosts.host(hosts.cell(0, cpuset=[0], pcpuset=[1, 2, 3],
+                                   memory_mb=8192))
+    states = [_state('smt', *_two_cells()), _state('no-smt', no_smt)]
     isolate = dict(hw__cpu_policy='dedicated',
                    hw__cpu_thread_policy='isolate')
-    assert fakes.passes(filt, states, _spec(vcpus=1, **isolate)) == [True]
-    # Two isolated vCPUs need two whole cores in one cell.
-    assert fakes.passes(filt, states, _spec(vcpus=2, **isolate)) == [False]
-    # Without a thread policy three pinned vCPUs take 5, 6 and 7.
+    assert fakes.passes(filt, states, _spec(vcpus=1, **isolate)) == [
+        False, True]
+    assert fakes.passes(filt, states, _spec(vcpus=4, **isolate)) == [
+        False, False]
+    # The same guest without a thread policy fits both.
     assert fakes.passes(filt, states, _spec(
-        vcpus=3, hw__cpu_policy='dedicated')) == [True]
+        vcpus=3, hw__cpu_policy='dedicated')) == [True, True]
 
 
 def test_huge_pages_must_be_free_on_one_cell(filt):

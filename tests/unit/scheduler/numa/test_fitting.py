@@ -152,17 +152,22 @@ def test_mixed_policy_pins_part_and_shares_the_rest():
     assert fit(host, req, used, capacity.Limits(1.0)) is None
 
 
-def test_isolate_needs_whole_cores_on_the_chosen_cell():
+def test_isolate_needs_a_cell_without_smt():
+    # Nova (bug 1889633): cell 0 has hyperthread siblings, so two
+    # isolated vCPUs go to cell 1, which has none, although cell 0 has
+    # more free cores; once cell 1 is short, nothing fits.
     host = hosts.host(
         hosts.cell(0, [], [0, 1, 2, 3], siblings=[[0, 1], [2, 3]]),
-        hosts.cell(1, [], [4, 5, 6, 7], siblings=[[4, 5], [6, 7]]))
-    used = hosts.usage({'id': 1, 'pinned_cpus': [4]})
+        hosts.cell(1, [], [4, 5, 6, 7]))
     req = dedicated(2, 1024, cpu_thread_policy='isolate')
-    # Cell 1 has one whole free core left, (6, 7); two isolated vCPUs
-    # need two, so only cell 0 will do.
-    assert fit(host, req, used).host_cells == (0,)
-    assert fit(host, req, used,
-               cells_allowed=lambda ids: ids == (1,)) is None
+    used = hosts.usage({'id': 1, 'pinned_cpus': [4]})
+    where = fit(host, req, used)
+    assert where.host_cells == (1,)
+    assert dict(where.cells[0].cpu_pinning) == {0: 5, 1: 6}
+    assert where.cells[0].reserved_cpus == frozenset()
+    used = hosts.usage({'id': 1, 'pinned_cpus': [4, 5, 6]})
+    assert fit(host, req, used) is None
+    assert fit(host, dedicated(2, 1024), used).host_cells == (0,)
 
 
 def test_cells_allowed_veto_forces_another_cell():
@@ -201,14 +206,13 @@ def test_emulator_threads_isolate_takes_one_more_cpu_on_the_first_cell():
     assert fit(host, dedicated(3, 1024, emulator_threads_policy='share'))
 
 
-def test_emulator_threads_with_isolate_thread_policy_take_a_whole_core():
-    host = hosts.host(hosts.cell(0, [], range(6),
-                                 siblings=[[0, 1], [2, 3], [4, 5]]))
+def test_emulator_threads_with_isolate_thread_policy_take_a_core():
+    host = hosts.host(hosts.cell(0, [], range(4)))
     req = dedicated(2, 1024, emulator_threads_policy='isolate',
                     cpu_thread_policy='isolate')
     (placed,) = fit(host, req).cells
-    assert dict(placed.cpu_pinning) == {0: 0, 1: 2}
-    assert placed.reserved_cpus == {1, 3}
-    assert placed.emulator_cpus == {4, 5}
-    used = hosts.usage({'id': 0, 'pinned_cpus': [5]})
+    assert dict(placed.cpu_pinning) == {0: 0, 1: 1}
+    assert placed.reserved_cpus == frozenset()
+    assert placed.emulator_cpus == {2}
+    used = hosts.usage({'id': 0, 'pinned_cpus': [2, 3]})
     assert fit(host, req, used) is None

@@ -41,19 +41,17 @@ def test_prefer_uses_any_free_cpus_as_a_last_resort():
         {0: 1, 1: 4, 2: 5}, frozenset())
 
 
-def test_isolate_gives_whole_cores_and_reserves_siblings():
-    assert pinning.pin_cell(smt_cell(), {0, 1}, set(), 'isolate') == (
-        {0: 0, 1: 2}, frozenset({1, 3}))
+@pytest.mark.parametrize('pinned', [set(), {0}, {0, 1, 2, 3, 4, 5}])
+def test_isolate_fails_on_a_cell_with_smt_siblings(pinned):
+    # Nova since bug 1889633: a host that reports cpu_dedicated_set and
+    # hyperthreads takes no 'isolate' guest, even on whole free cores.
+    assert pinning.pin_cell(smt_cell(), {0, 1}, pinned, 'isolate') is None
+    assert pinning.pin_cell(smt_cell(), {0, 1}, pinned, 'prefer')
 
 
-def test_isolate_skips_cores_with_a_pinned_thread():
-    assert pinning.pin_cell(smt_cell(), {0, 1}, {0}, 'isolate') == (
-        {0: 2, 1: 4}, frozenset({3, 5}))
-
-
-def test_isolate_fails_without_enough_whole_cores():
-    # Four vCPUs, eight free-enough CPUs, but only three whole cores.
-    assert pinning.pin_cell(smt_cell(), {0, 1, 2, 3}, {7}, 'isolate') is None
+def test_isolate_fails_without_enough_free_cores():
+    cell = smt_cell(4, siblings=False)
+    assert pinning.pin_cell(cell, {0, 1}, {0, 1, 2}, 'isolate') is None
 
 
 def test_isolate_on_a_host_without_smt_is_plain_pinning():

@@ -1,5 +1,6 @@
 """Tests for applying and releasing placements, and their JSON form."""
 
+import dataclasses
 import json
 
 import pytest
@@ -26,13 +27,20 @@ def fitted(specs, vcpus=2, memory_mb=2048, used=None, limits=None):
     return where
 
 
-def test_apply_isolate_counts_the_siblings_as_pinned():
+def test_apply_counts_the_cpus_set_aside_as_pinned():
+    # A placement that set siblings aside (Nova's legacy 'isolate', kept
+    # in claims made before bug 1889633's rule) pins them too.
     where = fitted({'hw:cpu_policy': 'dedicated',
-                    'hw:cpu_thread_policy': 'isolate',
                     'hw:mem_page_size': '2MB'})
+    where = dataclasses.replace(where, cells=(dataclasses.replace(
+        where.cells[0], cpu_pinning=((0, 4), (1, 6)),
+        reserved_cpus=frozenset({5, 7})),))
     assert usage.apply_placement(HOST, None, where) == {'cells': [{
         'id': 0, 'cpu_usage': 0, 'memory_usage_mb': 2048,
         'pinned_cpus': [4, 5, 6, 7], 'mempages_used': {'2048': 1024}}]}
+    assert usage.release_placement(
+        HOST, usage.apply_placement(HOST, None, where), where) == \
+        topology.normalize_usage(topology.parse_host_topology(HOST), None)
 
 
 def test_apply_shared_charges_small_pages_and_cpu_usage():
@@ -95,13 +103,13 @@ def test_placement_on_a_missing_cell_is_a_conflict():
 
 def test_placement_json_round_trip():
     where = fitted({'hw:cpu_policy': 'dedicated',
-                    'hw:cpu_thread_policy': 'isolate',
+                    'hw:cpu_thread_policy': 'require',
                     'hw:cpu_realtime': 'yes',
                     'hw:cpu_realtime_mask': '^0',
                     'hw:mem_page_size': 'any'})
     text = json.dumps(where.to_dict())
     assert placement.Placement.from_dict(json.loads(text)) == where
-    assert json.loads(text)['cells'][0]['cpu_pinning'] == {'0': 4, '1': 6}
+    assert json.loads(text)['cells'][0]['cpu_pinning'] == {'0': 4, '1': 5}
 
 
 @pytest.mark.parametrize('data', [
