@@ -26,6 +26,7 @@ Both read the API database at most once per ``registry.CACHE_SECONDS``
 it changes a mapping); see :mod:`scheduler.cells.registry`.
 """
 
+import contextlib
 import dataclasses
 
 CELL0_UUID = '00000000-0000-0000-0000-000000000000'
@@ -75,6 +76,28 @@ def host_cell(host):
     ``host`` exists)."""
     from scheduler.cells import registry
     return registry.host_cell(host)
+
+
+def get_cell(uuid):
+    """The CellMapping ``uuid`` (:data:`LOCAL` for None, or for any uuid
+    without ``[api_database] connection``).
+
+    :raises exception.CellMappingNotFound: no cell has that uuid.
+    :raises exception.ApiDatabaseUnavailable: the API database cannot be
+        read (and the cached mappings are too old).
+    """
+    from scheduler.cells import registry
+    return registry.get_cell(uuid)
+
+
+@contextlib.contextmanager
+def target(cell):
+    """Send this thread's database sessions inside the block to ``cell``'s
+    database (a CellMapping; None or :data:`LOCAL` is ``[database]``)."""
+    from scheduler.db import api as db_api
+    url = None if cell is None else cell.database_connection
+    with db_api.target_cell(url):
+        yield
 
 
 def clear_cache():

@@ -105,6 +105,19 @@ def get_cells():
     return list(found)
 
 
+def get_cell(uuid):
+    if uuid is None or not db_api.api_database_configured():
+        return cells.LOCAL
+    for cell in get_cells():
+        if cell.uuid == uuid:
+            return cell
+    # Created since the list was cached: ask the API database once.
+    row = _read('the cell mapping %s' % uuid,
+                lambda session: mappings.get_cell(session, uuid))
+    clear_cache()
+    return cell_from_row(row)
+
+
 def _local_host_mapped(session, host):
     node = models.ComputeNode.__table__
     return session.execute(sa.select(node.c.id).where(

@@ -142,3 +142,31 @@ def test_without_api_database_api_sessions_use_database(database):
         assert session.execute(sa.text(
             'SELECT count(*) FROM compute_nodes')).scalar() == 0
     assert db_api.api_connection() == database
+
+
+def test_get_cell_finds_cached_and_new_cells(api_database):
+    add_cell(CELL1, 'cell1', 'sqlite:///one')
+    assert cells.get_cell(CELL1).name == 'cell1'
+    assert cells.get_cell(None) is cells.LOCAL
+
+    # Mapped after the list was cached: still found, by one more read.
+    add_cell(CELL2, 'cell2', 'sqlite:///two')
+    assert cells.get_cell(CELL2).database_connection == 'sqlite:///two'
+
+    with pytest.raises(exception.CellMappingNotFound):
+        cells.get_cell('33333333-3333-3333-3333-333333333333')
+
+
+def test_get_cell_is_local_without_api_database(database):
+    assert cells.get_cell(CELL1) is cells.LOCAL
+
+
+def test_target_sends_sessions_to_the_cell_database(database):
+    cell = cells.CellMapping(uuid=CELL1, name='cell1',
+                             database_connection='sqlite:///elsewhere')
+    with cells.target(cell):
+        assert db_api.targeted_connection() == 'sqlite:///elsewhere'
+    with cells.target(cells.LOCAL):
+        assert db_api.targeted_connection() == \
+            db_api.CONF.database.connection
+    assert db_api.targeted_connection() == db_api.CONF.database.connection
