@@ -122,6 +122,24 @@ def _columns_of(states):
     return columns
 
 
+# update_in_place compares and writes this many rows or fewer one by one.
+_ROW_BY_ROW = 8
+
+
+def _row_values(state):
+    """``[(column name, value)]`` of one state: its row of
+    :func:`_columns_of`."""
+    values = [(name, getattr(state, attr))
+              for name, (attr, _dtype) in _BASE_COLUMNS.items()]
+    least = state.disk_available_least
+    values.append(('has_disk_least', least is not None))
+    values.append(('disk_least_gb', least or 0))
+    values.append(('pci_free', state.free_pci_devices
+                   if state.pci_device_pools else 0))
+    values.extend(zip(_SERVICE_COLUMNS, _service_values(state)))
+    return values
+
+
 def _free_disk_gb(c):
     free = c['disk_total'] - c['reserved_disk'] - c['disk_used']
     return np.where(c['has_disk_least'],
@@ -384,11 +402,21 @@ class HostTable:
             old_states[row] = old
         rows = np.fromiter(new_states, dtype=np.intp, count=len(new_states))
         changed = set()
-        for name, values in _columns_of(list(new_states.values())).items():
-            column = self.columns[name]
-            if not np.array_equal(column[rows], values):
-                column[rows] = values
-                changed.add(name)
+        if len(new_states) <= _ROW_BY_ROW:
+            # A claim changes one row: Python values, no arrays to build.
+            for row, state in new_states.items():
+                for name, value in _row_values(state):
+                    column = self.columns[name]
+                    if column[row] != value:
+                        column[row] = value
+                        changed.add(name)
+        else:
+            for name, values in _columns_of(
+                    list(new_states.values())).items():
+                column = self.columns[name]
+                if not np.array_equal(column[rows], values):
+                    column[rows] = values
+                    changed.add(name)
         for name, (inputs, compute) in _DERIVED.items():
             if not changed.isdisjoint(inputs):
                 self.derived[name][rows] = compute(

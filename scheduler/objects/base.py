@@ -33,9 +33,15 @@ class GanttObject(ovo_base.VersionedObject,
 
     def obj_get(self, name, default=None):
         """The field's value, or ``default`` when unset or None."""
-        if not self.obj_attr_is_set(name):
+        if name in self.fields:
+            # oslo.versionedobjects keeps a set field's value in
+            # ``_obj_<name>``: one lookup, where obj_attr_is_set builds
+            # the list of every field name first (filters ask per request).
+            value = getattr(self, '_obj_' + name, None)
+        elif self.obj_attr_is_set(name):
+            value = getattr(self, name)
+        else:
             return default
-        value = getattr(self, name)
         return default if value is None else value
 
 

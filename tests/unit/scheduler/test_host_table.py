@@ -219,3 +219,36 @@ def test_update_in_place_brings_per_state_values_along():
     renamed = fakes.host_state('zz', node_id=table.states[1].id)
     assert table.update_in_place({1: renamed}) is False
     assert table.states[1].host == 'h1'
+
+
+def _changed_states(states):
+    """New states of the same nodes with every column-backed value
+    changed: usage, ratios, disk_available_least, PCI, service."""
+    changed = []
+    for number, state in enumerate(states):
+        new = state.consumed(claims.Resources(2, 1024, 10))
+        new.cpu_allocation_ratio = state.cpu_allocation_ratio + 1
+        new.reserved_memory_mb = 100 + number
+        new.disk_available_least = None if number % 2 else 50 - number
+        new.mapped = not state.mapped
+        new.service = fakes.service(state.host, disabled=bool(number % 2))
+        changed.append(new)
+    return changed
+
+
+def test_update_in_place_row_by_row_equals_a_table_built_anew():
+    # A few rows go one by one (a claim), many rows as whole columns:
+    # both must leave every column, derived ones too, as a new table.
+    for count in (1, 3, host_table._ROW_BY_ROW + 4):
+        states = [fakes.host_state('h%d' % i, vcpus=8,
+                                   disk_available_least=40)
+                  for i in range(count + 2)]
+        table = fakes.table(states)
+        new = _changed_states(states[1:count + 1])
+        assert table.update_in_place(dict(zip(range(1, count + 1), new)))
+
+        fresh = fakes.table([states[0]] + new + states[count + 1:])
+        for name, column in fresh.columns.items():
+            assert table.columns[name].tolist() == column.tolist(), name
+        for name, column in fresh.derived.items():
+            assert table.derived[name].tolist() == column.tolist(), name
