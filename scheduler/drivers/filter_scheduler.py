@@ -195,7 +195,7 @@ class Ranking:
     def pick_order(self, subset_size, shuffle_best):
         """Rows to try, in order: a random one of the best
         ``subset_size`` first, then the others best first (Nova)."""
-        head = [int(row) for row in self.head]
+        head = self.head.tolist()
         if not head:
             return head
         if shuffle_best:
