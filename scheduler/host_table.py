@@ -183,6 +183,15 @@ _DERIVED = {
     'free_disk_mb': (('disk_total', 'reserved_disk', 'disk_used',
                       'has_disk_least', 'disk_least_gb'),
                      lambda c: _free_disk_gb(c) * 1024),
+    # DiskFilter's disk_available_least bound, infinite where a host
+    # reports none: the operations of filters.free_disk.room, in its order.
+    'least_disk_room': (('disk_total', 'disk_ratio', 'has_disk_least',
+                         'disk_least_gb'),
+                        lambda c: np.where(
+                            c['has_disk_least'],
+                            c['disk_total'] * c['disk_ratio']
+                            - (c['disk_total'] - c['disk_least_gb']),
+                            np.inf)),
     'vcpus_free': (('vcpus_total', 'cpu_ratio', 'reserved_vcpus',
                     'vcpus_used'),
                    lambda c: (c['vcpus_total'] * c['cpu_ratio']

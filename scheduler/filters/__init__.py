@@ -198,10 +198,12 @@ class HostFilterHandler:
         :param wanted: stop once this many hosts passed (see the module
             docstring); None filters every host of ``mask``.
         """
-        rows = np.flatnonzero(mask)
-        if wanted is not None and wanted < len(rows):
-            return self._run_partial(filters, host_table, rows, spec, index,
-                                     steps, total, on_filter, wanted)
+        if wanted is not None:
+            rows = np.flatnonzero(mask)
+            if wanted < len(rows):
+                return self._run_partial(filters, host_table, rows, spec,
+                                         index, steps, total, on_filter,
+                                         wanted)
         return self._run_all(filters, host_table, mask, spec, index, steps,
                              total, on_filter)
 

@@ -23,15 +23,23 @@ def least_allows(host_state, ratio, amount):
     least = host_state.disk_available_least
     if least is None or amount <= 0:
         return True
-    total = host_state.total_usable_disk_gb
-    return total * ratio - (total - least) >= amount
+    return room(host_state.total_usable_disk_gb, ratio, least) >= amount
 
 
 def least_allows_all(host_table, ratios, amount):
     """:func:`least_allows` of every row (``ratios``: a number or a
-    column)."""
+    column; the table's own ``disk_ratio`` column reads the room the
+    table keeps, ``least_disk_room``)."""
     if amount <= 0:
         return np.ones(len(host_table), dtype=np.bool_)
+    if ratios is host_table.columns['disk_ratio']:
+        return host_table.derived['least_disk_room'] >= amount
     total = host_table.columns['disk_total']
-    room = total * ratios - (total - host_table.columns['disk_least_gb'])
-    return ~host_table.columns['has_disk_least'] | (room >= amount)
+    return ~host_table.columns['has_disk_least'] | (
+        room(total, ratios, host_table.columns['disk_least_gb']) >= amount)
+
+
+def room(total, ratios, least):
+    """``total * ratio - (total - least)``, the operations in this order
+    wherever the room is computed (so both paths round alike)."""
+    return total * ratios - (total - least)

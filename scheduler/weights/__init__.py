@@ -91,6 +91,13 @@ class BaseHostWeigher:
         weigher changes no ranking and need not run)."""
         return False
 
+    def constant_weight(self, host_table):
+        """The raw weight every row of ``host_table`` has whatever the
+        request (no host failed a build, one hypervisor version...), or
+        None. Found from a whole column, it spares gathering the
+        candidates' weights only to find them flat."""
+        return None
+
     def weigh_all(self, host_table, rows, spec):
         """Raw weights of the table's ``rows``, as a float array."""
         states = host_table.states
@@ -121,6 +128,25 @@ def normalize(raw, minval=None, maxval=None):
     raw = np.asarray(raw, dtype=np.float64)
     scaled = _scaled(raw, minval, maxval)
     return np.zeros(raw.shape) if scaled is None else scaled
+
+
+def constant(column):
+    """The value of every element of ``column``, or None (it has two, or
+    none at all)."""
+    if not len(column):
+        return None
+    first = column[0]
+    return None if (column != first).any() else first.item()
+
+
+def _flat_everywhere(weigher, host_table):
+    """True when ``weigher`` normalises to all zeros on any rows of the
+    table: their raw weights are one constant (see
+    BaseHostWeigher.constant_weight) that minval/maxval leave flat."""
+    value = weigher.constant_weight(host_table)
+    return value is not None and _scaled(
+        np.array([value], dtype=np.float64), weigher.minval,
+        weigher.maxval) is None
 
 
 def _scaled(raw, minval, maxval, multiplier=1.0):
@@ -177,7 +203,8 @@ class HostWeightHandler:
                 multipliers = weigher.weight_multipliers(host_table, rows)
                 if skip_zero and not np.any(multipliers):
                     continue
-                if weigher.uniform(spec):
+                if weigher.uniform(spec) or _flat_everywhere(weigher,
+                                                             host_table):
                     yield weigher, None if skip_zero else np.zeros(len(rows))
                     continue
                 raw = weigher.weigh_all(host_table, rows, spec)

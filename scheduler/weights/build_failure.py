@@ -40,6 +40,13 @@ class BuildFailureWeigher(weights.BaseHostWeigher):
     def _weigh_object(self, host_state, spec):
         return host_state.failed_builds
 
+    def constant_weight(self, host_table):
+        return weights.constant(self._column(host_table))
+
     def weigh_all(self, host_table, rows, spec):
+        return self._column(host_table)[rows]
+
+    @staticmethod
+    def _column(host_table):
         return host_table.state_column('failed_builds', failed_builds,
-                                       np.float64)[rows]
+                                       np.float64)

@@ -27,7 +27,13 @@ class HypervisorVersionWeigher(weights.BaseHostWeigher):
     def _weigh_object(self, host_state, spec):
         return hypervisor_version(host_state)
 
+    def constant_weight(self, host_table):
+        return weights.constant(self._column(host_table))
+
     def weigh_all(self, host_table, rows, spec):
+        return self._column(host_table)[rows]
+
+    @staticmethod
+    def _column(host_table):
         return host_table.state_column('hypervisor_version',
-                                       hypervisor_version,
-                                       np.float64)[rows]
+                                       hypervisor_version, np.float64)

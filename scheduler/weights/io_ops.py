@@ -21,5 +21,8 @@ class IoOpsWeigher(weights.BaseHostWeigher):
     def _weigh_object(self, host_state, spec):
         return host_state.num_io_ops
 
+    def constant_weight(self, host_table):
+        return weights.constant(host_table.io_workload)
+
     def weigh_all(self, host_table, rows, spec):
         return host_table.io_workload[rows].astype('float64')

@@ -124,6 +124,10 @@ class MetricsWeigher(weights.BaseHostWeigher):
                 return CONF.metrics.weight_of_unavailable
         return value
 
+    def constant_weight(self, host_table):
+        # No metric to weigh (the default weight_setting): all weigh 0.
+        return None if self.setting() else 0.0
+
     def weigh_all(self, host_table, rows, spec):
         setting = self.setting()
         values = np.zeros(len(rows))

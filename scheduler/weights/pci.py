@@ -38,6 +38,11 @@ class PCIWeigher(weights.BaseHostWeigher):
         free = max(host_state.free_pci_devices, 0)
         return MAX_DEVS - min(free, MAX_DEVS - 1)
 
+    def constant_weight(self, host_table):
+        free = weights.constant(host_table.pci_free)
+        return None if free is None else MAX_DEVS - min(max(free, 0),
+                                                        MAX_DEVS - 1)
+
     def weigh_all(self, host_table, rows, spec):
         free = np.clip(host_table.pci_free[rows], 0, MAX_DEVS - 1)
         return (MAX_DEVS - free).astype(np.float64)

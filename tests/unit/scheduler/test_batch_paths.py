@@ -153,6 +153,9 @@ def host_states(draw, name, nodename, aggregates):
         fields[reserved] = draw(st.integers(0, top // 8))
         fields[used] = draw(usage(fields[total], fields[ratio],
                                   fields[reserved]))
+    # Nova's free disk is bounded by disk_available_least when reported.
+    fields['disk_available_least'] = draw(st.one_of(
+        st.none(), st.integers(-50, fields['local_gb'])))
     small = st.integers(0, 64)
     fields.update(draw(host_facts()))
     return fakes.host_state(
