@@ -74,6 +74,7 @@ from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler import hardware
 from scheduler import host_instances
+from scheduler import host_manager_cells
 from scheduler import host_state
 from scheduler import host_table
 from scheduler import instance_tracking
@@ -138,6 +139,12 @@ def _read_services(session, since=None, hosts=None, dead_before=None):
     return session.execute(query).all()
 
 
+def _read_nodes_of(session, node_ids):
+    """The rows of ``node_ids`` and the services of their hosts."""
+    rows = compute_nodes.get_nodes(session, ids=node_ids, raw_documents=True)
+    return rows, _read_services(session, hosts={row.host for row in rows})
+
+
 def _alive_window(now):
     """``(earliest, latest)`` heartbeat that makes a service alive at
     ``now``."""
@@ -200,6 +207,8 @@ class HostManager(instance_tracking.InstanceTracking):
         # refresh may read such a node before the claim commits, and must
         # not replace the reserved row with that read (see settle).
         self._in_flight = collections.Counter()
+        # The cells read and the cache ids of their nodes (with cells).
+        self._cells = host_manager_cells.CellGather()
         self._after_fork()
         _managers.add(self)
 
@@ -346,11 +355,12 @@ class HostManager(instance_tracking.InstanceTracking):
         with self._lock:
             seen_seq = self._consume_seq
         alive_since, alive_until = _alive_window(models.utcnow())
-        with db_api.reader() as session:
-            rows = compute_nodes.get_nodes(session, ids=node_ids,
-                                           raw_documents=True)
-            services = _read_services(session,
-                                      hosts={row.host for row in rows})
+        if host_manager_cells.multi_cell():
+            rows, services = self._cells.read_nodes(node_ids,
+                                                    _read_nodes_of)
+        else:
+            with db_api.reader() as session:
+                rows, services = _read_nodes_of(session, node_ids)
         with self._lock:
             for service in services:
                 self._cache_service(service.host, host_state.service_from_row(
@@ -399,44 +409,12 @@ class HostManager(instance_tracking.InstanceTracking):
                 reread = set(self._reread)
                 changes.aggregate_seq = self._aggregate_seq
                 dead = set(self._dead_hosts)
-            table = None
-            with db_api.reader() as session:
-                if first_load:
-                    # Every row, streamed into HostStates as it arrives
-                    # (nodes last: MySQL drivers stream one result at a
-                    # time), so that the load never holds them all.
-                    changes.full = True
-                    changes.services = _read_services(session)
-                    self._read_instances_and_aggregates(session, changes)
-                    changes.nodes = compute_nodes.stream_nodes(
-                        session, raw_documents=True)
-                    with self._lock:
-                        self._apply(changes, seen_seq)
-                        table = self._table
-                elif full:
-                    changes.nodes, changes.removed = (
-                        compute_nodes.changed_since(session, known,
-                                                    raw_documents=True))
-                    changes.services = _read_services(session)
-                else:
-                    since = self._watermark - datetime.timedelta(
-                        seconds=WRITE_SLACK)
-                    changes.nodes = compute_nodes.written_since(
-                        session, since, raw_documents=True)
-                    missing = reread - {row.id for row in changes.nodes}
-                    if missing:
-                        changes.nodes.extend(
-                            compute_nodes.get_nodes(session, ids=missing,
-                                                raw_documents=True))
-                    changes.services = self._read_service_changes(
-                        session, since, changes.alive_since, dead)
-                if not first_load:
-                    changes.full = full
-                    self._read_instances_and_aggregates(session, changes)
-            if not first_load:
-                with self._lock:
-                    self._apply(changes, seen_seq)
-                    table = self._table
+            if host_manager_cells.multi_cell():
+                table = self._gather_cells(changes, full, reread, dead,
+                                           began, seen_seq)
+            else:
+                table = self._read_one_cell(changes, first_load, full, known,
+                                            reread, dead, seen_seq)
             self._watermark = began
             if full:
                 self._last_full_read = now
@@ -453,10 +431,85 @@ class HostManager(instance_tracking.InstanceTracking):
                       len(changes.removed))
             return table
 
-    def _read_instances_and_aggregates(self, session, changes):
+    def _read_one_cell(self, changes, first_load, full, known, reread, dead,
+                       seen_seq):
+        """Read ``[database]`` (no cells) into ``changes`` and apply them;
+        return the table."""
+        table = None
+        with db_api.reader() as session:
+            if first_load:
+                # Every row, streamed into HostStates as it arrives
+                # (nodes last: MySQL drivers stream one result at a
+                # time), so that the load never holds them all.
+                changes.full = True
+                changes.services = _read_services(session)
+                self._read_instances_and_aggregates(session, changes)
+                changes.nodes = compute_nodes.stream_nodes(
+                    session, raw_documents=True)
+                with self._lock:
+                    self._apply(changes, seen_seq)
+                    table = self._table
+            elif full:
+                changes.nodes, changes.removed = (
+                    compute_nodes.changed_since(session, known,
+                                                raw_documents=True))
+                changes.services = _read_services(session)
+            else:
+                since = self._watermark - datetime.timedelta(
+                    seconds=WRITE_SLACK)
+                changes.nodes = compute_nodes.written_since(
+                    session, since, raw_documents=True)
+                missing = reread - {row.id for row in changes.nodes}
+                if missing:
+                    changes.nodes.extend(
+                        compute_nodes.get_nodes(session, ids=missing,
+                                            raw_documents=True))
+                changes.services = self._read_service_changes(
+                    session, since, changes.alive_since, dead)
+            if not first_load:
+                changes.full = full
+                self._read_instances_and_aggregates(session, changes)
+        if not first_load:
+            with self._lock:
+                self._apply(changes, seen_seq)
+                table = self._table
+        return table
+
+    def _gather_cells(self, changes, full, reread, dead, began, seen_seq):
+        """Read every cell at once (see :mod:`scheduler.host_manager_cells`)
+        and the aggregates, apply them; return the table."""
+        with self._lock:
+            known = dict(self._generations)
+        job = host_manager_cells.cell_job(self, changes, full, known, reread,
+                                          dead, not self._instances_loaded)
+        reads, left_out = self._cells.gather(job, began, known)
+        host_manager_cells.merge(changes, reads, left_out)
+        changes.full = full or self._table is None
+        try:
+            with db_api.target_cell(None):
+                with db_api.reader() as session:
+                    self._read_instances_and_aggregates(
+                        session, changes, instances=False)
+        except db_exc.DBError as error:
+            LOG.warning('Could not read the aggregates (%s); keeping the '
+                        'cached ones', db_api.describe_error(error))
+        with self._lock:
+            self._apply(changes, seen_seq)
+            return self._table
+
+    def cell_of(self, cache_id):
+        """The CellMapping of the node the cache knows as ``cache_id``."""
+        return self._cells.cell_of(cache_id)
+
+    def down_cells(self):
+        """The cells left out of scheduling since they did not answer."""
+        return self._cells.down_cells()
+
+    def _read_instances_and_aggregates(self, session, changes,
+                                       instances=True):
         """The instances (on the first load) and the aggregates (when
         their fingerprint changed) into ``changes``."""
-        if not self._instances_loaded:
+        if instances and not self._instances_loaded:
             changes.instances = instance_tracking.read_instances(session)
         fingerprint = db_aggregates.fingerprint(session)
         if fingerprint != self._aggregates_fingerprint:
@@ -656,6 +709,9 @@ class HostManager(instance_tracking.InstanceTracking):
             row, self._services.get(row.host),
             self._aggregates_by_host.get(row.host, ()), ratios,
             ratios[_DEFAULT_AZ])
+        if row.id > host_manager_cells.NODE_MASK:
+            cell = self._cells.cell_of(row.id)
+            state.cell_uuid, state.cell_name = cell.uuid, cell.label()
         state.instances = self._instances_of(row.host)
         return state
 
