@@ -26,6 +26,7 @@ import threading
 
 from oslo_log import log as logging
 
+from scheduler import cells
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
@@ -209,6 +210,32 @@ def node_of(host, nodename=None):
 
 
 @db_api.retry_on_db_error
+def selection_cell(selection):
+    """The CellMapping whose database holds a Selection's node: its
+    ``cell_uuid`` (Selection 1.1), else its host's mapping (an older
+    scheduler); :data:`cells.LOCAL` without cells."""
+    cell_uuid = selection.obj_get('cell_uuid')
+    if cell_uuid is not None:
+        return cells.get_cell(cell_uuid)
+    return cells.host_cell(selection.service_host) or cells.LOCAL
+
+
+def keep_in_cell(spec, host):
+    """Keep a move of an instance on ``host`` in that host's cell (no
+    cross-cell move: Nova's ``allow_cross_cell_move`` False); returns
+    the cell's uuid, None without cells."""
+    cell = cells.host_cell(host)
+    if cell is None or cell.uuid is None:
+        return None
+    destination = spec.obj_get('requested_destination') or \
+        request_spec_obj.Destination()
+    destination.cell = request_spec_obj.CellMapping(uuid=cell.uuid,
+                                                    name=cell.name)
+    destination.allow_cross_cell_move = False
+    spec.requested_destination = destination
+    return cell.uuid
+
+
 def release(consumer_uuid):
     """Drop every allocation of ``consumer_uuid``; what was released."""
     with db_api.writer() as session:

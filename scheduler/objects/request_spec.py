@@ -95,6 +95,9 @@ class Destination(base.GanttObject):
         'allow_cross_cell_move': fields.BooleanField(default=False),
     }
 
+    # Which CellMapping version each Destination version carries.
+    obj_relationships = {'cell': [('1.1', '1.0')]}
+
     def obj_make_compatible(self, primitive, target_version):
         """A 1.0 peer knows no cell: the request is not kept in one."""
         super().obj_make_compatible(primitive, target_version)
