@@ -64,7 +64,6 @@ import weakref
 
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
-import sqlalchemy as sa
 
 from scheduler import conf
 from scheduler.db import aggregates as db_aggregates
@@ -75,6 +74,7 @@ from scheduler.db import models
 from scheduler import hardware
 from scheduler import host_instances
 from scheduler import host_manager_cells
+from scheduler import host_reads
 from scheduler import host_state
 from scheduler import host_table
 from scheduler import instance_tracking
@@ -83,7 +83,7 @@ from scheduler import prometheus
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-COMPUTE_BINARY = 'gantt-compute'
+COMPUTE_BINARY = host_reads.COMPUTE_BINARY
 # A refresh reads the nodes and services written since this many seconds
 # before the previous refresh began, so that a row committed late (its
 # updated_at is older than its commit) or by a host whose clock lags a
@@ -94,11 +94,6 @@ WRITE_SLACK = 2.0
 # WRITE_SLACK).
 FULL_READ_INTERVAL = 300.0
 
-_SERVICE = models.Service.__table__
-_SERVICE_COLUMNS = (_SERVICE.c.id, _SERVICE.c.host, _SERVICE.c.binary,
-                    _SERVICE.c.disabled, _SERVICE.c.disabled_reason,
-                    _SERVICE.c.forced_down, _SERVICE.c.last_seen_up,
-                    _SERVICE.c.updated_at, _SERVICE.c.created_at)
 _RATIO_OPTIONS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
                   'disk_allocation_ratio')
 
@@ -124,25 +119,6 @@ def _reset_after_fork():
 
 
 os.register_at_fork(after_in_child=_reset_after_fork)
-
-
-def _read_services(session, since=None, hosts=None, dead_before=None):
-    query = sa.select(*_SERVICE_COLUMNS).where(
-        _SERVICE.c.binary == COMPUTE_BINARY)
-    if since is not None:
-        query = query.where(_SERVICE.c.updated_at >= since)
-    if hosts is not None:
-        query = query.where(_SERVICE.c.host.in_(list(hosts)))
-    if dead_before is not None:
-        query = query.where(sa.or_(_SERVICE.c.last_seen_up < dead_before,
-                                   _SERVICE.c.last_seen_up.is_(None)))
-    return session.execute(query).all()
-
-
-def _read_nodes_of(session, node_ids):
-    """The rows of ``node_ids`` and the services of their hosts."""
-    rows = compute_nodes.get_nodes(session, ids=node_ids, raw_documents=True)
-    return rows, _read_services(session, hosts={row.host for row in rows})
 
 
 def _alive_window(now):
@@ -355,12 +331,7 @@ class HostManager(instance_tracking.InstanceTracking):
         with self._lock:
             seen_seq = self._consume_seq
         alive_since, alive_until = _alive_window(models.utcnow())
-        if host_manager_cells.multi_cell():
-            rows, services = self._cells.read_nodes(node_ids,
-                                                    _read_nodes_of)
-        else:
-            with db_api.reader() as session:
-                rows, services = _read_nodes_of(session, node_ids)
+        rows, services = self._cells.read_nodes(node_ids)
         with self._lock:
             for service in services:
                 self._cache_service(service.host, host_state.service_from_row(
@@ -410,8 +381,8 @@ class HostManager(instance_tracking.InstanceTracking):
                 changes.aggregate_seq = self._aggregate_seq
                 dead = set(self._dead_hosts)
             if host_manager_cells.multi_cell():
-                table = self._gather_cells(changes, full, reread, dead,
-                                           began, seen_seq)
+                table = host_manager_cells.refresh(
+                    self, changes, full, reread, dead, began, seen_seq)
             else:
                 table = self._read_one_cell(changes, first_load, full, known,
                                             reread, dead, seen_seq)
@@ -442,7 +413,7 @@ class HostManager(instance_tracking.InstanceTracking):
                 # (nodes last: MySQL drivers stream one result at a
                 # time), so that the load never holds them all.
                 changes.full = True
-                changes.services = _read_services(session)
+                changes.services = host_reads.read_services(session)
                 self._read_instances_and_aggregates(session, changes)
                 changes.nodes = compute_nodes.stream_nodes(
                     session, raw_documents=True)
@@ -450,22 +421,13 @@ class HostManager(instance_tracking.InstanceTracking):
                     self._apply(changes, seen_seq)
                     table = self._table
             elif full:
-                changes.nodes, changes.removed = (
-                    compute_nodes.changed_since(session, known,
-                                                raw_documents=True))
-                changes.services = _read_services(session)
+                changes.nodes, changes.removed, changes.services = (
+                    host_reads.read_full(session, known))
             else:
-                since = self._watermark - datetime.timedelta(
-                    seconds=WRITE_SLACK)
-                changes.nodes = compute_nodes.written_since(
-                    session, since, raw_documents=True)
-                missing = reread - {row.id for row in changes.nodes}
-                if missing:
-                    changes.nodes.extend(
-                        compute_nodes.get_nodes(session, ids=missing,
-                                            raw_documents=True))
-                changes.services = self._read_service_changes(
-                    session, since, changes.alive_since, dead)
+                changes.nodes, changes.services = host_reads.read_changes(
+                    session, self._watermark - datetime.timedelta(
+                        seconds=WRITE_SLACK),
+                    reread, changes.alive_since, dead)
             if not first_load:
                 changes.full = full
                 self._read_instances_and_aggregates(session, changes)
@@ -474,28 +436,6 @@ class HostManager(instance_tracking.InstanceTracking):
                 self._apply(changes, seen_seq)
                 table = self._table
         return table
-
-    def _gather_cells(self, changes, full, reread, dead, began, seen_seq):
-        """Read every cell at once (see :mod:`scheduler.host_manager_cells`)
-        and the aggregates, apply them; return the table."""
-        with self._lock:
-            known = dict(self._generations)
-        job = host_manager_cells.cell_job(self, changes, full, known, reread,
-                                          dead, not self._instances_loaded)
-        reads, left_out = self._cells.gather(job, began, known)
-        host_manager_cells.merge(changes, reads, left_out)
-        changes.full = full or self._table is None
-        try:
-            with db_api.target_cell(None):
-                with db_api.reader() as session:
-                    self._read_instances_and_aggregates(
-                        session, changes, instances=False)
-        except db_exc.DBError as error:
-            LOG.warning('Could not read the aggregates (%s); keeping the '
-                        'cached ones', db_api.describe_error(error))
-        with self._lock:
-            self._apply(changes, seen_seq)
-            return self._table
 
     def cell_of(self, cache_id):
         """The CellMapping of the node the cache knows as ``cache_id``."""
@@ -515,19 +455,6 @@ class HostManager(instance_tracking.InstanceTracking):
         if fingerprint != self._aggregates_fingerprint:
             changes.aggregates = db_aggregates.get_all(session)
             changes.aggregates_fingerprint = fingerprint
-
-    @staticmethod
-    def _read_service_changes(session, since, alive_since, dead):
-        """The service rows written since ``since``, those dead at
-        ``alive_since`` (few: as many as dead services) and those of the
-        ``dead`` hosts that heartbeated again; heartbeats of live
-        services are not read."""
-        rows = _read_services(session, since=since)
-        rows.extend(_read_services(session, dead_before=alive_since))
-        revived = dead - {row.host for row in rows}
-        if revived:
-            rows.extend(_read_services(session, hosts=revived))
-        return rows
 
     def _apply(self, changes, seen_seq):
         """Merge what a refresh read; called with the lock held."""
@@ -777,10 +704,12 @@ class HostManager(instance_tracking.InstanceTracking):
         self.snapshot()
 
     def stop(self):
-        """Stop the background refresh (a later snapshot restarts it)."""
+        """Stop the background refresh and the cells' reading threads (a
+        later snapshot restarts them)."""
         with self._thread_lock:
             thread, self._thread = self._thread, None
             self._stop.set()
+        self._cells.stop()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
 

@@ -6,6 +6,12 @@ live in the cell databases. Each refresh of the
 cell0 at once, one thread per cell (green threads under eventlet), each
 under its own target (:func:`scheduler.db.api.target_cell`), and waits
 for them at most :data:`CELL_TIMEOUT` seconds (Nova's ``CELL_TIMEOUT``).
+Each cell's thread is long-lived: started at the cell's first read, fed
+its reads through a queue, stopped with the host manager
+(:meth:`CellGather.stop`) and started again if it died (after a fork,
+for instance), so that a refresh costs what changed in the cells, not a
+new thread per cell. An incremental read of a cell is two statements
+(:mod:`scheduler.host_reads`).
 A cell that errors, is unreachable or does not answer in time is left
 out: its hosts leave the table (they cannot be claimed on), a WARNING
 says so once, and the other cells are scheduled on as before. When it
@@ -35,14 +41,18 @@ them (a cell that was down at the first load is learnt that way).
 
 import collections
 import datetime
+import queue
 import threading
 import time
+import weakref
 
 from oslo_log import log as logging
 
+from oslo_db import exception as db_exc
+
 from scheduler import cells
 from scheduler.db import api as db_api
-from scheduler.db import compute_nodes
+from scheduler import host_reads
 from scheduler import instance_tracking
 
 LOG = logging.getLogger(__name__)
@@ -103,8 +113,17 @@ class CellRead:
         self.instances = None
 
 
+class _Pending:
+    """One read handed to a cell's reading thread."""
+
+    def __init__(self, job):
+        self.job = job
+        self.done = threading.Event()
+        self.outcome = None        # CellRead, or the exception raised
+
+
 class _Cell:
-    """The reading state of one cell."""
+    """The reading state of one cell, and its reading thread."""
 
     def __init__(self, cell, index):
         self.cell = cell
@@ -113,7 +132,35 @@ class _Cell:
         self.watermark = None      # when its last answered read began
         self.down = False
         self.thread = None
-        self.outcome = None        # CellRead, or the exception raised
+        self.jobs = None           # the thread's queue of _Pending
+        self.pending = None        # the last _Pending handed to it
+
+    def submit(self, job):
+        """Hand ``job`` to the reading thread (started if it is not
+        running); the _Pending, or None while the last read runs."""
+        alive = self.thread is not None and self.thread.is_alive()
+        if alive and self.pending is not None and \
+                not self.pending.done.is_set():
+            return None
+        if not alive:
+            self.jobs = queue.Queue()
+            self.thread = threading.Thread(
+                target=_reading_loop, args=(self, self.jobs),
+                name='gantt-cell-%s' % self.cell.label(), daemon=True)
+            self.thread.start()
+        self.pending = _Pending(job)
+        self.jobs.put(self.pending)
+        return self.pending
+
+    def stop(self):
+        if self.jobs is not None:
+            self.jobs.put(None)
+        self.thread = self.jobs = self.pending = None
+
+
+def _stop_readers(states):
+    for state in list(states.values()):
+        state.stop()
 
 
 class CellGather:
@@ -123,6 +170,13 @@ class CellGather:
         self._lock = threading.Lock()
         self._cells = {}           # uuid -> _Cell
         self._by_index = {}        # index -> _Cell
+        # A HostManager dropped without stop() does not leave its cells'
+        # threads waiting for reads forever.
+        weakref.finalize(self, _stop_readers, self._cells)
+
+    def stop(self):
+        """Stop the cells' reading threads (the next read starts them)."""
+        _stop_readers(self._cells)
 
     def _cell_state(self, cell):
         with self._lock:
@@ -147,23 +201,25 @@ class CellGather:
     def down_cells(self):
         return [state.cell for state in self._cells.values() if state.down]
 
-    def read_nodes(self, cache_ids, read):
-        """``read(session, node ids)`` in each cell of ``cache_ids``;
-        returns ``(node rows with cache ids, other rows)`` concatenated."""
+    def read_nodes(self, cache_ids):
+        """The rows of the nodes ``cache_ids`` (with cache ids) and the
+        services of their hosts, read in each node's cell in turn
+        (without cells, in ``[database]``)."""
         by_cell = collections.defaultdict(list)
         for cache_id in cache_ids:
             by_cell[cell_index(cache_id)].append(node_id(cache_id))
-        nodes, others = [], []
+        nodes, services = [], []
         for index, ids in by_cell.items():
             state = self._by_index.get(index)
-            if state is None:
+            if state is None and index:
                 continue
-            with cells.target(state.cell):
+            offset = 0 if state is None else state.offset
+            with cells.target(None if state is None else state.cell):
                 with db_api.reader() as session:
-                    rows, more = read(session, ids)
-            nodes.extend(shifted(rows, state.offset))
-            others.extend(more)
-        return nodes, others
+                    rows, more = host_reads.read_nodes_of(session, ids)
+            nodes.extend(shifted(rows, offset))
+            services.extend(more)
+        return nodes, services
 
     def gather(self, job, began, known_ids):
         """Read every enabled cell but cell0 concurrently; return
@@ -176,24 +232,16 @@ class CellGather:
         """
         listed = [self._cell_state(cell) for cell in cells.get_cells()
                   if not cell.is_cell0 and not cell.disabled]
-        started = []
-        for state in listed:
-            if state.thread is not None and state.thread.is_alive():
-                continue    # still in its last read
-            state.outcome = None
-            state.thread = threading.Thread(
-                target=_read_cell, args=(state, job),
-                name='gantt-cell-%s' % state.cell.label(), daemon=True)
-            state.thread.start()
-            started.append(state)
+        # A cell still in its last read gets no new one (None).
+        pending = [state.submit(job) for state in listed]
         deadline = time.monotonic() + CELL_TIMEOUT
         reads = []
         answered = set()
-        for state in listed:
-            if state in started:
-                state.thread.join(max(0.0, deadline - time.monotonic()))
-            outcome = state.outcome if state in started and \
-                not state.thread.is_alive() else None
+        for state, read in zip(listed, pending):
+            outcome = None
+            if read is not None and read.done.wait(
+                    max(0.0, deadline - time.monotonic())):
+                outcome = read.outcome
             if isinstance(outcome, CellRead):
                 reads.append(outcome)
                 answered.add(state.index)
@@ -228,8 +276,19 @@ class CellGather:
                     {'cell': state.cell.label(), 'reason': reason})
 
 
+def _reading_loop(state, jobs):
+    """The body of one cell's reading thread: run the reads handed to it
+    until told to stop (None)."""
+    while True:
+        pending = jobs.get()
+        if pending is None:
+            return
+        pending.outcome = _read_cell(state, pending.job)
+        pending.done.set()
+
+
 def _read_cell(state, job):
-    """The body of one cell's reading thread."""
+    """One read of a cell: its CellRead, or the exception it raised."""
     try:
         read = CellRead()
         with cells.target(state.cell):
@@ -237,9 +296,9 @@ def _read_cell(state, job):
                 job(session, read, state)
         read.nodes = shifted(read.nodes, state.offset)
         read.removed = [state.offset + node for node in read.removed]
-        state.outcome = read
+        return read
     except Exception as error:
-        state.outcome = error
+        return error
 
 
 def cell_job(manager, changes, full, known, reread, dead, instances):
@@ -254,24 +313,40 @@ def cell_job(manager, changes, full, known, reread, dead, instances):
         if state.watermark is None or full:
             generations = {} if state.watermark is None else local(
                 known.items())
-            read.nodes, read.removed = compute_nodes.changed_since(
-                session, generations, raw_documents=True)
-            read.services = host_manager._read_services(session)
+            read.nodes, read.removed, read.services = host_reads.read_full(
+                session, generations)
             if instances:
                 read.instances = instance_tracking.read_instances(session)
             return
-        since = state.watermark - datetime.timedelta(
-            seconds=host_manager.WRITE_SLACK)
-        read.nodes = compute_nodes.written_since(session, since,
-                                                 raw_documents=True)
-        missing = set(local((cache_id, None) for cache_id in reread)) - {
-            row.id for row in read.nodes}
-        if missing:
-            read.nodes.extend(compute_nodes.get_nodes(
-                session, ids=missing, raw_documents=True))
-        read.services = manager._read_service_changes(
-            session, since, changes.alive_since, dead)
+        read.nodes, read.services = host_reads.read_changes(
+            session, state.watermark - datetime.timedelta(
+                seconds=host_manager.WRITE_SLACK),
+            set(local((cache_id, None) for cache_id in reread)),
+            changes.alive_since, dead)
     return job
+
+
+def refresh(manager, changes, full, reread, dead, began, seen_seq):
+    """One refresh of ``manager`` over every cell: read them at once and
+    the aggregates (from ``[database]``), apply; return the table."""
+    with manager._lock:
+        known = dict(manager._generations)
+    job = cell_job(manager, changes, full, known, reread, dead,
+                   not manager._instances_loaded)
+    reads, left_out = manager._cells.gather(job, began, known)
+    merge(changes, reads, left_out)
+    changes.full = full or manager._table is None
+    try:
+        with db_api.target_cell(None):
+            with db_api.reader() as session:
+                manager._read_instances_and_aggregates(
+                    session, changes, instances=False)
+    except db_exc.DBError as error:
+        LOG.warning('Could not read the aggregates (%s); keeping the '
+                    'cached ones', db_api.describe_error(error))
+    with manager._lock:
+        manager._apply(changes, seen_seq)
+        return manager._table
 
 
 def merge(changes, reads, left_out):

@@ -207,3 +207,51 @@ def test_a_move_stays_in_its_cell_unless_allowed_to_leave(
     assert [s.service_host for s in kept] == ['a1']
     # Allowed to leave: cell1 still wins over more free RAM.
     assert [s.service_host for s in preferred] == ['a1', 'b1']
+
+
+def _cell_threads():
+    import threading
+    return {thread for thread in threading.enumerate()
+            if thread.name.startswith('gantt-cell-')}
+
+
+def test_each_cell_keeps_one_reading_thread_until_stopped(
+        two_cells, make_host_manager):
+    add_node(two_cells[CELL1], 'a1')
+    add_node(two_cells[CELL2], 'b1')
+    before = _cell_threads()
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    readers = _cell_threads() - before
+    assert len(readers) == 2                # one per cell, not cell0
+
+    add_node(two_cells[CELL2], 'b2')
+    table = manager.refresh()
+    manager.refresh(full=True)
+
+    assert 'b2' in {state.host for state in table.states}
+    assert _cell_threads() - before == readers      # the same threads
+    manager.stop()
+    for thread in readers:
+        thread.join(5)
+        assert not thread.is_alive()
+
+
+def test_a_reading_thread_that_died_is_started_again(
+        two_cells, make_host_manager):
+    add_node(two_cells[CELL1], 'a1')
+    add_node(two_cells[CELL2], 'b1')
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    state = manager._cells._cells[CELL2]
+    dead = state.thread
+    state.jobs.put(None)        # as if it had died (a fork, a kill)
+    dead.join(5)
+    add_node(two_cells[CELL2], 'b2')
+
+    table = manager.refresh()
+
+    assert hosts_by_cell(table) == [('cell1', 'a1'), ('cell2', 'b1'),
+                                    ('cell2', 'b2')]
+    assert state.thread is not dead and state.thread.is_alive()
+    assert manager.down_cells() == []
