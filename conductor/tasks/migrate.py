@@ -102,27 +102,6 @@ def claim_on(node, instance_uuid, spec):
         hardware=hardware.Request.from_spec(spec))
 
 
-def _cell_uuid(spec):
-    destination = spec.obj_get('requested_destination')
-    cell = None if destination is None else destination.obj_get('cell')
-    return None if cell is None else cell.uuid
-
-
-def _refuse_cross_cell(row, spec, selection):
-    """A move may not land in another cell (cross-cell resize is not
-    supported): give back the scheduler's claim and refuse."""
-    source = _cell_uuid(spec)
-    landed = selection.obj_get('cell_uuid')
-    if source is None or landed is None or landed == source:
-        return
-    with cells.target(common.selection_cell(selection)):
-        common.release(row.uuid)
-    raise exception.InvalidRequest(
-        reason='instance %s would move from cell %s to cell %s (%s); '
-               'moves across cells are not supported'
-        % (row.uuid, source, landed, selection.service_host))
-
-
 def load_group(spec):
     """Give ``spec`` its server group; a group deleted since the build
     no longer constrains the move."""
@@ -230,7 +209,7 @@ class MigrateTask:
         if not CONF.allow_resize_to_same_host:
             spec.ignore_hosts = [row.host]
         load_group(spec)
-        common.keep_in_cell(spec, row.host)
+        common.keep_in_cell(spec, row)
         return spec
 
     def _move(self, ctxt, row, spec, migration):
@@ -243,7 +222,7 @@ class MigrateTask:
             ctxt, spec, [row.uuid], return_objects=True,
             return_alternates=True)
         candidate, alternates = selections[0], list(selections[1:])
-        _refuse_cross_cell(row, spec, candidate)
+        common.refuse_cross_cell(row.uuid, spec, candidate)
         tried, last_error = [], None
         while candidate is not None:
             tried.append(candidate.service_host)
@@ -274,9 +253,8 @@ class MigrateTask:
         server group) while attempts remain; it, or None."""
         while alternates and attempts < CONF.scheduler.max_attempts:
             selection = alternates.pop(0)
-            landed = selection.obj_get('cell_uuid')
-            if landed and _cell_uuid(spec) not in (None, landed):
-                continue    # in another cell: no cross-cell move
+            if common.in_other_cell(spec, selection):
+                continue    # no cross-cell move
             with cells.target(common.selection_cell(selection)):
                 with db_api.reader() as session:
                     node = db_compute_nodes.get_node_by_uuid(
