@@ -10,7 +10,7 @@ Each cell's thread is long-lived: started at the cell's first read, fed
 its reads through a queue, stopped with the host manager
 (:meth:`CellGather.stop`) and started again if it died (after a fork,
 for instance), so that a refresh costs what changed in the cells, not a
-new thread per cell. An incremental read of a cell is two statements
+new thread per cell. An incremental read of a cell reads what changed
 (:mod:`scheduler.host_reads`).
 A cell that errors, is unreachable or does not answer in time is left
 out: its hosts leave the table (they cannot be claimed on), a WARNING

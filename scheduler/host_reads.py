@@ -3,10 +3,8 @@
 :class:`scheduler.host_manager.HostManager` reads ``[database]`` with
 these when there are no cells, and :mod:`scheduler.host_manager_cells`
 reads each cell's database with the same functions, so that both see
-the same rows. An incremental read is two statements whatever was
-asked: the nodes written since the watermark together with the nodes to
-read again, and the services that changed together with the dead ones
-(each a ``UNION ALL`` of indexed selects, one round trip)::
+the same rows. The nodes written since the watermark and the nodes to
+read again come in one statement (a ``UNION ALL`` of indexed selects)::
 
     with db_api.reader() as session:
         nodes, services = host_reads.read_changes(
@@ -48,15 +46,16 @@ def read_services(session, since=None, hosts=None, dead_before=None):
 
 
 def read_service_changes(session, since, alive_since, dead):
-    """In one statement: the service rows written since ``since``, those
-    dead at ``alive_since`` (few: as many as dead services) and those of
-    the ``dead`` hosts (to see the ones that heartbeated again);
-    heartbeats of live services are not read. Each row once."""
-    parts = [_select_services(since=since),
-             _select_services(dead_before=alive_since)]
-    if dead:
-        parts.append(_select_services(hosts=dead))
-    return _unique(session.execute(sa.union_all(*parts)).all())
+    """The service rows written since ``since``, those dead at
+    ``alive_since`` (few: as many as dead services) and those of the
+    ``dead`` hosts that heartbeated again; heartbeats of live services
+    are not read. Each row once."""
+    rows = read_services(session, since=since)
+    rows.extend(read_services(session, dead_before=alive_since))
+    revived = dead - {row.host for row in rows}
+    if revived:
+        rows.extend(read_services(session, hosts=revived))
+    return _unique(rows)
 
 
 def read_changes(session, since, reread, alive_since, dead):
