@@ -57,13 +57,14 @@ def rss_bytes():
         return int(statm.read().split()[1]) * os.sysconf('SC_PAGE_SIZE')
 
 
-def bulk_populate(hosts, rng):
-    """N mapped nodes and their live compute services, in batches."""
+def bulk_populate(hosts, rng, first=0):
+    """N mapped nodes and their live compute services, in batches (hosts
+    numbered from ``first``)."""
     nodes = models.ComputeNode.__table__
     services = models.Service.__table__
     now = models.utcnow()
-    for start in range(0, hosts, BATCH):
-        numbers = range(start, min(hosts, start + BATCH))
+    for start in range(first, first + hosts, BATCH):
+        numbers = range(start, min(first + hosts, start + BATCH))
         with db_api.writer() as session:
             session.execute(sa.insert(nodes), [{
                 'uuid': str(uuid.UUID(int=rng.getrandbits(128))),

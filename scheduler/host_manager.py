@@ -64,7 +64,6 @@ import weakref
 
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
-import sqlalchemy as sa
 
 from scheduler import conf
 from scheduler.db import aggregates as db_aggregates
@@ -74,6 +73,8 @@ from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler import hardware
 from scheduler import host_instances
+from scheduler import host_manager_cells
+from scheduler import host_reads
 from scheduler import host_state
 from scheduler import host_table
 from scheduler import instance_tracking
@@ -82,7 +83,7 @@ from scheduler import prometheus
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-COMPUTE_BINARY = 'gantt-compute'
+COMPUTE_BINARY = host_reads.COMPUTE_BINARY
 # A refresh reads the nodes and services written since this many seconds
 # before the previous refresh began, so that a row committed late (its
 # updated_at is older than its commit) or by a host whose clock lags a
@@ -93,11 +94,6 @@ WRITE_SLACK = 2.0
 # WRITE_SLACK).
 FULL_READ_INTERVAL = 300.0
 
-_SERVICE = models.Service.__table__
-_SERVICE_COLUMNS = (_SERVICE.c.id, _SERVICE.c.host, _SERVICE.c.binary,
-                    _SERVICE.c.disabled, _SERVICE.c.disabled_reason,
-                    _SERVICE.c.forced_down, _SERVICE.c.last_seen_up,
-                    _SERVICE.c.updated_at, _SERVICE.c.created_at)
 _RATIO_OPTIONS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
                   'disk_allocation_ratio')
 
@@ -123,19 +119,6 @@ def _reset_after_fork():
 
 
 os.register_at_fork(after_in_child=_reset_after_fork)
-
-
-def _read_services(session, since=None, hosts=None, dead_before=None):
-    query = sa.select(*_SERVICE_COLUMNS).where(
-        _SERVICE.c.binary == COMPUTE_BINARY)
-    if since is not None:
-        query = query.where(_SERVICE.c.updated_at >= since)
-    if hosts is not None:
-        query = query.where(_SERVICE.c.host.in_(list(hosts)))
-    if dead_before is not None:
-        query = query.where(sa.or_(_SERVICE.c.last_seen_up < dead_before,
-                                   _SERVICE.c.last_seen_up.is_(None)))
-    return session.execute(query).all()
 
 
 def _alive_window(now):
@@ -200,6 +183,8 @@ class HostManager(instance_tracking.InstanceTracking):
         # refresh may read such a node before the claim commits, and must
         # not replace the reserved row with that read (see settle).
         self._in_flight = collections.Counter()
+        # The cells read and the cache ids of their nodes (with cells).
+        self._cells = host_manager_cells.CellGather()
         self._after_fork()
         _managers.add(self)
 
@@ -346,11 +331,7 @@ class HostManager(instance_tracking.InstanceTracking):
         with self._lock:
             seen_seq = self._consume_seq
         alive_since, alive_until = _alive_window(models.utcnow())
-        with db_api.reader() as session:
-            rows = compute_nodes.get_nodes(session, ids=node_ids,
-                                           raw_documents=True)
-            services = _read_services(session,
-                                      hosts={row.host for row in rows})
+        rows, services = self._cells.read_nodes(node_ids)
         with self._lock:
             for service in services:
                 self._cache_service(service.host, host_state.service_from_row(
@@ -399,44 +380,12 @@ class HostManager(instance_tracking.InstanceTracking):
                 reread = set(self._reread)
                 changes.aggregate_seq = self._aggregate_seq
                 dead = set(self._dead_hosts)
-            table = None
-            with db_api.reader() as session:
-                if first_load:
-                    # Every row, streamed into HostStates as it arrives
-                    # (nodes last: MySQL drivers stream one result at a
-                    # time), so that the load never holds them all.
-                    changes.full = True
-                    changes.services = _read_services(session)
-                    self._read_instances_and_aggregates(session, changes)
-                    changes.nodes = compute_nodes.stream_nodes(
-                        session, raw_documents=True)
-                    with self._lock:
-                        self._apply(changes, seen_seq)
-                        table = self._table
-                elif full:
-                    changes.nodes, changes.removed = (
-                        compute_nodes.changed_since(session, known,
-                                                    raw_documents=True))
-                    changes.services = _read_services(session)
-                else:
-                    since = self._watermark - datetime.timedelta(
-                        seconds=WRITE_SLACK)
-                    changes.nodes = compute_nodes.written_since(
-                        session, since, raw_documents=True)
-                    missing = reread - {row.id for row in changes.nodes}
-                    if missing:
-                        changes.nodes.extend(
-                            compute_nodes.get_nodes(session, ids=missing,
-                                                raw_documents=True))
-                    changes.services = self._read_service_changes(
-                        session, since, changes.alive_since, dead)
-                if not first_load:
-                    changes.full = full
-                    self._read_instances_and_aggregates(session, changes)
-            if not first_load:
-                with self._lock:
-                    self._apply(changes, seen_seq)
-                    table = self._table
+            if host_manager_cells.multi_cell():
+                table = host_manager_cells.refresh(
+                    self, changes, full, reread, dead, began, seen_seq)
+            else:
+                table = self._read_one_cell(changes, first_load, full, known,
+                                            reread, dead, seen_seq)
             self._watermark = began
             if full:
                 self._last_full_read = now
@@ -453,28 +402,59 @@ class HostManager(instance_tracking.InstanceTracking):
                       len(changes.removed))
             return table
 
-    def _read_instances_and_aggregates(self, session, changes):
+    def _read_one_cell(self, changes, first_load, full, known, reread, dead,
+                       seen_seq):
+        """Read ``[database]`` (no cells) into ``changes`` and apply them;
+        return the table."""
+        table = None
+        with db_api.reader() as session:
+            if first_load:
+                # Every row, streamed into HostStates as it arrives
+                # (nodes last: MySQL drivers stream one result at a
+                # time), so that the load never holds them all.
+                changes.full = True
+                changes.services = host_reads.read_services(session)
+                self._read_instances_and_aggregates(session, changes)
+                changes.nodes = compute_nodes.stream_nodes(
+                    session, raw_documents=True)
+                with self._lock:
+                    self._apply(changes, seen_seq)
+                    table = self._table
+            elif full:
+                changes.nodes, changes.removed, changes.services = (
+                    host_reads.read_full(session, known))
+            else:
+                changes.nodes, changes.services = host_reads.read_changes(
+                    session, self._watermark - datetime.timedelta(
+                        seconds=WRITE_SLACK),
+                    reread, changes.alive_since, dead)
+            if not first_load:
+                changes.full = full
+                self._read_instances_and_aggregates(session, changes)
+        if not first_load:
+            with self._lock:
+                self._apply(changes, seen_seq)
+                table = self._table
+        return table
+
+    def cell_of(self, cache_id):
+        """The CellMapping of the node the cache knows as ``cache_id``."""
+        return self._cells.cell_of(cache_id)
+
+    def down_cells(self):
+        """The cells left out of scheduling since they did not answer."""
+        return self._cells.down_cells()
+
+    def _read_instances_and_aggregates(self, session, changes,
+                                       instances=True):
         """The instances (on the first load) and the aggregates (when
         their fingerprint changed) into ``changes``."""
-        if not self._instances_loaded:
+        if instances and not self._instances_loaded:
             changes.instances = instance_tracking.read_instances(session)
         fingerprint = db_aggregates.fingerprint(session)
         if fingerprint != self._aggregates_fingerprint:
             changes.aggregates = db_aggregates.get_all(session)
             changes.aggregates_fingerprint = fingerprint
-
-    @staticmethod
-    def _read_service_changes(session, since, alive_since, dead):
-        """The service rows written since ``since``, those dead at
-        ``alive_since`` (few: as many as dead services) and those of the
-        ``dead`` hosts that heartbeated again; heartbeats of live
-        services are not read."""
-        rows = _read_services(session, since=since)
-        rows.extend(_read_services(session, dead_before=alive_since))
-        revived = dead - {row.host for row in rows}
-        if revived:
-            rows.extend(_read_services(session, hosts=revived))
-        return rows
 
     def _apply(self, changes, seen_seq):
         """Merge what a refresh read; called with the lock held."""
@@ -656,6 +636,9 @@ class HostManager(instance_tracking.InstanceTracking):
             row, self._services.get(row.host),
             self._aggregates_by_host.get(row.host, ()), ratios,
             ratios[_DEFAULT_AZ])
+        if row.id > host_manager_cells.NODE_MASK:
+            cell = self._cells.cell_of(row.id)
+            state.cell_uuid, state.cell_name = cell.uuid, cell.label()
         state.instances = self._instances_of(row.host)
         return state
 
@@ -721,10 +704,12 @@ class HostManager(instance_tracking.InstanceTracking):
         self.snapshot()
 
     def stop(self):
-        """Stop the background refresh (a later snapshot restarts it)."""
+        """Stop the background refresh and the cells' reading threads (a
+        later snapshot restarts them)."""
         with self._thread_lock:
             thread, self._thread = self._thread, None
             self._stop.set()
+        self._cells.stop()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
 

@@ -162,6 +162,10 @@ def zones_of(aggregates, default_az):
     return zones
 
 
+# How a host of a deployment without cells names its cell.
+DEFAULT_CELL_NAME = 'default'
+
+
 class HostState:
     """One compute node as the filters and weighers see it (read-only)."""
 
@@ -186,13 +190,16 @@ class HostState:
 
     # ``instances``: {uuid: host_instances.InstanceInfo} on the node's host;
     # ``node_ratios``: the allocation ratios the node row holds (None where
-    # the configured default applies), for :meth:`restated`.
+    # the configured default applies), for :meth:`restated`;
+    # ``cell_uuid``/``cell_name``: the node's cell (None/'default' in a
+    # deployment of one cell).
     __slots__ = NODE_FIELDS + tuple(HARDWARE_FIELDS) + (
         'service', 'aggregates', 'availability_zones', 'instances',
-        'node_ratios')
+        'node_ratios', 'cell_uuid', 'cell_name')
 
     def __init__(self, service=None, aggregates=(),
-                 availability_zones=frozenset(['nova']), **fields):
+                 availability_zones=frozenset(['nova']), cell_uuid=None,
+                 cell_name=DEFAULT_CELL_NAME, **fields):
         missing = set(self.NODE_FIELDS) - set(fields)
         unknown = (set(fields) - set(self.NODE_FIELDS)
                    - set(self.HARDWARE_FIELDS))
@@ -207,9 +214,12 @@ class HostState:
         self.availability_zones = frozenset(availability_zones)
         self.instances = host_instances.NO_INSTANCES
         self.node_ratios = tuple(fields[name] for name in _RATIO_FIELDS)
+        self.cell_uuid = cell_uuid
+        self.cell_name = cell_name
 
     @classmethod
-    def from_node(cls, row, service, aggregates, default_ratios, default_az):
+    def from_node(cls, row, service, aggregates, default_ratios, default_az,
+                  cell_uuid=None, cell_name=DEFAULT_CELL_NAME):
         """Build from a ``compute_nodes`` row.
 
         :param service: the ServiceInfo of the node's host, or None.
@@ -217,9 +227,13 @@ class HostState:
         :param default_ratios: ``{'cpu_allocation_ratio': ..., ...}`` used
             where the node reports no ratio.
         :param default_az: ``[DEFAULT] default_availability_zone``.
+        :param cell_uuid: the uuid of the node's cell (None: one cell).
+        :param cell_name: its name.
         """
         # Built slot by slot: a cold start makes one per node.
         state = cls.__new__(cls)
+        state.cell_uuid = cell_uuid
+        state.cell_name = cell_name
         state.service = service
         state.aggregates = tuple(aggregates)
         state.availability_zones = zones_of(aggregates, default_az)

@@ -43,6 +43,7 @@ from scheduler import conf
 from scheduler import config
 from scheduler.db import api as db_api
 from scheduler import exception
+from scheduler import host_manager_cells
 from scheduler import loadables
 from scheduler.notifications import request_spec as spec_notes
 from scheduler.objects import aggregate as aggregate_obj
@@ -163,8 +164,20 @@ class SchedulerManager(service.Manager):
         if not always and stats == self._logged_stats:
             return False
         self._logged_stats = stats
-        LOG.info('Scheduler stats: %s', format_stats(stats))
+        LOG.info('Scheduler stats: %s%s', format_stats(stats),
+                 self._hosts_per_cell())
         return True
+
+    def _hosts_per_cell(self):
+        """`` hosts[cell1]=10 hosts[cell2]=4``: the cached hosts of each
+        cell (``default`` without cells); '' before the first load."""
+        table = getattr(getattr(self.driver, 'host_manager', None),
+                        '_table', None)
+        if table is None:
+            return ''
+        counts = host_manager_cells.cell_counts(table.states)
+        return ''.join(' hosts[%s]=%d' % (name, counts[name])
+                       for name in sorted(counts))
 
     def _discover_hosts_in_cells(self, context):
         mapped = discover_hosts()

@@ -47,6 +47,8 @@ from oslo_db import exception as db_exc
 import oslo_messaging as messaging
 from oslo_log import log as logging
 
+from conductor.tasks import common
+from scheduler import cells
 from scheduler import conf
 from scheduler import config
 from scheduler.db import api as db_api
@@ -398,7 +400,8 @@ class BuildTask:
     @staticmethod
     @db_api.retry_on_db_error
     def _release_failed_claim(instance_uuid, host, nodename):
-        with db_api.writer() as session:
+        with cells.target(cells.host_cell(host)), \
+                db_api.writer() as session:
             node = db_compute_nodes.get_node_by_name(session, host, nodename)
             if node is not None:
                 claims.release_resources(session, instance_uuid, node.id)
@@ -410,6 +413,12 @@ class BuildTask:
         wanted = selection.requested_resources()
         if not selection.compute_node_uuid or not wanted:
             return False
+        with cells.target(common.selection_cell(selection)):
+            return BuildTask._claim_node(instance_uuid, selection, wanted,
+                                         request_spec)
+
+    @staticmethod
+    def _claim_node(instance_uuid, selection, wanted, request_spec):
         with db_api.reader() as session:
             node = db_compute_nodes.get_node_by_uuid(
                 session, selection.compute_node_uuid)

@@ -26,10 +26,12 @@ import threading
 
 from oslo_log import log as logging
 
+from scheduler import cells
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
+from scheduler.db import mappings
 from scheduler.db import moves
 from scheduler import exception
 from scheduler import notifications
@@ -206,6 +208,90 @@ def node_of(host, nodename=None):
         raise exception.InvalidRequest(
             reason='host %s has %d nodes; name one' % (host, len(nodes)))
     return nodes[0]
+
+
+def selection_cell(selection):
+    """The CellMapping whose database holds a Selection's node: its
+    ``cell_uuid`` (Selection 1.1), else its host's mapping (an older
+    scheduler); :data:`cells.LOCAL` without cells."""
+    cell_uuid = selection.obj_get('cell_uuid')
+    if cell_uuid is not None:
+        return cells.get_cell(cell_uuid)
+    return cells.host_cell(selection.service_host) or cells.LOCAL
+
+
+def instance_cell(row):
+    """The CellMapping an instance (its row) lives in: its host's
+    mapping, else (an offloaded instance) its instance mapping's; None
+    without cells or when it is mapped nowhere."""
+    if row.host:
+        return cells.host_cell(row.host)
+    if not db_api.api_database_configured():
+        return None
+    with db_api.api_reader() as session:
+        mapping = mappings.get_instance_mapping(session, row.uuid)
+    if mapping is None or mapping.cell_uuid is None:
+        return None
+    return cells.get_cell(mapping.cell_uuid)
+
+
+def keep_in_cell(spec, row):
+    """Keep a move of instance ``row`` (migrate, live migration,
+    evacuate, unshelve) in the cell it lives in, as Nova does (no
+    cross-cell move: ``allow_cross_cell_move`` False); returns the
+    cell's uuid, None without cells."""
+    cell = instance_cell(row)
+    if cell is None or cell.uuid is None:
+        return None
+    destination = spec.obj_get('requested_destination') or \
+        request_spec_obj.Destination()
+    destination.cell = request_spec_obj.CellMapping(uuid=cell.uuid,
+                                                    name=cell.name)
+    destination.allow_cross_cell_move = False
+    spec.requested_destination = destination
+    return cell.uuid
+
+
+def _kept_cell(spec):
+    destination = spec.obj_get('requested_destination')
+    cell = None if destination is None else destination.obj_get('cell')
+    return None if cell is None else cell.uuid
+
+
+def in_other_cell(spec, selection):
+    """True if ``selection`` lies outside the cell ``spec`` keeps its
+    move in (see :func:`keep_in_cell`)."""
+    landed = selection.obj_get('cell_uuid')
+    return landed is not None and _kept_cell(spec) not in (None, landed)
+
+
+def refuse_cross_cell(instance_uuid, spec, selection):
+    """A move may not land in another cell (cross-cell moves are not
+    supported): give back the scheduler's claim there and refuse."""
+    if not in_other_cell(spec, selection):
+        return
+    with cells.target(selection_cell(selection)):
+        release(instance_uuid)
+    raise cross_cell_error(instance_uuid, _kept_cell(spec),
+                           selection.obj_get('cell_uuid'),
+                           selection.service_host)
+
+
+def refuse_forced_cross_cell(row, host):
+    """Refuse a forced destination ``host`` outside the cell of instance
+    ``row``; the destination's CellMapping (None without cells)."""
+    source, dest = instance_cell(row), cells.host_cell(host)
+    if source is not None and dest is not None and \
+            source.uuid != dest.uuid:
+        raise cross_cell_error(row.uuid, source.uuid, dest.uuid, host)
+    return dest
+
+
+def cross_cell_error(instance_uuid, source, dest, host):
+    return exception.InvalidRequest(
+        reason='instance %s would move from cell %s to cell %s (%s); '
+               'moves across cells are not supported'
+        % (instance_uuid, source, dest, host))
 
 
 @db_api.retry_on_db_error

@@ -38,6 +38,7 @@ from oslo_log import log as logging
 from conductor.tasks import build
 from conductor.tasks import common
 from conductor.tasks import migrate
+from scheduler import cells
 from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import claims
@@ -62,6 +63,8 @@ class LiveMigrateTask:
                            (db_instances.ACTIVE,), db_instances.MIGRATING)
         try:
             forced_node = self._check(row, host, force)
+            forced_cell = None if forced_node is None else \
+                common.refuse_forced_cross_cell(row, forced_node.host)
             spec = common.spec_for(row)
             migrate.load_group(spec)
             migration = migrate.record(row, moves.LIVE_MIGRATION)
@@ -70,7 +73,7 @@ class LiveMigrateTask:
             raise
         try:
             dest_host, dest_node = self._find_destination(
-                ctxt, row, spec, host, forced_node)
+                ctxt, row, spec, host, forced_node, forced_cell)
         except Exception as error:
             migrate.undo(instance_uuid, migration.uuid,
                          build.error_text(error))
@@ -128,15 +131,18 @@ class LiveMigrateTask:
             return None   # the scheduler picks among its nodes
         return node if force else None
 
-    def _find_destination(self, ctxt, row, spec, host, forced_node):
-        """Claim a destination the compute accepts; ``(host, node)``."""
+    def _find_destination(self, ctxt, row, spec, host, forced_node,
+                          forced_cell):
+        """Claim a destination the compute accepts, in the instance's
+        cell; ``(host, node)``."""
         ignored = [row.host]
         max_retries = CONF.conductor.migrate_max_retries
         retries = 0
         while True:
             if forced_node is not None:
-                dest_host, dest_node = self._claim_forced(row.uuid, spec,
-                                                          forced_node)
+                with cells.target(forced_cell):
+                    dest_host, dest_node = self._claim_forced(
+                        row.uuid, spec, forced_node)
             else:
                 dest_host, dest_node = self._schedule(ctxt, row, spec, host,
                                                       ignored)
@@ -171,6 +177,7 @@ class LiveMigrateTask:
                 hints = dict(spec.obj_get('scheduler_hints', {}))
                 hints[placement_types.CHECK_TYPE_HINT] = ['live_migrate']
                 spec.scheduler_hints = hints
+        common.keep_in_cell(spec, row)
         try:
             [selections] = self.scheduler_api.select_destinations(
                 ctxt, spec, [row.uuid], return_objects=True,
@@ -183,6 +190,7 @@ class LiveMigrateTask:
                 '%s Hosts that refused the live migration: %s.'
                 % (build.error_text(error), ', '.join(refused))) from None
         selection = selections[0]
+        common.refuse_cross_cell(row.uuid, spec, selection)
         LOG.info('Live migration of instance %s from %s: the scheduler '
                  'chose %s/%s', row.uuid, row.host, selection.service_host,
                  selection.nodename)

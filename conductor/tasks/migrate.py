@@ -36,6 +36,7 @@ from oslo_log import log as logging
 
 from conductor.tasks import build
 from conductor.tasks import common
+from scheduler import cells
 from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import claims
@@ -208,6 +209,7 @@ class MigrateTask:
         if not CONF.allow_resize_to_same_host:
             spec.ignore_hosts = [row.host]
         load_group(spec)
+        common.keep_in_cell(spec, row)
         return spec
 
     def _move(self, ctxt, row, spec, migration):
@@ -220,6 +222,7 @@ class MigrateTask:
             ctxt, spec, [row.uuid], return_objects=True,
             return_alternates=True)
         candidate, alternates = selections[0], list(selections[1:])
+        common.refuse_cross_cell(row.uuid, spec, candidate)
         tried, last_error = [], None
         while candidate is not None:
             tried.append(candidate.service_host)
@@ -250,12 +253,15 @@ class MigrateTask:
         server group) while attempts remain; it, or None."""
         while alternates and attempts < CONF.scheduler.max_attempts:
             selection = alternates.pop(0)
-            with db_api.reader() as session:
-                node = db_compute_nodes.get_node_by_uuid(
-                    session, selection.compute_node_uuid)
-            if node is None:
-                continue
-            won = claim_on(node, instance_uuid, spec)
+            if common.in_other_cell(spec, selection):
+                continue    # no cross-cell move
+            with cells.target(common.selection_cell(selection)):
+                with db_api.reader() as session:
+                    node = db_compute_nodes.get_node_by_uuid(
+                        session, selection.compute_node_uuid)
+                if node is None:
+                    continue
+                won = claim_on(node, instance_uuid, spec)
             if won:
                 LOG.info('Claimed alternate %s for instance %s',
                          selection.service_host, instance_uuid)

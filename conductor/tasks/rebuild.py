@@ -35,6 +35,7 @@ from oslo_log import log as logging
 
 from conductor.tasks import build
 from conductor.tasks import common
+from scheduler import cells
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
@@ -139,6 +140,8 @@ class RebuildTask:
             InstanceGroupNotFound, NoValidHost
         """
         row, dest_node = self._check_evacuation(instance_uuid, host, force)
+        dest_cell = None if dest_node is None else \
+            common.refuse_forced_cross_cell(row, dest_node.host)
         row = common.start(instance_uuid, 'evacuate', EVACUATE_STATES,
                            db_instances.REBUILDING)
         with db_api.writer() as session:
@@ -153,11 +156,11 @@ class RebuildTask:
             spec = common.spec_for(row, current_flavor(row))
             build.load_group(spec)
             if dest_node is not None:
-                dest_host, dest_name = self._claim_forced(
-                    instance_uuid, spec, dest_node)
+                with cells.target(dest_cell):
+                    dest_host, dest_name = self._claim_forced(
+                        instance_uuid, spec, dest_node)
             else:
-                dest_host, dest_name = self._schedule(ctxt, instance_uuid,
-                                                      spec, row.host, host)
+                dest_host, dest_name = self._schedule(ctxt, row, spec, host)
         except Exception as error:
             # A failed claim writes nothing: the instance keeps its dead
             # host's claim. A scheduler that timed out may have claimed
@@ -266,21 +269,24 @@ class RebuildTask:
                 % (instance_uuid, node.host))
         return node.host, node.hypervisor_hostname
 
-    def _schedule(self, ctxt, instance_uuid, spec, source, host):
-        """Let the scheduler choose (and claim) a host: ``host`` if given
-        and it passes the filters, else any but ``source``."""
+    def _schedule(self, ctxt, row, spec, host):
+        """Let the scheduler choose (and claim) a host of the instance's
+        cell: ``host`` if given and it passes the filters, else any but
+        its own."""
         if host is not None:
             spec.requested_destination = request_spec_obj.Destination(
                 host=host)
-        spec.ignore_hosts = [source]
+        spec.ignore_hosts = [row.host]
+        common.keep_in_cell(spec, row)
         try:
             [[selection]] = self.scheduler_api.select_destinations(
-                ctxt, spec, [instance_uuid], return_objects=True,
+                ctxt, spec, [row.uuid], return_objects=True,
                 return_alternates=False)
         except exception.NoValidHost as error:
-            LOG.warning('Evacuation of %s found no host: %s', instance_uuid,
+            LOG.warning('Evacuation of %s found no host: %s', row.uuid,
                         build.error_text(error))
             raise
+        common.refuse_cross_cell(row.uuid, spec, selection)
         return selection.service_host, selection.nodename
 
     @staticmethod

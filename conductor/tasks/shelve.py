@@ -171,10 +171,13 @@ class ShelveTask:
         try:
             spec = common.spec_for(row, rebuild.current_flavor(row))
             build.load_group(spec)
+            # It stays in its cell (Nova restricts unshelve to it too).
+            common.keep_in_cell(spec, row)
             LOG.info('Unshelve of %s: scheduling it', instance_uuid)
             [[selection]] = self.scheduler_api.select_destinations(
                 ctxt, spec, [instance_uuid], return_objects=True,
                 return_alternates=False)
+            common.refuse_cross_cell(instance_uuid, spec, selection)
         except exception.NoValidHost as error:
             fault = 'Unshelve of %s found no host: %s' % (
                 instance_uuid, build.error_text(error))

@@ -49,6 +49,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from compute import manager as compute_manager
+from scheduler import cells
 from scheduler.cells import discovery
 from scheduler.cmd import manage_aggregate
 from scheduler.cmd import manage_api_db
@@ -206,13 +207,37 @@ def _host_usage_query():
             .order_by(node.c.host, node.c.hypervisor_hostname))
 
 
+def _host_rows():
+    """``[(cell label or None, row)]`` of every cell's nodes (with
+    cells, each cell's database in turn; one that cannot be read is
+    reported and skipped) and whether a cell was skipped."""
+    if not db_api.api_database_configured():
+        migration.check_schema()
+        with db_api.reader() as session:
+            return [(None, row) for row in
+                    session.execute(_host_usage_query()).all()], False
+    found, skipped = [], False
+    for cell in cells.get_cells():
+        if cell.is_cell0:
+            continue
+        try:
+            with cells.target(cell), db_api.reader() as session:
+                found.extend((cell.label(), row) for row in
+                             session.execute(_host_usage_query()).all())
+        except (sa_exc.SQLAlchemyError, db_exc.DBError) as error:
+            skipped = True
+            sys.stderr.write('%s: error: cell %s was skipped: %s\n'
+                             % (PROG, cell.label(),
+                                db_api.describe_error(error)))
+    return found, skipped
+
+
 def host_list():
-    migration.check_schema()
-    with db_api.reader() as session:
-        rows = session.execute(_host_usage_query()).all()
+    rows, skipped = _host_rows()
     if not rows:
         print('No compute nodes found.')
-        return EXIT_OK
+        return EXIT_FAILURE if skipped else EXIT_OK
+    with_cells = db_api.api_database_configured()
 
     def used_of_capacity(row, field):
         return '%s/%s' % (getattr(row, 'used_' + field),
@@ -220,12 +245,13 @@ def host_list():
                               getattr(row, 'cap_' + field)))
 
     print(manage_table.format_table(
-        ['Host', 'Node', 'Mapped', 'vCPUs', 'RAM MB', 'Disk GB',
-         'Instances'],
-        [[row.host, row.hypervisor_hostname, row.mapped]
+        ['Host', 'Node'] + (['Cell'] if with_cells else []) + [
+            'Mapped', 'vCPUs', 'RAM MB', 'Disk GB', 'Instances'],
+        [[row.host, row.hypervisor_hostname]
+         + ([cell] if with_cells else []) + [row.mapped]
          + [used_of_capacity(row, field) for field in claims.Resources._fields]
-         + [row.consumers] for row in rows]))
-    return EXIT_OK
+         + [row.consumers] for cell, row in rows]))
+    return EXIT_FAILURE if skipped else EXIT_OK
 
 
 # -- discover_hosts ---------------------------------------------------------

@@ -208,6 +208,30 @@ Related options:
 * Aggregate metadata ``build_failure_weight_multiplier`` overrides it for
   the hosts of the aggregate.
 """),
+    cfg.FloatOpt('cross_cell_move_weight_multiplier',
+                 default=1000000.0,
+                 mutable=True,
+                 help="""
+Multiplier of the cross-cell move weigher.
+
+The CrossCellWeigher prefers, for a move that may leave its cell
+(``requested_destination`` names the source cell and allows a cross-cell
+move), the hosts of the source cell: a move within a cell is cheaper than
+one across cells. The default is large so that a host of the source cell
+is chosen whenever one fits; the other weighers order the hosts within
+each cell. Requests that name no cell are not weighed.
+
+Possible values:
+
+* A positive number: how strongly hosts of the source cell are preferred.
+* 0 does not prefer them.
+* A negative number prefers hosts of other cells.
+
+Related options:
+
+* Aggregate metadata ``cross_cell_move_weight_multiplier`` overrides it for
+  the hosts of the aggregate.
+"""),
     cfg.FloatOpt('num_instances_weight_multiplier',
                  default=0.0,
                  mutable=True,

@@ -96,11 +96,18 @@ def get_generations(session):
     return {row.id: row.generation for row in rows}
 
 
-def written_since(session, since, raw_documents=False):
-    """Full rows of the nodes written at or after ``since`` (indexed)."""
-    return session.execute(
-        _select_nodes(raw_documents).where(_NODE.c.updated_at >= since)
-        .order_by(_NODE.c.id)).all()
+def written_since(session, since, raw_documents=False, ids=()):
+    """Full rows of the nodes written at or after ``since`` (indexed),
+    and of the nodes ``ids`` whatever their ``updated_at``: one
+    statement, each row once, in id order."""
+    written = _select_nodes(raw_documents).where(_NODE.c.updated_at >= since)
+    if not ids:
+        return session.execute(written.order_by(_NODE.c.id)).all()
+    rows = session.execute(sa.union_all(
+        written, _select_nodes(raw_documents).where(
+            _NODE.c.id.in_(list(ids))))).all()
+    return sorted({row.id: row for row in rows}.values(),
+                  key=lambda row: row.id)
 
 
 # Rows per batch when every node is streamed.

@@ -1,7 +1,9 @@
 """The scheduler driver contract.
 
 Claims go through :func:`scheduler.db.claims.claim_in_sql`, which the
-conductor's tasks call too.
+conductor's tasks call too, in the database of the node's cell (with
+cells, the host cache's ids are not the nodes' own: see
+:mod:`scheduler.host_manager_cells`).
 
 The RPC manager builds one driver per process from the ``[scheduler]
 driver`` entry point and calls it::
@@ -31,12 +33,14 @@ from oslo_config import cfg
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
+from scheduler import cells
 from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import services as db_services
 from scheduler import exception
 from scheduler import host_manager as host_manager_mod
+from scheduler import host_manager_cells
 from scheduler import loadables
 from scheduler.objects import selection as selection_obj
 from scheduler import prometheus
@@ -166,10 +170,11 @@ class Scheduler(metaclass=abc.ABCMeta):
         if on_reserved is not None:
             on_reserved()
         try:
-            won = claims.claim_in_sql(host_state.id, consumer_uuid,
-                                      resources, group_uuid,
-                                      host_state.host, refuse_settled=True,
-                                      hardware=hardware)
+            with cells.target(self.host_manager.cell_of(host_state.id)):
+                won = claims.claim_in_sql(
+                    host_manager_cells.node_id(host_state.id), consumer_uuid,
+                    resources, group_uuid, host_state.host,
+                    refuse_settled=True, hardware=hardware)
         except db_exc.DBDuplicateEntry:
             LOG.warning('Instance %(uuid)s already holds an allocation on '
                         'node %(node)s; not claiming there again',
@@ -213,12 +218,19 @@ class Scheduler(metaclass=abc.ABCMeta):
                         host_state.uuid, error)
 
     def release(self, claimed):
-        """Undo the claims ``[(consumer_uuid, node_id)]`` of a request."""
+        """Undo the claims ``[(consumer_uuid, cache id)]`` of a request,
+        each in its node's cell."""
         if not claimed:
             return
         LOG.info('Releasing %d claim(s) of a request that could not be '
                  'placed entirely', len(claimed))
-        claims.release_in_sql(claimed)
+        by_cell = {}
+        for consumer_uuid, cache_id in claimed:
+            by_cell.setdefault(self.host_manager.cell_of(cache_id), []).append(
+                (consumer_uuid, host_manager_cells.node_id(cache_id)))
+        for cell, pairs in by_cell.items():
+            with cells.target(cell):
+                claims.release_in_sql(pairs)
         self.count('claims_released', len(claimed))
         self.host_manager.forget_instances(claimed)
         self.host_manager.refresh_nodes({node for _uuid, node in claimed})

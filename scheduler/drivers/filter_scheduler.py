@@ -97,6 +97,13 @@ def restrict_candidates(table, spec):
         narrow('requested_destination', allowed)
         LOG.debug('Host filter only checking host %s and node %s',
                   dest.obj_get('host'), dest.obj_get('node'))
+    cell = None if dest is None else dest.obj_get('cell')
+    if cell is not None and not dest.obj_get('allow_cross_cell_move'):
+        # Nova: a move that may not leave its cell sees only that cell.
+        narrow('requested_destination.cell', np.fromiter(
+            (state.cell_uuid == cell.uuid for state in table.states),
+            dtype=np.bool_, count=len(table)))
+        LOG.debug('Host filter only checking hosts of cell %s', cell.uuid)
     ignore_hosts = spec.obj_get('ignore_hosts') or []
     force_hosts = spec.obj_get('force_hosts') or []
     force_nodes = spec.obj_get('force_nodes') or []

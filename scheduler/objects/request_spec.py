@@ -11,6 +11,7 @@ Nova's legacy ``request_spec`` and ``filter_properties`` dicts instead;
 
 import math
 
+from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from scheduler import exception
@@ -58,17 +59,51 @@ class ImageMeta(base.GanttObject):
 
 
 @base.GanttObjectRegistry.register
-class Destination(base.GanttObject):
-    """Where a request must go: a host, a node, or a set of aggregates."""
+class CellMapping(base.GanttObject):
+    """A cell, as a request names it (Nova's CellMapping, the fields the
+    scheduler reads)."""
 
     # Version 1.0: Initial version
     VERSION = '1.0'
 
     fields = {
+        'uuid': fields.UUIDField(),
+        'name': fields.StringField(nullable=True, default=None),
+    }
+
+
+@base.GanttObjectRegistry.register
+class Destination(base.GanttObject):
+    """Where a request must go: a host, a node, a set of aggregates, a
+    cell.
+
+    ``cell`` with ``allow_cross_cell_move`` False (Nova's default) keeps
+    the request in that cell; with it True, hosts of that cell are only
+    preferred (the CrossCellWeigher).
+    """
+
+    # Version 1.0: Initial version
+    # Version 1.1: cell, allow_cross_cell_move
+    VERSION = '1.1'
+
+    fields = {
         'host': fields.StringField(nullable=True, default=None),
         'node': fields.StringField(nullable=True, default=None),
         'aggregates': fields.ListOfStringsField(nullable=True, default=None),
+        'cell': fields.ObjectField('CellMapping', nullable=True,
+                                   default=None),
+        'allow_cross_cell_move': fields.BooleanField(default=False),
     }
+
+    # Which CellMapping version each Destination version carries.
+    obj_relationships = {'cell': [('1.1', '1.0')]}
+
+    def obj_make_compatible(self, primitive, target_version):
+        """A 1.0 peer knows no cell: the request is not kept in one."""
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('cell', None)
+            primitive.pop('allow_cross_cell_move', None)
 
 
 @base.GanttObjectRegistry.register

@@ -6,6 +6,7 @@ is claimed and whose following ones are alternates: their
 """
 
 from oslo_serialization import jsonutils
+from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from scheduler.objects import base
@@ -20,13 +21,14 @@ _RESOURCE_BOUNDS = {'vcpus': validation.MAX_VCPUS,
 # Every field holds a JSON-ready value once set (strings, a bool, a dict
 # of floats), so the primitive is the values themselves.
 _FIELD_NAMES = ('compute_node_uuid', 'service_host', 'nodename', 'limits',
-                'allocation_request', 'claimed')
+                'allocation_request', 'claimed', 'cell_uuid')
 
 
 @base.GanttObjectRegistry.register
 class Selection(base.GanttObject):
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: cell_uuid (the cell of the host; None: no cells)
+    VERSION = '1.1'
 
     fields = {
         'compute_node_uuid': fields.UUIDField(nullable=True),
@@ -35,6 +37,7 @@ class Selection(base.GanttObject):
         'limits': base.DictOfFloatsField(default={}),
         'allocation_request': fields.StringField(nullable=True),
         'claimed': fields.BooleanField(default=False),
+        'cell_uuid': fields.UUIDField(nullable=True, default=None),
     }
 
     @classmethod
@@ -46,7 +49,15 @@ class Selection(base.GanttObject):
                    limits=dict(limits or {}),
                    allocation_request=jsonutils.dumps(
                        dict(resources._asdict())),
-                   claimed=claimed)
+                   claimed=claimed,
+                   cell_uuid=getattr(host_state, 'cell_uuid', None))
+
+    def obj_make_compatible(self, primitive, target_version):
+        """A peer older than 1.1 knows no ``cell_uuid``: it finds the
+        host's cell from its host mapping, as before."""
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('cell_uuid', None)
 
     def obj_to_primitive(self, target_version=None, version_manifest=None):
         """The same primitive as oslo.versionedobjects' generic walk, built

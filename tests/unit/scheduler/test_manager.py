@@ -191,12 +191,16 @@ def test_stats_line_counts_lost_claims_and_no_valid_host(
     finally:
         mgr.cleanup_host()
     lines = _stats_lines(caplog)
+    hosts = len(mgr.driver.host_manager.snapshot())
     assert lines[0] == ('Scheduler stats: requests=2 instances=1 claims=1 '
                         'claim_retries=1 group_conflicts=0 '
-                        'claims_released=0 no_valid_host=1')
+                        'claims_released=0 no_valid_host=1 '
+                        'hosts[default]=%d' % hosts)
     # The line at stop repeats the totals although nothing changed.
     assert lines[1:] == lines[:1]
-    assert _parsed(lines[-1]) == mgr.driver.stats
+    parsed = _parsed(lines[-1])
+    assert parsed.pop('hosts[default]') == hosts
+    assert parsed == mgr.driver.stats
 
 
 def test_a_database_away_past_the_budget_is_a_clear_error(
