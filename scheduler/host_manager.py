@@ -394,8 +394,9 @@ class HostManager(instance_tracking.InstanceTracking):
             self.stats['nodes_read'] += len(changes.nodes)
             self.stats['services_read'] += len(changes.services)
             self.stats['last_refresh_seconds'] = elapsed
-            prometheus.cache_refreshed(elapsed, len(table.states),
-                                       time.time())
+            prometheus.cache_refreshed(
+                elapsed, host_manager_cells.cell_counts(table.states),
+                self._cells.cells_up(), time.time())
             LOG.debug('Host cache refreshed in %.3fs: %d node(s) and %d '
                       'service(s) read, %d node(s) removed', elapsed,
                       len(changes.nodes), len(changes.services),

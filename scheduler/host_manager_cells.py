@@ -170,6 +170,7 @@ class CellGather:
         self._lock = threading.Lock()
         self._cells = {}           # uuid -> _Cell
         self._by_index = {}        # index -> _Cell
+        self._listed = None        # the _Cells of the last gather
         # A HostManager dropped without stop() does not leave its cells'
         # threads waiting for reads forever.
         weakref.finalize(self, _stop_readers, self._cells)
@@ -200,6 +201,14 @@ class CellGather:
 
     def down_cells(self):
         return [state.cell for state in self._cells.values() if state.down]
+
+    def cells_up(self):
+        """``{cell name: answered}`` of the cells the last refresh
+        listed; ``{'default': True}`` before any (and without cells)."""
+        listed = self._listed
+        if listed is None:
+            return {cells.LOCAL.label(): True}
+        return {state.cell.label(): not state.down for state in listed}
 
     def read_nodes(self, cache_ids):
         """The rows of the nodes ``cache_ids`` (with cache ids) and the
@@ -248,6 +257,7 @@ class CellGather:
                 self._answered(state, began)
             else:
                 self._left_out(state, outcome)
+        self._listed = listed
         left_out = [cache_id for cache_id in known_ids
                     if cell_index(cache_id) not in answered]
         return reads, left_out

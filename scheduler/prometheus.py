@@ -20,9 +20,18 @@ concurrent request), group conflicts, claims released, NoValidHost by the
 filter that removed the last host (``last_filter``; ``claims`` when hosts
 passed but none could be claimed), RPC errors by method and exception,
 ``gantt_scheduler_requests_in_flight``, and of the host cache: its
-``hosts``, each refresh's duration, the time of the oldest worker's last
-refresh (``time() - gantt_host_cache_last_refresh_timestamp_seconds`` is
-its staleness) and failed refreshes. The conductor's: builds by outcome,
+``hosts`` per ``cell`` (the cell's name; ``default`` without cells), each
+refresh's duration, the time of the oldest worker's last refresh
+(``time() - gantt_host_cache_last_refresh_timestamp_seconds`` is its
+staleness) and failed refreshes. ``gantt_host_cache_cell_up`` is 1 for a
+cell the last refresh read and 0 for one left out (its database did not
+answer, or it is no longer listed); a cell left out has 0 hosts, since
+its hosts cannot be scheduled on::
+
+    gantt_host_cache_hosts{cell="cell1"} 120.0
+    gantt_host_cache_hosts{cell="cell2"} 0.0
+    gantt_host_cache_cell_up{cell="cell2"} 0.0
+ The conductor's: builds by outcome,
 reschedules, and the claims its reaper released. The ``Scheduler stats``
 log line stays as it was.
 
@@ -178,8 +187,15 @@ class _Metrics:
             'select_destinations requests being served',
             multiprocess_mode='livesum')
         self.cache_hosts = prom.Gauge(
-            'gantt_host_cache_hosts', 'Compute nodes in the host cache',
-            multiprocess_mode='livemax')
+            'gantt_host_cache_hosts', 'Compute nodes in the host cache, '
+            'per cell', ['cell'], multiprocess_mode='livemax')
+        # livemin: a cell is up only if every worker could read it.
+        self.cache_cell_up = prom.Gauge(
+            'gantt_host_cache_cell_up', 'Whether the last host cache '
+            'refresh read the cell (1) or left it out (0)', ['cell'],
+            multiprocess_mode='livemin')
+        # The cells reported so far: one no longer listed reads 0.
+        self.cells_seen = set()
         self.cache_refreshed_at = prom.Gauge(
             'gantt_host_cache_last_refresh_timestamp_seconds',
             'When the host cache was last refreshed (the oldest of the '
@@ -250,10 +266,25 @@ def in_flight():
     return metrics().in_flight.track_inprogress()
 
 
-def cache_refreshed(seconds, hosts, when):
+def cache_refreshed(seconds, hosts, cells_up, when):
+    """A host cache refresh ended.
+
+    ``hosts``: ``{cell name: hosts cached}``; ``cells_up``: ``{cell
+    name: read or not}`` of the cells the refresh listed (a cell left out
+    has no hosts in the cache). A cell reported before and missing from
+    both reads 0 hosts and down. (Gauges are set
+    to 0 rather than removed: in multiprocess mode a removed series
+    would still be read from the worker's file.)
+    """
     found = metrics()
     found.cache_refresh.observe(seconds)
-    found.cache_hosts.set(hosts)
+    with _lock:
+        names = found.cells_seen | set(hosts) | set(cells_up)
+        found.cells_seen = names
+    for name in sorted(names):
+        found.cache_hosts.labels(cell=name).set(hosts.get(name, 0))
+        found.cache_cell_up.labels(cell=name).set(
+            1 if cells_up.get(name) else 0)
     found.cache_refreshed_at.set(when)
 
 

@@ -12,6 +12,12 @@ the ranking of the hosts left with each weigher's part of their weight::
     gantt-manage explain --vcpus 2 --ram 4096 --disk 20 --count 2 \\
         --hint group=<uuid> --az az1
 
+With cells (``[api_database] connection``), the Removed and Ranking
+tables have a Cell column, as ``host list`` does, and each instance ends
+with the hosts that passed every filter in each cell::
+
+    Passing hosts per cell: cell1 2, cell2 0
+
 It uses this configuration's filters, weighers and multipliers
 (``[filter_scheduler]``), whatever ``[scheduler] driver`` says. Exit code 0
 if every instance would find a host, 1 if not (the NoValidHost message is
@@ -23,6 +29,7 @@ from scheduler.cmd import manage_server
 from scheduler.cmd import manage_table
 from scheduler import conf
 from scheduler import context as gantt_context
+from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.drivers import filter_scheduler
 from scheduler import loadables
@@ -35,7 +42,11 @@ def _number(value):
     return '%.4f' % (value + 0.0)
 
 
-def _print_instance(instance, count):
+def _cell_column(with_cells, cell):
+    return [cell] if with_cells else []
+
+
+def _print_instance(instance, count, with_cells=False):
     if count > 1:
         print('Instance %d of %d' % (instance.index + 1, count))
         print('=' * len('Instance %d of %d' % (instance.index + 1, count)))
@@ -47,21 +58,29 @@ def _print_instance(instance, count):
     if notes:
         print('\nNotes:')
         print(manage_table.format_table(['Filter', 'Note'], notes))
-    removed = [[step.name, item.host, item.node, item.reason]
+    removed = [[step.name, item.host, item.node]
+               + _cell_column(with_cells, item.cell) + [item.reason]
                for step in instance.steps for item in step.removed or ()]
     if removed:
         print('\nRemoved:')
-        print(manage_table.format_table(['Filter', 'Host', 'Node', 'Reason'],
-                                        removed))
+        print(manage_table.format_table(
+            ['Filter', 'Host', 'Node'] + _cell_column(with_cells, 'Cell')
+            + ['Reason'], removed))
     if instance.ranking:
         names = [name for name, _value in instance.ranking[0].parts]
         print('\nRanking (weight = sum of each weigher\'s multiplier x '
               'normalized weight):')
         print(manage_table.format_table(
-            ['Rank', 'Host', 'Node', 'Weight'] + names,
-            [[rank, entry.host, entry.node, _number(entry.weight)]
+            ['Rank', 'Host', 'Node'] + _cell_column(with_cells, 'Cell')
+            + ['Weight'] + names,
+            [[rank, entry.host, entry.node]
+             + _cell_column(with_cells, entry.cell)
+             + [_number(entry.weight)]
              + [_number(value) for _name, value in entry.parts]
              for rank, entry in enumerate(instance.ranking, 1)]))
+    if with_cells and instance.passing is not None:
+        print('\nPassing hosts per cell: %s' % (', '.join(
+            '%s %d' % item for item in instance.passing.items()) or 'none'))
     if instance.chosen:
         print('\nChosen: %s (node %s)' % instance.chosen)
     print()
@@ -87,8 +106,9 @@ def explain(vcpus, ram, disk, count, az, hints, project, extra_specs=(),
         driver.stop()
     print('%d candidate host(s) (mapped nodes with a compute service).\n'
           % explanation.total)
+    with_cells = db_api.api_database_configured()
     for instance in explanation.instances:
-        _print_instance(instance, count)
+        _print_instance(instance, count, with_cells)
     if not explanation.placed:
         print(explanation.error)
         return 1

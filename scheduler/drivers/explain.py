@@ -25,8 +25,10 @@ import threading
 
 import numpy as np
 
-Removed = collections.namedtuple('Removed', 'host node reason')
-Removed.__doc__ = "A host a filter removed, and the filter's reason."
+Removed = collections.namedtuple('Removed', 'host node reason cell',
+                                 defaults=('default',))
+Removed.__doc__ = """A host a filter removed, and the filter's reason;
+``cell``: the name of the host's cell (``default`` without cells)."""
 
 FilterStep = collections.namedtuple(
     'FilterStep', 'name before after removed notes', defaults=((),))
@@ -39,14 +41,19 @@ optional ``request_notes(spec)``), such as a JsonFilter query's unknown
 variables, whether or not it removed any host.
 """
 
-Ranked = collections.namedtuple('Ranked', 'host node weight parts')
-Ranked.__doc__ = """One host of a ranking, best first: its total weight
-and ``parts``, ``[(weigher name, multiplier * normalized weight)]``."""
+Ranked = collections.namedtuple('Ranked', 'host node weight parts cell',
+                                defaults=('default',))
+Ranked.__doc__ = """One host of a ranking, best first: its total weight,
+``parts``, ``[(weigher name, multiplier * normalized weight)]``, and its
+cell's name."""
 
 InstanceExplanation = collections.namedtuple(
-    'InstanceExplanation', 'index steps ranking chosen')
+    'InstanceExplanation', 'index steps ranking chosen passing',
+    defaults=(None,))
 InstanceExplanation.__doc__ = """The filtering and ranking of one instance
-of the request; ``chosen`` is ``(host, node)``, or None if none was."""
+of the request; ``chosen`` is ``(host, node)``, or None if none was;
+``passing``: ``{cell name: hosts that passed every filter}``, every cell
+of the candidate hosts named (0 when none of its hosts passed)."""
 
 _CAPTURE_LOCK = threading.Lock()
 
@@ -116,6 +123,15 @@ def request_notes(filter_obj, spec):
         return ('could not say: %s: %s' % (type(error).__name__, error),)
 
 
+def _passing(host_table, entries):
+    """``{cell name: ranked hosts}``, naming every cell of the table."""
+    passing = dict.fromkeys(sorted({state.cell_name
+                                    for state in host_table.states}), 0)
+    for entry in entries:
+        passing[entry.cell] = passing.get(entry.cell, 0) + 1
+    return passing
+
+
 class Recorder:
     """Watches one request (the ``observer`` of the filter scheduler's
     request) and builds its :class:`Explanation`."""
@@ -130,7 +146,8 @@ class Recorder:
         for row in np.flatnonzero(before & ~after):
             state = host_table.states[row]
             removed.append(Removed(state.host, state.nodename,
-                                   reject_reason(filter_obj, state, spec)))
+                                   reject_reason(filter_obj, state, spec),
+                                   state.cell_name))
         self._pending.append(FilterStep(
             type(filter_obj).__name__, int(np.count_nonzero(before)),
             int(np.count_nonzero(after)), removed,
@@ -149,9 +166,10 @@ class Recorder:
             state = host_table.states[ranking.rows[position]]
             entries.append(Ranked(
                 state.host, state.nodename, float(ranking.weights[position]),
-                [(name, float(values[position])) for name, values in parts]))
-        self.instances.append(InstanceExplanation(index, steps, entries,
-                                                  None))
+                [(name, float(values[position])) for name, values in parts],
+                state.cell_name))
+        self.instances.append(InstanceExplanation(
+            index, steps, entries, None, _passing(host_table, entries)))
 
     def placed(self, index, host_state):
         self.instances[index] = self.instances[index]._replace(

@@ -90,7 +90,8 @@ def test_scheduler_and_conductor_serve_their_metrics(cluster):
                     ('method', 'select_destinations'))] == 1
     assert samples[('gantt_scheduler_requests_in_flight',)] == 0
     # Both workers have both hosts; the oldest refresh is recent.
-    assert samples[('gantt_host_cache_hosts',)] == 2
+    assert samples[('gantt_host_cache_hosts', ('cell', 'default'))] == 2
+    assert samples[('gantt_host_cache_cell_up', ('cell', 'default'))] == 1
     assert samples[('gantt_host_cache_refresh_seconds_count',)] >= 2
 
     samples = scrape(conductor_port)
@@ -109,7 +110,7 @@ def test_scheduler_and_conductor_serve_their_metrics(cluster):
         'the killed worker to be replaced', scheduler)
     cluster.wait_until(
         lambda: scrape(scheduler_port).get(
-            ('gantt_host_cache_hosts',)) == 2, 60,
+            ('gantt_host_cache_hosts', ('cell', 'default'))) == 2, 60,
         'the new worker to load its host cache', scheduler)
     samples = scrape(scheduler_port)
     assert samples[('gantt_scheduler_requests_total',)] == 2

@@ -255,3 +255,56 @@ def test_a_reading_thread_that_died_is_started_again(
                                     ('cell2', 'b2')]
     assert state.thread is not dead and state.thread.is_alive()
     assert manager.down_cells() == []
+
+
+def cell_metrics(*names):
+    """``{cell: (hosts, up)}`` of this process's host cache gauges."""
+    import prometheus_client
+
+    def sample(metric, name):
+        return prometheus_client.REGISTRY.get_sample_value(
+            metric, {'cell': name})
+    return {name: (sample('gantt_host_cache_hosts', name),
+                   sample('gantt_host_cache_cell_up', name))
+            for name in names}
+
+
+def test_the_host_cache_metrics_count_each_cell_and_a_cell_going_down(
+        two_cells, make_host_manager):
+    add_node(two_cells[CELL1], 'a1')
+    add_node(two_cells[CELL2], 'b1')
+    add_node(two_cells[CELL2], 'b2')
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    assert cell_metrics('cell1', 'cell2') == {'cell1': (1, 1),
+                                              'cell2': (2, 1)}
+
+    move_cell(CELL2, CLOSED_PORT_URL)
+    manager.refresh()
+    # Its hosts left the cache: 0 of them, and the cell is down.
+    assert cell_metrics('cell1', 'cell2') == {'cell1': (1, 1),
+                                              'cell2': (0, 0)}
+
+    move_cell(CELL2, two_cells[CELL2])
+    manager.refresh()
+    assert cell_metrics('cell1', 'cell2') == {'cell1': (1, 1),
+                                              'cell2': (2, 1)}
+
+
+def test_a_cell_no_longer_listed_reads_zero_hosts_and_down(
+        two_cells, make_host_manager):
+    add_node(two_cells[CELL1], 'a1')
+    add_node(two_cells[CELL2], 'b1')
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    table = mappings.api_models.CellMapping.__table__
+    with db_api.api_writer() as session:
+        session.execute(table.update().where(table.c.uuid == CELL2)
+                        .values(disabled=True))
+    cells.clear_cache()
+
+    table = manager.refresh()
+
+    assert hosts_by_cell(table) == [('cell1', 'a1')]
+    assert cell_metrics('cell1', 'cell2') == {'cell1': (1, 1),
+                                              'cell2': (0, 0)}

@@ -18,16 +18,16 @@ from tests.unit import inprocess
 REGISTRY = prometheus_client.REGISTRY
 
 
-def value(name, **labels):
-    return REGISTRY.get_sample_value(name, labels) or 0.0
+def value(name, *labels):
+    return REGISTRY.get_sample_value(name, dict(labels)) or 0.0
 
 
 def snapshot(*samples):
-    return {sample: value(sample[0], **dict(sample[1:])) for sample in samples}
+    return {sample: value(*sample) for sample in samples}
 
 
 def grown(before):
-    return {sample: value(sample[0], **dict(sample[1:])) - old
+    return {sample: value(*sample) - old
             for sample, old in before.items()}
 
 
@@ -51,7 +51,8 @@ NVH_ERRORS = ('gantt_rpc_errors_total', ('method', 'select_destinations'),
 SCHEDULED = ('gantt_conductor_builds_total', ('outcome', 'scheduled'))
 NO_HOST = ('gantt_conductor_builds_total', ('outcome', 'no_valid_host'))
 IN_FLIGHT = ('gantt_scheduler_requests_in_flight',)
-HOSTS = ('gantt_host_cache_hosts',)
+HOSTS = ('gantt_host_cache_hosts', ('cell', 'default'))
+CELL_UP = ('gantt_host_cache_cell_up', ('cell', 'default'))
 
 
 def test_builds_and_a_request_that_fits_nowhere_are_counted(cluster_config):
@@ -69,7 +70,9 @@ def test_builds_and_a_request_that_fits_nowhere_are_counted(cluster_config):
         assert rows[too_big[0]].vm_state == 'error'
         growth = grown(before)
         assert value(*IN_FLIGHT) == 0
+        # Without cells, every host is in the cell called default.
         assert value(*HOSTS) == 2
+        assert value(*CELL_UP) == 1
     assert growth == {
         REQUESTS: 2, INSTANCES: 3, CLAIMS: 3,
         # Every request is timed, in each phase it reached.

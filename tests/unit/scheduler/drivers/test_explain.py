@@ -46,6 +46,10 @@ def test_filters_removed_hosts_with_reasons_and_weigher_parts(driver,
     parts = dict(instance.ranking[0].parts)
     assert parts['RAMWeigher'] == pytest.approx(2.0)
     assert instance.chosen == ('big', 'big')
+    # Without cells every host is in the one called default.
+    assert instance.passing == {'default': 2}
+    assert {entry.cell for entry in instance.ranking} == {'default'}
+    assert tiny.cell == 'default'
     # Nothing was claimed, in SQL or in the cache.
     assert cloud.node_row('big').memory_mb_used == 0
     assert driver.stats['claims'] == 0
