@@ -133,7 +133,21 @@ def _inputs(args):
         runs = [(_label(args.config_file), args.config_file)]
     for _label_, path in runs:
         _configure(path)
+        _use_cloud_aliases(cloud)
+        try:
+            sim_cloud.check_extra_specs(cloud)
+        except sim_cloud.CloudError as error:
+            raise InputError('%s: %s' % (args.cloud or 'cloud', error))
+        finally:
+            CONF.clear_override('alias', group='pci')
     return cloud, requests, runs
+
+
+def _use_cloud_aliases(cloud):
+    """The cloud file's ``[pci] alias``, if it has one, over the
+    configuration's."""
+    if cloud.pci_aliases:
+        CONF.set_override('alias', list(cloud.pci_aliases), group='pci')
 
 
 def _label(path):
@@ -170,6 +184,7 @@ def _drop_tables():
 def run_once(cloud, requests, path, args):
     """One run under the configuration file ``path``: a Result."""
     _configure(path)
+    _use_cloud_aliases(cloud)
     workdir = tempfile.mkdtemp(prefix='gantt-sim-')
     try:
         _open_database(args.database_url, workdir)
@@ -179,6 +194,7 @@ def run_once(cloud, requests, path, args):
                                        workers=args.workers)
         return simulation.run()
     finally:
+        CONF.clear_override('alias', group='pci')
         if args.database_url:
             _drop_tables()
         db_api.dispose_engine()

@@ -184,7 +184,7 @@ class Simulation:
         flavor = request_spec.Flavor(
             name=request.flavor, flavorid=request.flavor,
             vcpus=request.vcpus, memory_mb=request.memory_mb,
-            root_gb=request.disk_gb)
+            root_gb=request.disk_gb, extra_specs=request.extra_specs)
         spec = request_spec.RequestSpec(
             flavor=flavor, num_instances=request.count,
             project_id=request.tenant)

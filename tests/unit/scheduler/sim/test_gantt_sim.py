@@ -4,10 +4,17 @@ import os
 import random
 
 import pytest
+import sqlalchemy as sa
 
 from scheduler.cmd import sim
+from scheduler import conf
+from scheduler.db import api as db_api
+from scheduler.db import models
+from scheduler.sim import cloud as sim_cloud
+from scheduler.sim import engine
 from scheduler.sim import metrics
 from scheduler.sim import plots
+from scheduler.sim import workload
 
 CLOUD = '''
 [[hosts]]
@@ -140,6 +147,10 @@ def test_compare_runs_both_configurations(files, tmp_path, capsys):
     ('cloud.toml', CLOUD.replace('count = 1', 'count = -1', 1),
      'hosts[0].count: must be an integer >= 1'),
     ('spread.conf', CONF % 'heavy', 'ram_weight_multiplier'),
+    ('cloud.toml', CLOUD + '[[flavors]]\nname = "p"\nvcpus = 1\n'
+     'memory_mb = 512\ndisk_gb = 1\nextra_specs = {"hw:cpu_policy" = '
+     '"pinned"}\n', 'cloud.toml: flavors[0].extra_specs: Invalid NUMA '
+     "request: hw:cpu_policy='pinned'"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(
         files, tmp_path, capsys, name, text, message):
@@ -153,3 +164,56 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(
     error = capsys.readouterr().err
     assert error.count('\n') == 1 and message in error, error
     assert not out.exists()
+
+
+PINNED_CLOUD = '''
+[[hosts]]
+name = "numa"
+count = 1
+disk_gb = 1000
+
+[[hosts.numa_topology.cells]]
+id = 0
+cpuset = [0, 1, 2, 3]
+pcpuset = [4, 5, 6, 7]
+memory_mb = 16384
+
+[[flavors]]
+name = "pinned"
+vcpus = 2
+memory_mb = 1024
+disk_gb = 10
+extra_specs = {"hw:cpu_policy" = "dedicated"}
+
+[[flavors]]
+name = "shared"
+vcpus = 2
+memory_mb = 1024
+disk_gb = 10
+'''
+# Three pinned instances of 2 on a host with 4 dedicated CPUs, then one
+# with floating vCPUs.
+PINNED_TRACE = ('id,tenant,flavor,vcpus,memory_mb,disk_gb,start,end\n'
+                'p1,t,pinned,,,,1,\np2,t,pinned,,,,2,\np3,t,pinned,,,,3,\n'
+                's1,t,shared,,,,4,\n')
+
+
+def test_pinned_flavors_take_pinned_cpus_until_numa_filter_refuses(
+        database, config, tmp_path):
+    filters = conf.CONF.filter_scheduler.enabled_filters
+    config.config(enabled_filters=filters + ['NUMATopologyFilter'],
+                  group='filter_scheduler')
+    (tmp_path / 'cloud.toml').write_text(PINNED_CLOUD)
+    (tmp_path / 'trace.csv').write_text(PINNED_TRACE)
+    cloud = sim_cloud.load_cloud(str(tmp_path / 'cloud.toml'))
+    requests = workload.read_csv(str(tmp_path / 'trace.csv'), cloud)
+    sim_cloud.populate(cloud, random.Random(1))
+    result = engine.Simulation(cloud, requests, seed=1).run()
+    assert [result.placements[name] for name in ('p1', 'p2', 'p3', 's1')] \
+        == [['numa-000001'], ['numa-000001'], [], ['numa-000001']]
+    # Plenty of vCPUs (4 x 16) and RAM are left: the pinned CPUs ran out.
+    assert result.no_valid_host == {'NUMATopologyFilter': 1}
+    with db_api.reader() as session:
+        usage = session.execute(sa.select(
+            models.ComputeNode.numa_usage)).scalar_one()
+    assert sorted(usage['cells'][0]['pinned_cpus']) == [4, 5, 6, 7]
