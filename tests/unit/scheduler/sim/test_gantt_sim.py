@@ -2,6 +2,7 @@
 
 import os
 import random
+import time
 
 import pytest
 import sqlalchemy as sa
@@ -217,3 +218,34 @@ def test_pinned_flavors_take_pinned_cpus_until_numa_filter_refuses(
         usage = session.execute(sa.select(
             models.ComputeNode.numa_usage)).scalar_one()
     assert sorted(usage['cells'][0]['pinned_cpus']) == [4, 5, 6, 7]
+
+
+class _SlowSimulation(engine.Simulation):
+    """Real time passes between rounds (outside the timed decisions), as
+    on a large cloud whose replay lasts minutes."""
+
+    def _round(self, batch):
+        time.sleep(0.07)
+        return super()._round(batch)
+
+
+def test_hosts_stay_up_through_a_replay_longer_than_service_down_time(
+        database, config, tmp_path):
+    # 2 simulated hours, a request every 144 s, each deleted after 5 min
+    # (deletions make the cache re-read the nodes and their services);
+    # the replay lasts over 3.5 s of real time, beyond service_down_time.
+    config.config(service_down_time=2, report_interval=1)
+    (tmp_path / 'cloud.toml').write_text(CLOUD)
+    (tmp_path / 'trace.csv').write_text(
+        'id,tenant,flavor,vcpus,memory_mb,disk_gb,start,end\n' + ''.join(
+            'r%d,t,,1,512,1,%d,%d\n' % (n, 144 * n, 144 * n + 300)
+            for n in range(50)))
+    cloud = sim_cloud.load_cloud(str(tmp_path / 'cloud.toml'))
+    requests = workload.read_csv(str(tmp_path / 'trace.csv'), cloud)
+    sim_cloud.populate(cloud, random.Random(1))
+    started = time.monotonic()
+    result = _SlowSimulation(cloud, requests, seed=1).run()
+    assert time.monotonic() - started > 3.5
+    assert result.horizon > 7000
+    assert result.no_valid_host == {}
+    assert result.placed == 50
