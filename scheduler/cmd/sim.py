@@ -17,7 +17,9 @@ ram_weight_multiplier``, ``host_subset_size``, ``enabled_filters``...).
 By default the database is a SQLite file in a temporary directory, run
 with ``synchronous=OFF`` (the claims are the real statements, without
 the disk flush); ``--database-url`` names an empty database of another
-server instead, whose tables are dropped at the end.
+server instead, whose tables are dropped at the end. The scratch
+database goes when the run ends, fails or is interrupted (Ctrl-C: exit
+code 130).
 
 Bad input (a cloud file's key, a trace's row and field, a configuration
 file's option) is one line on stderr and exit code 2, before anything
@@ -194,9 +196,16 @@ def run_once(cloud, requests, path, args):
                                        workers=args.workers)
         return simulation.run()
     finally:
+        # Normal end, error or Ctrl-C: the scratch database goes.
         CONF.clear_override('alias', group='pci')
         if args.database_url:
-            _drop_tables()
+            try:
+                _drop_tables()
+            except sa.exc.SQLAlchemyError as error:
+                # Not to hide the error that brought us here, if any.
+                sys.stderr.write('gantt-sim: could not drop the tables of '
+                                 '--database-url: %s\n'
+                                 % str(error).splitlines()[0])
         db_api.dispose_engine()
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -213,11 +222,16 @@ def main(argv=None):
         cloud.host_count, len(requests),
         args.trace or 'generated, seed %d' % args.seed))
     results = []
-    for label, path in runs:
-        result = run_once(cloud, requests, path, args)
-        results.append((label, result))
-        print(metrics.summary(result, label))
-        sys.stdout.flush()
+    try:
+        for label, path in runs:
+            result = run_once(cloud, requests, path, args)
+            results.append((label, result))
+            print(metrics.summary(result, label))
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        sys.stderr.write('gantt-sim: interrupted; the scratch database is '
+                         'removed\n')
+        return 130
     if not args.no_plots:
         from scheduler.sim import plots
         for written in plots.draw_all(args.output, results):

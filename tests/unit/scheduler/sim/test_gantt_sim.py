@@ -1,7 +1,12 @@
 """gantt-sim end to end: the real driver over a scratch database."""
 
+import glob
 import os
 import random
+import signal
+import subprocess
+import sys
+import tempfile
 import time
 
 import pytest
@@ -249,3 +254,90 @@ def test_hosts_stay_up_through_a_replay_longer_than_service_down_time(
     assert result.horizon > 7000
     assert result.no_valid_host == {}
     assert result.placed == 50
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """Where gantt-sim makes its scratch directory, watched: the entries
+    seen there while a run replays."""
+    directory = tmp_path / 'scratch'
+    directory.mkdir()
+    monkeypatch.setattr(tempfile, 'tempdir', str(directory))
+    seen = []
+    real_run = engine.Simulation.run
+
+    def run(simulation):
+        seen.extend(os.listdir(directory))
+        return real_run(simulation)
+    monkeypatch.setattr(engine.Simulation, 'run', run)
+    return directory, seen
+
+
+def test_the_scratch_database_goes_after_a_normal_end(files, scratch):
+    directory, seen = scratch
+    assert sim.main(['--cloud', files['cloud.toml'], '--trace',
+                     files['trace.csv'], '--no-plots']) == 0
+    assert len(seen) == 1 and seen[0].startswith('gantt-sim-')
+    assert os.listdir(directory) == []
+
+
+def _fail_in_the_third_round(monkeypatch):
+    real_round = engine.Simulation._round
+    rounds = []
+
+    def failing_round(simulation, batch):
+        rounds.append(batch)
+        if len(rounds) == 3:
+            raise RuntimeError('lost the database')
+        return real_round(simulation, batch)
+    monkeypatch.setattr(engine.Simulation, '_round', failing_round)
+
+
+def test_the_scratch_database_goes_after_an_error(files, scratch,
+                                                  monkeypatch):
+    directory, seen = scratch
+    _fail_in_the_third_round(monkeypatch)
+    with pytest.raises(RuntimeError, match='lost the database'):
+        sim.main(['--cloud', files['cloud.toml'], '--trace',
+                  files['trace.csv'], '--no-plots'])
+    assert seen and os.listdir(directory) == []
+
+
+def test_a_database_url_is_left_empty_after_an_error(
+        files, any_empty_database, monkeypatch):
+    _fail_in_the_third_round(monkeypatch)
+    with pytest.raises(RuntimeError, match='lost the database'):
+        sim.main(['--cloud', files['cloud.toml'], '--trace',
+                  files['trace.csv'], '--no-plots', '--database-url',
+                  any_empty_database])
+    engine_ = sa.create_engine(any_empty_database)
+    try:
+        assert sa.inspect(engine_).get_table_names() == []
+    finally:
+        engine_.dispose()
+
+
+def test_ctrl_c_removes_the_scratch_database_and_exits_130(tmp_path):
+    directory = tmp_path / 'scratch'
+    directory.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'scheduler.cmd.sim', '--hosts', '300',
+         '--no-plots'], env=dict(os.environ, TMPDIR=str(directory)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not glob.glob(str(directory / 'gantt-sim-*' / 'sim.sqlite')):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert err.endswith('gantt-sim: interrupted; the scratch database is '
+                        'removed\n'), err
+    assert os.listdir(directory) == []
