@@ -7,8 +7,10 @@ a simulated clock (see :mod:`scheduler.sim.engine`), prints a summary and
 draws PNGs into ``--output``::
 
     gantt-sim                                   # 500 hosts, seed 1
-    gantt-sim --hosts 10000 --config-file spread.conf
-    gantt-sim --compare spread.conf pack.conf --output cmp
+    gantt-sim --hosts 10000 --config-file etc/gantt-sim/pack.conf
+    gantt-sim --compare etc/gantt-sim/spread.conf etc/gantt-sim/pack.conf
+    gantt-sim --cloud etc/gantt-sim/numa-cloud.toml \
+        --config-file etc/gantt-sim/numa.conf
     gantt-sim --trace vms.csv --cloud cloud.toml --callers 16 --workers 4
 
 Scheduler options come from nova.conf-style files, read with oslo.config
