@@ -12,14 +12,25 @@ from. A cloud is described in a small TOML file (``tomllib``)::
     disk_gb = 2000
     zone = "az1"                 # optional: an availability zone
     aggregates = ["ssd"]         # optional: aggregates it is in
-    # Optional hardware, in the shapes of [fake_virt] numa_topology and
-    # pci_device_pools (scheduler/host_inputs.py): a TOML table/array or
-    # the JSON text a gantt-compute's configuration holds. With NUMA
-    # cells, vcpus and memory_mb may be left out (the cells' sums).
-    numa_topology = {cells = [{id = 0, cpuset = [0, 1], pcpuset = [2, 3],
-                               memory_mb = 65536}]}
-    pci_device_pools = [{vendor_id = "8086", product_id = "0443",
-                         numa_node = 0, count = 2}]
+    # Hardware (optional), in the shapes of [fake_virt] numa_topology
+    # and pci_device_pools (scheduler/host_inputs.py): TOML tables, or
+    # the JSON text a gantt-compute's configuration holds
+    # (numa_topology = '{"cells": [...]}'). With NUMA cells, vcpus and
+    # memory_mb may be left out: the cells' sums.
+    [[hosts]]
+    name = "pinned"
+    count = 100
+    disk_gb = 1000
+    [[hosts.numa_topology.cells]]
+    id = 0
+    cpuset = [0, 1]
+    pcpuset = [2, 3]
+    memory_mb = 65536
+    [[hosts.pci_device_pools]]
+    vendor_id = "8086"
+    product_id = "0443"
+    count = 2
+    tags = {dev_type = "type-PCI"}
 
     # Aggregates and their metadata (strings, as Nova stores them).
     [aggregates.ssd]

@@ -167,3 +167,12 @@ def test_extra_specs_a_request_would_refuse(tmp_path, config, specs,
         sim_cloud.check_extra_specs(cloud)
     assert str(caught.value).startswith('flavors[0].extra_specs: ')
     assert message in str(caught.value), str(caught.value)
+
+
+def test_the_module_docstring_example_is_a_cloud_file(tmp_path):
+    example = sim_cloud.__doc__.split('::\n', 1)[1].split('\n:func:')[0]
+    cloud = _load(tmp_path, '\n'.join(line[4:]
+                                      for line in example.splitlines()))
+    assert [(g.name, g.vcpus, g.memory_mb) for g in cloud.groups] == [
+        ('general', 32, 131072), ('pinned', 4, 65536)]
+    assert cloud.groups[1].pci_device_pools[0]['count'] == 2
