@@ -7,8 +7,10 @@ a simulated clock (see :mod:`scheduler.sim.engine`), prints a summary and
 draws PNGs into ``--output``::
 
     gantt-sim                                   # 500 hosts, seed 1
-    gantt-sim --hosts 10000 --config-file spread.conf
-    gantt-sim --compare spread.conf pack.conf --output cmp
+    gantt-sim --hosts 10000 --config-file etc/gantt-sim/pack.conf
+    gantt-sim --compare etc/gantt-sim/spread.conf etc/gantt-sim/pack.conf
+    gantt-sim --cloud etc/gantt-sim/numa-cloud.toml \
+        --config-file etc/gantt-sim/numa.conf
     gantt-sim --trace vms.csv --cloud cloud.toml --callers 16 --workers 4
 
 Scheduler options come from nova.conf-style files, read with oslo.config
@@ -17,7 +19,9 @@ ram_weight_multiplier``, ``host_subset_size``, ``enabled_filters``...).
 By default the database is a SQLite file in a temporary directory, run
 with ``synchronous=OFF`` (the claims are the real statements, without
 the disk flush); ``--database-url`` names an empty database of another
-server instead, whose tables are dropped at the end.
+server instead, whose tables are dropped at the end. The scratch
+database goes when the run ends, fails or is interrupted (Ctrl-C: exit
+code 130).
 
 Bad input (a cloud file's key, a trace's row and field, a configuration
 file's option) is one line on stderr and exit code 2, before anything
@@ -133,7 +137,21 @@ def _inputs(args):
         runs = [(_label(args.config_file), args.config_file)]
     for _label_, path in runs:
         _configure(path)
+        _use_cloud_aliases(cloud)
+        try:
+            sim_cloud.check_extra_specs(cloud)
+        except sim_cloud.CloudError as error:
+            raise InputError('%s: %s' % (args.cloud or 'cloud', error))
+        finally:
+            CONF.clear_override('alias', group='pci')
     return cloud, requests, runs
+
+
+def _use_cloud_aliases(cloud):
+    """The cloud file's ``[pci] alias``, if it has one, over the
+    configuration's."""
+    if cloud.pci_aliases:
+        CONF.set_override('alias', list(cloud.pci_aliases), group='pci')
 
 
 def _label(path):
@@ -170,6 +188,7 @@ def _drop_tables():
 def run_once(cloud, requests, path, args):
     """One run under the configuration file ``path``: a Result."""
     _configure(path)
+    _use_cloud_aliases(cloud)
     workdir = tempfile.mkdtemp(prefix='gantt-sim-')
     try:
         _open_database(args.database_url, workdir)
@@ -179,8 +198,16 @@ def run_once(cloud, requests, path, args):
                                        workers=args.workers)
         return simulation.run()
     finally:
+        # Normal end, error or Ctrl-C: the scratch database goes.
+        CONF.clear_override('alias', group='pci')
         if args.database_url:
-            _drop_tables()
+            try:
+                _drop_tables()
+            except sa.exc.SQLAlchemyError as error:
+                # Not to hide the error that brought us here, if any.
+                sys.stderr.write('gantt-sim: could not drop the tables of '
+                                 '--database-url: %s\n'
+                                 % str(error).splitlines()[0])
         db_api.dispose_engine()
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -197,11 +224,16 @@ def main(argv=None):
         cloud.host_count, len(requests),
         args.trace or 'generated, seed %d' % args.seed))
     results = []
-    for label, path in runs:
-        result = run_once(cloud, requests, path, args)
-        results.append((label, result))
-        print(metrics.summary(result, label))
-        sys.stdout.flush()
+    try:
+        for label, path in runs:
+            result = run_once(cloud, requests, path, args)
+            results.append((label, result))
+            print(metrics.summary(result, label))
+            sys.stdout.flush()
+    except KeyboardInterrupt:
+        sys.stderr.write('gantt-sim: interrupted; the scratch database is '
+                         'removed\n')
+        return 130
     if not args.no_plots:
         from scheduler.sim import plots
         for written in plots.draw_all(args.output, results):

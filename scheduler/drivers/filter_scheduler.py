@@ -38,8 +38,6 @@ weigher's part in the ranking (``gantt-manage explain``)::
 
 import itertools
 import math
-import os
-import random
 import time
 
 from oslo_log import log as logging
@@ -50,6 +48,7 @@ from scheduler import conf
 from scheduler.db import claims
 from scheduler.drivers import base
 from scheduler.drivers import explain as explain_mod
+from scheduler.drivers import ranking as ranking_mod
 from scheduler import exception
 from scheduler import filters
 from scheduler.filters import retry_filter
@@ -66,8 +65,6 @@ LOG = logging.getLogger(__name__)
 CHECK_TYPE_HINT = placement_types.CHECK_TYPE_HINT
 # The first step NoValidHost names for the 2nd..nth instance of a request.
 EARLIER_INSTANCES = 'earlier instances of the request'
-# Rankings sort everything below this many hosts; above, only the best.
-_FULL_SORT_LIMIT = 256
 
 
 def restrict_candidates(table, spec):
@@ -123,99 +120,6 @@ def restrict_candidates(table, spec):
     return mask, steps, skip_filters
 
 
-_salt = (None, None)
-
-
-def tie_keys(node_ids):
-    """This process's order among hosts of equal weight: a key per node.
-
-    Ties are broken by a hash of the node's id salted per process, not by
-    table order: scheduler processes that see the same equal hosts (a
-    fresh cloud of identical nodes) then try them in different orders
-    instead of all claiming the first, while one process keeps a stable
-    order (a worker forked from another draws its own salt).
-    """
-    global _salt
-    pid, salt = _salt
-    if pid != os.getpid():
-        salt = np.uint64(random.SystemRandom().getrandbits(64) | 1)
-        _salt = (os.getpid(), salt)
-    keys = node_ids.astype(np.uint64) * salt
-    return keys ^ (keys >> np.uint64(31))
-
-
-def seed_tie_breaks(seed):
-    """Break ties in an order drawn from ``seed`` rather than from the
-    system (``gantt-sim`` does, so that a run can be repeated); also
-    seeds the ``host_subset_size`` pick."""
-    global _salt
-    _salt = (os.getpid(), np.uint64(
-        random.Random(seed).getrandbits(64) | 1))
-    random.seed(seed)
-
-
-def _best_first(weights_, keys):
-    """Indices sorting ``weights_`` best first, ties by ``keys``."""
-    if keys is None:
-        return np.argsort(-weights_, kind='stable')
-    return np.lexsort((keys, -weights_))
-
-
-class Ranking:
-    """Rows ranked by weight, best first, ties by the :func:`tie_keys` of
-    their nodes (``ids``: the table's node ids, by row) or else in table
-    order.
-
-    Only the best ``need`` rows (and any tied with the last of them) are
-    sorted up front, and only they get tie keys; :meth:`rest` sorts the
-    others when a request runs out of hosts to try (many lost claim
-    races).
-    """
-
-    def __init__(self, rows, weights_, need, ids=None):
-        self.rows = rows
-        self.weights = weights_
-        self.ids = ids
-        count = len(rows)
-        if count <= max(_FULL_SORT_LIMIT, 4 * need):
-            top = _best_first(weights_, self._keys(None))
-        else:
-            threshold = np.partition(weights_, count - need)[count - need]
-            top = np.flatnonzero(weights_ >= threshold)
-            top = top[_best_first(weights_[top], self._keys(top))]
-        self.head = rows[top]
-        self.head_weights = weights_[top]
-        self.complete = len(top) == count
-
-    def _keys(self, positions):
-        if self.ids is None:
-            return None
-        rows = self.rows if positions is None else self.rows[positions]
-        return tie_keys(self.ids[rows])
-
-    def rest(self):
-        if self.complete:
-            return []
-        order = _best_first(self.weights, self._keys(None))
-        return [int(row) for row in self.rows[order][len(self.head):]]
-
-    def pick_order(self, subset_size, shuffle_best):
-        """Rows to try, in order: a random one of the best
-        ``subset_size`` first, then the others best first (Nova)."""
-        head = self.head.tolist()
-        if not head:
-            return head
-        if shuffle_best:
-            best = int(np.count_nonzero(self.head_weights
-                                        == self.head_weights[0]))
-            tied = head[:best]
-            random.shuffle(tied)
-            head[:best] = tied
-        chosen = random.choice(head[:subset_size])
-        head.remove(chosen)
-        return [chosen] + head
-
-
 def hosts_to_score(candidates, need):
     """How many hosts must pass the filters before a request may stop
     filtering (``[filter_scheduler] hosts_to_score_percent``), or None to
@@ -256,8 +160,12 @@ class _Timer:
 class FilterScheduler(base.Scheduler):
     """Filters, weighers and claims over the cached host table."""
 
-    def __init__(self, host_manager=None):
+    def __init__(self, host_manager=None, tie_breaks=None):
+        """``tie_breaks``: a :class:`random.Random` for the order among
+        equal hosts and the ``host_subset_size`` pick (see
+        :mod:`scheduler.drivers.ranking`); None: seeded per process."""
         super().__init__(host_manager)
+        self.tie_breaks = ranking_mod.TieBreaks(tie_breaks)
         # Unknown filters or weighers stop start-up with PluginNotFound
         # (the host manager says which filter list applies; building it
         # starts nothing).
@@ -485,7 +393,8 @@ class _Request:
         rows = np.flatnonzero(result.mask)
         host_weights = self.driver.weight_handler.weigh(
             self.weighers, self.table, rows, self.spec)
-        ranking = Ranking(rows, host_weights, need, self.table.ids)
+        ranking = ranking_mod.Ranking(rows, host_weights, need,
+                                     self.table.ids, self.driver.tie_breaks)
         self.timer.add('weigh', started)
         if self.observer is not None:
             self.observer.ranked(index, self.weighers, self.table, self.spec,

@@ -12,6 +12,25 @@ from. A cloud is described in a small TOML file (``tomllib``)::
     disk_gb = 2000
     zone = "az1"                 # optional: an availability zone
     aggregates = ["ssd"]         # optional: aggregates it is in
+    # Hardware (optional), in the shapes of [fake_virt] numa_topology
+    # and pci_device_pools (scheduler/host_inputs.py): TOML tables, or
+    # the JSON text a gantt-compute's configuration holds
+    # (numa_topology = '{"cells": [...]}'). With NUMA cells, vcpus and
+    # memory_mb may be left out: the cells' sums.
+    [[hosts]]
+    name = "pinned"
+    count = 100
+    disk_gb = 1000
+    [[hosts.numa_topology.cells]]
+    id = 0
+    cpuset = [0, 1]
+    pcpuset = [2, 3]
+    memory_mb = 65536
+    [[hosts.pci_device_pools]]
+    vendor_id = "8086"
+    product_id = "0443"
+    count = 2
+    tags = {dev_type = "type-PCI"}
 
     # Aggregates and their metadata (strings, as Nova stores them).
     [aggregates.ssd]
@@ -25,6 +44,13 @@ from. A cloud is described in a small TOML file (``tomllib``)::
     memory_mb = 2048
     disk_gb = 20
     weight = 4
+    extra_specs = {"hw:cpu_policy" = "dedicated"}   # optional
+
+    # PCI aliases the flavors' pci_passthrough:alias name (optional;
+    # else the configuration's [pci] alias): JSON text as in nova.conf,
+    # or tables.
+    [pci]
+    alias = [{name = "qat", vendor_id = "8086", product_id = "0443"}]
 
 :func:`load_cloud` reads and checks it (a :class:`CloudError` names the
 key that is wrong), :func:`default_cloud` is the built-in one, and
@@ -36,6 +62,7 @@ services up, aggregates with their hosts) in batches::
 """
 
 import dataclasses
+import json
 import tomllib
 import uuid
 
@@ -44,6 +71,11 @@ import sqlalchemy as sa
 from scheduler.db import aggregates as db_aggregates
 from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler import exception
+from scheduler import hardware
+from scheduler import host_inputs
+from scheduler.objects import request_spec
+from scheduler.pci import alias as pci_alias
 
 # (name, vcpus, memory_mb, root_gb): the flavors the demo boots and the
 # default workload draws from.
@@ -74,6 +106,8 @@ class HostGroup:
     disk_gb: int
     zone: str | None = None
     aggregates: tuple = ()
+    numa_topology: dict | None = None
+    pci_device_pools: list | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +117,7 @@ class Flavor:
     memory_mb: int
     disk_gb: int
     weight: float = 1.0
+    extra_specs: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +125,8 @@ class Cloud:
     groups: tuple
     aggregates: dict
     flavors: tuple
+    # [pci] alias values (JSON text), or () to keep the configuration's.
+    pci_aliases: tuple = ()
 
     @property
     def host_count(self):
@@ -171,9 +208,43 @@ def _check_keys(table, allowed, where):
                          % (where, unknown[0], ', '.join(sorted(allowed))))
 
 
+def _document(table, key, where):
+    """A host group's ``numa_topology`` or ``pci_device_pools``, checked
+    as a compute's report is (None: not given)."""
+    value = table.get(key)
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError as error:
+            raise CloudError('%s.%s: not valid JSON: %s' % (where, key,
+                                                            error))
+    try:
+        return host_inputs.CHECKS[key]('%s.%s' % (where, key), value)
+    except exception.InvalidRequest as error:
+        raise CloudError(error.kwargs['reason'])
+
+
+def _sizes(table, where, topology):
+    """``(vcpus, memory_mb)``: given, or the NUMA cells' sums (which
+    must agree with the given ones)."""
+    if topology is None:
+        return (_positive_int(table, 'vcpus', where),
+                _positive_int(table, 'memory_mb', where))
+    cells = topology['cells']
+    sums = {'vcpus': sum(len(cell.get('cpuset', ()))
+                         + len(cell.get('pcpuset', ())) for cell in cells),
+            'memory_mb': sum(cell['memory_mb'] for cell in cells)}
+    for key, total in sums.items():
+        if key in table and _positive_int(table, key, where) != total:
+            raise CloudError('%s.%s: %d, but the numa_topology cells '
+                             'hold %d' % (where, key, table[key], total))
+    return sums['vcpus'], sums['memory_mb']
+
+
 def _host_group(table, where, aggregates):
     _check_keys(table, ('name', 'count', 'vcpus', 'memory_mb', 'disk_gb',
-                        'zone', 'aggregates'), where)
+                        'zone', 'aggregates', 'numa_topology',
+                        'pci_device_pools'), where)
     names = table.get('aggregates', [])
     if not isinstance(names, list) or not all(
             isinstance(name, str) for name in names):
@@ -182,19 +253,68 @@ def _host_group(table, where, aggregates):
         if name not in aggregates:
             raise CloudError('%s.aggregates: %r is not in [aggregates]'
                              % (where, name))
+    topology = _document(table, 'numa_topology', where)
+    vcpus, memory_mb = _sizes(table, where, topology)
     return HostGroup(
         name=_string(table, 'name', where),
         count=_positive_int(table, 'count', where),
-        vcpus=_positive_int(table, 'vcpus', where),
-        memory_mb=_positive_int(table, 'memory_mb', where),
+        vcpus=vcpus, memory_mb=memory_mb,
         disk_gb=_positive_int(table, 'disk_gb', where, minimum=0),
         zone=_string(table, 'zone', where, required=False),
-        aggregates=tuple(names))
+        aggregates=tuple(names), numa_topology=topology,
+        pci_device_pools=_document(table, 'pci_device_pools', where))
+
+
+def _extra_specs(table, where):
+    specs = table.get('extra_specs', {})
+    if not isinstance(specs, dict) or not all(
+            isinstance(value, str) for value in specs.values()):
+        raise CloudError('%s.extra_specs: must be a table of strings, '
+                         'not %r' % (where, specs))
+    return dict(specs)
+
+
+def _pci_aliases(data, source):
+    """``[pci] alias`` of the cloud file: JSON texts, checked."""
+    _check_keys(data, ('alias',), source + ': pci')
+    values = data.get('alias', [])
+    if not isinstance(values, list):
+        raise CloudError('%s: pci.alias: must be a list' % source)
+    texts = []
+    for index, value in enumerate(values):
+        if isinstance(value, dict):
+            value = json.dumps(value)
+        if not isinstance(value, str):
+            raise CloudError('%s: pci.alias[%d]: must be a table or JSON '
+                             'text, not %r' % (source, index, value))
+        texts.append(value)
+    try:
+        pci_alias.parse_aliases(texts)
+    except exception.ConfigError as error:
+        raise CloudError('%s: pci.alias: %s' % (source, error))
+    return tuple(texts)
+
+
+def check_extra_specs(cloud):
+    """Every flavor's extra specs as a request would be parsed, with
+    ``[pci] alias`` as configured now; CloudError naming the flavor."""
+    for index, flavor in enumerate(cloud.flavors):
+        if not flavor.extra_specs:
+            continue
+        spec = request_spec.RequestSpec(
+            flavor=request_spec.Flavor(
+                vcpus=flavor.vcpus, memory_mb=flavor.memory_mb,
+                root_gb=flavor.disk_gb, extra_specs=flavor.extra_specs),
+            num_instances=1)
+        try:
+            hardware.Request.from_spec(spec)
+        except (exception.InvalidRequest, exception.ConfigError) as error:
+            raise CloudError('flavors[%d].extra_specs: %s' % (index, error))
 
 
 def _flavor(table, where):
-    _check_keys(table, ('name', 'vcpus', 'memory_mb', 'disk_gb', 'weight'),
-                where)
+    _check_keys(table, ('name', 'vcpus', 'memory_mb', 'disk_gb', 'weight',
+                        'extra_specs'), where)
     weight = table.get('weight', 1)
     if isinstance(weight, bool) or not isinstance(weight, (int, float)) \
             or weight <= 0:
@@ -204,13 +324,13 @@ def _flavor(table, where):
                   _positive_int(table, 'vcpus', where),
                   _positive_int(table, 'memory_mb', where),
                   _positive_int(table, 'disk_gb', where, minimum=0),
-                  float(weight))
+                  float(weight), _extra_specs(table, where))
 
 
 def parse_cloud(data, source='cloud'):
     """A Cloud from the parsed TOML ``data``; CloudError names the key
     (``source`` prefixes it: the file's name)."""
-    _check_keys(data, ('hosts', 'aggregates', 'flavors'), source)
+    _check_keys(data, ('hosts', 'aggregates', 'flavors', 'pci'), source)
     aggregates = data.get('aggregates', {})
     _check_keys(aggregates, aggregates.keys(), source + ': aggregates')
     for name, metadata in aggregates.items():
@@ -239,7 +359,8 @@ def parse_cloud(data, source='cloud'):
         flavors = tuple(_flavor(table, '%s: flavors[%d]' % (source, index))
                         for index, table in enumerate(flavors))
     return Cloud(groups, {name: dict(meta)
-                          for name, meta in aggregates.items()}, flavors)
+                          for name, meta in aggregates.items()}, flavors,
+                 _pci_aliases(data.get('pci', {}), source))
 
 
 def load_cloud(path):
@@ -265,6 +386,8 @@ def node_rows(cloud, rng, now):
                 'host': name, 'hypervisor_hostname': name,
                 'vcpus': group.vcpus, 'memory_mb': group.memory_mb,
                 'local_gb': group.disk_gb, 'mapped': True, 'generation': 1,
+                'numa_topology': group.numa_topology,
+                'pci_device_pools': group.pci_device_pools,
                 'created_at': now, 'updated_at': now})
             services.append({
                 'host': name, 'binary': 'gantt-compute', 'topic': 'compute',

@@ -25,6 +25,7 @@ them) and sampled over time for the report::
 """
 
 import heapq
+import random
 import time
 import uuid
 
@@ -60,10 +61,12 @@ class Simulation:
         self.callers = callers
         self.seed = seed
         self._uuids = np.random.default_rng(seed)
-        filter_scheduler.seed_tie_breaks(seed)
+        # Each worker breaks ties its own way, the same way every run of
+        # the seed.
         self.drivers = [filter_scheduler.FilterScheduler(
-            host_manager=host_manager.HostManager(auto_refresh=False))
-            for _ in range(workers)]
+            host_manager=host_manager.HostManager(auto_refresh=False),
+            tie_breaks=random.Random('%d/%d' % (seed, worker)))
+            for worker in range(workers)]
         self.horizon = max((r.start for r in requests), default=0.0)
         self.samples = samples
         self._dirty = [set() for _ in self.drivers]
@@ -181,7 +184,7 @@ class Simulation:
         flavor = request_spec.Flavor(
             name=request.flavor, flavorid=request.flavor,
             vcpus=request.vcpus, memory_mb=request.memory_mb,
-            root_gb=request.disk_gb)
+            root_gb=request.disk_gb, extra_specs=request.extra_specs)
         spec = request_spec.RequestSpec(
             flavor=flavor, num_instances=request.count,
             project_id=request.tenant)

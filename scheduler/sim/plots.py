@@ -37,10 +37,16 @@ def _pyplot():
     return pyplot
 
 
-def _figure(pyplot, runs, height=3.6):
+def _figure(pyplot, runs, height=3.8):
+    """One panel per run, titled by the run's label (the configuration
+    file's name), under a title saying what was simulated."""
     figure, axes = pyplot.subplots(
-        1, len(runs), figsize=(5.5 * len(runs), height), squeeze=False,
-        sharey=True)
+        1, len(runs), figsize=(5.5 * len(runs) + 0.5, height),
+        squeeze=False, sharey=True, layout='constrained')
+    first = runs[0][1]
+    figure.suptitle('gantt-sim: %d hosts, %d requests, %.0f simulated '
+                    'hours' % (first.hosts, first.requests,
+                               first.horizon / 3600.0))
     return figure, axes[0]
 
 
@@ -55,7 +61,6 @@ def _mark_first_failure(axis, result):
 
 
 def _save(pyplot, figure, directory, name):
-    figure.tight_layout()
     path = os.path.join(directory, name)
     figure.savefig(path, dpi=90)
     pyplot.close(figure)
@@ -74,12 +79,12 @@ def utilisation(pyplot, runs, directory):
         axis.set_ylim(0, 100)
         axis.grid(alpha=0.3)
     axes[0].set_ylabel('% of capacity used')
-    axes[0].legend(loc='lower right')
+    axes[0].legend(loc='upper left')
     return _save(pyplot, figure, directory, 'utilisation.png')
 
 
 def heatmap(pyplot, runs, directory):
-    figure, axes = _figure(pyplot, runs, height=4.2)
+    figure, axes = _figure(pyplot, runs, height=4.4)
     image = None
     for axis, (label, result) in zip(axes, runs):
         image = axis.imshow(
@@ -88,14 +93,15 @@ def heatmap(pyplot, runs, directory):
             extent=(0, result.horizon / 3600.0, 0, result.heat.shape[1]))
         axis.set_title('%s: RAM fill per host' % label)
         axis.set_xlabel('simulated hours')
-    bins = runs[0][1].heat.shape[1]
-    axes[0].set_ylabel('hosts (%d bins of %d hosts)' % (
-        bins, max(1, runs[0][1].hosts // bins)))
-    figure.colorbar(image, ax=list(axes), label='% RAM used')
-    path = os.path.join(directory, 'heatmap.png')
-    figure.savefig(path, dpi=90)
-    pyplot.close(figure)
-    return path
+    bins, hosts = runs[0][1].heat.shape[1], runs[0][1].hosts
+    if bins < hosts:
+        axes[0].set_ylabel('hosts in cloud order (%d bins of ~%d)'
+                           % (bins, round(hosts / bins)))
+    else:
+        axes[0].set_ylabel('hosts in cloud order')
+    # One colour scale for every panel: 0-100% of the host's RAM.
+    figure.colorbar(image, ax=list(axes), label='% of the host\'s RAM used')
+    return _save(pyplot, figure, directory, 'heatmap.png')
 
 
 def stranded(pyplot, runs, directory):
@@ -124,13 +130,14 @@ def latency(pyplot, runs, directory):
         axis.hist(data, bins=edges, color='tab:blue')
         axis.set_xscale('log')
         for fraction, style in ((0.5, '--'), (0.99, ':')):
-            axis.axvline(metrics.percentile(data, fraction), color='black',
-                         linestyle=style,
-                         label='p%d' % round(100 * fraction))
+            value = metrics.percentile(data, fraction)
+            axis.axvline(value, color='black', linestyle=style,
+                         label='p%d %.1f ms' % (round(100 * fraction),
+                                                value))
         axis.set_title('%s: decision latency' % label)
-        axis.set_xlabel('ms')
+        axis.set_xlabel('ms (log scale)')
+        axis.legend(loc='upper right')
     axes[0].set_ylabel('decisions')
-    axes[0].legend()
     return _save(pyplot, figure, directory, 'latency.png')
 
 

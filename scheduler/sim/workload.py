@@ -55,6 +55,8 @@ class Request:
     end: float | None = None
     count: int = 1
     policy: str | None = None
+    # The flavor's extra specs (NUMA, pinning, huge pages, PCI).
+    extra_specs: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass
@@ -113,7 +115,8 @@ def generate(cloud, options, seed):
             tenant='tenant-%02d' % rng.randrange(options.tenants),
             flavor=flavor.name, vcpus=flavor.vcpus,
             memory_mb=flavor.memory_mb, disk_gb=flavor.disk_gb,
-            start=now, end=now + lifetime, count=count, policy=policy))
+            start=now, end=now + lifetime, count=count, policy=policy,
+            extra_specs=flavor.extra_specs))
         now += rng.expovariate(rate)
     return requests
 
@@ -145,14 +148,15 @@ def _size(row, line, cloud):
                                 "cloud's flavors (%s)" % (
                                     line, name, ', '.join(
                                         f.name for f in cloud.flavors)))
-        return name, flavor.vcpus, flavor.memory_mb, flavor.disk_gb
+        return (name, flavor.vcpus, flavor.memory_mb, flavor.disk_gb,
+                flavor.extra_specs)
     vcpus, memory_mb, disk_gb = (_number(row, field, line, int)
                                  for field in SIZE_FIELDS)
     if not vcpus or not memory_mb:
         raise WorkloadError('row %d, field %s: must be > 0' % (
             line, 'vcpus' if not vcpus else 'memory_mb'))
-    return '%dc-%dm-%dg' % (vcpus, memory_mb, disk_gb), vcpus, memory_mb, \
-        disk_gb
+    return ('%dc-%dm-%dg' % (vcpus, memory_mb, disk_gb), vcpus, memory_mb,
+            disk_gb, {})
 
 
 def _request(row, line, cloud, seen):
@@ -163,7 +167,7 @@ def _request(row, line, cloud, seen):
         raise WorkloadError('row %d, field id: %r was already on row %d'
                             % (line, ident, seen[ident]))
     seen[ident] = line
-    name, vcpus, memory_mb, disk_gb = _size(row, line, cloud)
+    name, vcpus, memory_mb, disk_gb, extra_specs = _size(row, line, cloud)
     start = _number(row, 'start', line, float)
     end = _number(row, 'end', line, float, required=False)
     if end is not None and end < start:
@@ -171,7 +175,8 @@ def _request(row, line, cloud, seen):
                             % (line, row['end'].strip(),
                                row['start'].strip()))
     return Request(ident, (row.get('tenant') or '').strip() or 'default',
-                   name, vcpus, memory_mb, disk_gb, start, end)
+                   name, vcpus, memory_mb, disk_gb, start, end,
+                   extra_specs=extra_specs)
 
 
 def read_csv(path, cloud):

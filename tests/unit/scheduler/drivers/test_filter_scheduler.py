@@ -2,7 +2,6 @@ import collections
 import logging
 import threading
 
-import numpy as np
 import pytest
 
 from scheduler.db import claims
@@ -430,26 +429,3 @@ def test_empty_cloud(cloud, driver):
     with pytest.raises(exception.NoValidHost) as error:
         driver.select_destinations(None, fakes.spec(), fakes.uuids(1))
     assert str(error.value).endswith('0/0 hosts available')
-
-
-@pytest.mark.parametrize('hosts', [50, 5000])
-def test_processes_break_ties_between_equal_hosts_differently(monkeypatch,
-                                                              hosts):
-    # 5000 rows: only the best are sorted (and keyed) up front.
-    rows = np.arange(hosts)
-    node_ids = rows + 1000
-    weights_ = np.zeros(hosts)
-
-    def order():
-        ranking = filter_scheduler.Ranking(rows, weights_, 3, node_ids)
-        return [int(row) for row in ranking.head] + ranking.rest()
-
-    first = order()
-    assert order() == first              # stable within a process
-    assert sorted(first) == list(rows)   # every host, once
-    monkeypatch.setattr(filter_scheduler.os, 'getpid', lambda: -1)
-    other_process = order()
-    assert other_process != first
-    # Weights still come first: a better host wins whatever its key.
-    weights_[other_process[-1]] = 1.0
-    assert order()[0] == other_process[-1]

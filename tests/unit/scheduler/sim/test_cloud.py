@@ -1,5 +1,7 @@
 """Cloud files: what they describe, and the key an error names."""
 
+import json
+
 import pytest
 
 from scheduler.sim import cloud as sim_cloud
@@ -64,3 +66,113 @@ def test_each_error_names_the_key(tmp_path, change, message):
 def test_a_file_that_is_not_toml(tmp_path):
     with pytest.raises(sim_cloud.CloudError, match='cloud.toml: '):
         _load(tmp_path, '[[hosts]\n')
+
+
+NUMA_CLOUD = '''
+[[hosts]]
+name = "numa"
+count = 2
+disk_gb = 100
+
+[[hosts.numa_topology.cells]]
+id = 0
+cpuset = [0, 1]
+pcpuset = [2, 3]
+memory_mb = 4096
+
+[[hosts.numa_topology.cells]]
+id = 1
+cpuset = [4, 5]
+pcpuset = [6, 7]
+memory_mb = 4096
+
+[[hosts]]
+name = "qat"
+count = 1
+vcpus = 4
+memory_mb = 8192
+disk_gb = 100
+numa_topology = """{"cells": [{"id": 0, "cpuset": [0, 1], \\
+    "pcpuset": [2, 3], "memory_mb": 8192}]}"""
+pci_device_pools = [{vendor_id = "8086", product_id = "0443", count = 2}]
+
+[pci]
+alias = [{name = "qat", vendor_id = "8086", product_id = "0443"}]
+
+[[flavors]]
+name = "pinned"
+vcpus = 2
+memory_mb = 1024
+disk_gb = 10
+
+[flavors.extra_specs]
+"hw:cpu_policy" = "dedicated"
+"pci_passthrough:alias" = "qat:1"
+'''
+
+
+def test_numa_and_pci_hosts_and_flavors_with_extra_specs(tmp_path,
+                                                         config):
+    cloud = _load(tmp_path, NUMA_CLOUD)
+    numa, qat = cloud.groups
+    # Sizes left out: the cells' sums.
+    assert (numa.vcpus, numa.memory_mb) == (8, 8192)
+    assert [cell['pcpuset'] for cell in numa.numa_topology['cells']] == [
+        [2, 3], [6, 7]]
+    # JSON text, as a [fake_virt] option holds it, is read the same way.
+    assert qat.numa_topology['cells'][0]['memory_mb'] == 8192
+    assert qat.pci_device_pools[0]['count'] == 2
+    assert cloud.flavor('pinned').extra_specs == {
+        'hw:cpu_policy': 'dedicated', 'pci_passthrough:alias': 'qat:1'}
+    assert json.loads(cloud.pci_aliases[0])['name'] == 'qat'
+    config.config(alias=list(cloud.pci_aliases), group='pci')
+    sim_cloud.check_extra_specs(cloud)
+
+
+@pytest.mark.parametrize('change, message', [
+    (('pcpuset = [2, 3]\nmemory_mb = 4096', 'pcpuset = [1, 3]\n'
+      'memory_mb = 4096'), 'hosts[0].numa_topology.cells[0]'),
+    (('disk_gb = 100\n\n[[hosts.numa', 'disk_gb = 100\nvcpus = 16\n\n'
+      '[[hosts.numa'), 'hosts[0].vcpus: 16, but the numa_topology cells '
+     'hold 8'),
+    (('"""{"cells": [{', '"""{"cells": [{{'), 'hosts[1].numa_topology: '
+     'not valid JSON'),
+    (('count = 2}]', 'count = -2}]'), 'hosts[1].pci_device_pools[0].count'),
+    (('alias = [{name = "qat", ', 'alias = [{'), 'pci.alias: '),
+    (('"qat:1"\n', '"qat:1"\ncolour = 3\n'), 'flavors[0].extra_specs: '
+     'must be a table of strings'),
+])
+def test_each_hardware_error_names_the_key(tmp_path, change, message):
+    assert change[0] in NUMA_CLOUD
+    with pytest.raises(sim_cloud.CloudError) as caught:
+        _load(tmp_path, NUMA_CLOUD.replace(*change, 1))
+    assert message in str(caught.value), str(caught.value)
+    assert str(caught.value).startswith(str(tmp_path / 'cloud.toml'))
+    assert '\n' not in str(caught.value)
+
+
+@pytest.mark.parametrize('specs, message', [
+    ('"hw:cpu_policy" = "pinned"', 'hw:cpu_policy'),
+    ('"pci_passthrough:alias" = "gpu:1"', 'gpu'),
+])
+def test_extra_specs_a_request_would_refuse(tmp_path, config, specs,
+                                            message):
+    text = NUMA_CLOUD.replace(
+        '"hw:cpu_policy" = "dedicated"\n"pci_passthrough:alias" = '
+        '"qat:1"\n', specs + '\n')
+    assert text != NUMA_CLOUD
+    cloud = _load(tmp_path, text)
+    config.config(alias=list(cloud.pci_aliases), group='pci')
+    with pytest.raises(sim_cloud.CloudError) as caught:
+        sim_cloud.check_extra_specs(cloud)
+    assert str(caught.value).startswith('flavors[0].extra_specs: ')
+    assert message in str(caught.value), str(caught.value)
+
+
+def test_the_module_docstring_example_is_a_cloud_file(tmp_path):
+    example = sim_cloud.__doc__.split('::\n', 1)[1].split('\n:func:')[0]
+    cloud = _load(tmp_path, '\n'.join(line[4:]
+                                      for line in example.splitlines()))
+    assert [(g.name, g.vcpus, g.memory_mb) for g in cloud.groups] == [
+        ('general', 32, 131072), ('pinned', 4, 65536)]
+    assert cloud.groups[1].pci_device_pools[0]['count'] == 2

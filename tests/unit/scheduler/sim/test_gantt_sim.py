@@ -1,12 +1,26 @@
 """gantt-sim end to end: the real driver over a scratch database."""
 
+import glob
 import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
 
 import pytest
+import sqlalchemy as sa
 
 from scheduler.cmd import sim
+from scheduler import conf
+from scheduler.db import api as db_api
+from scheduler.db import models
+from scheduler.sim import cloud as sim_cloud
+from scheduler.sim import engine
 from scheduler.sim import metrics
 from scheduler.sim import plots
+from scheduler.sim import workload
 
 CLOUD = '''
 [[hosts]]
@@ -96,8 +110,11 @@ def test_no_valid_host_names_the_filter_and_peak_utilisation(files):
 def test_a_seed_gives_the_same_summary_twice(config):
     argv = ['--hosts', '12', '--hours', '12', '--seed', '5',
             '--callers', '4', '--workers', '2']
-    texts = [metrics.summary(_run(argv, None), timings=False)
-             for _ in range(2)]
+    texts = []
+    for global_seed in (1, 2):
+        # The run draws from its own seeded sources, not the global one.
+        random.seed(global_seed)
+        texts.append(metrics.summary(_run(argv, None), timings=False))
     assert texts[0] == texts[1]
     assert 'instance(s) placed' in texts[0]
     other = metrics.summary(_run(argv[:-6] + ['--seed', '6'], None),
@@ -136,6 +153,10 @@ def test_compare_runs_both_configurations(files, tmp_path, capsys):
     ('cloud.toml', CLOUD.replace('count = 1', 'count = -1', 1),
      'hosts[0].count: must be an integer >= 1'),
     ('spread.conf', CONF % 'heavy', 'ram_weight_multiplier'),
+    ('cloud.toml', CLOUD + '[[flavors]]\nname = "p"\nvcpus = 1\n'
+     'memory_mb = 512\ndisk_gb = 1\nextra_specs = {"hw:cpu_policy" = '
+     '"pinned"}\n', 'cloud.toml: flavors[0].extra_specs: Invalid NUMA '
+     "request: hw:cpu_policy='pinned'"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(
         files, tmp_path, capsys, name, text, message):
@@ -149,3 +170,174 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(
     error = capsys.readouterr().err
     assert error.count('\n') == 1 and message in error, error
     assert not out.exists()
+
+
+PINNED_CLOUD = '''
+[[hosts]]
+name = "numa"
+count = 1
+disk_gb = 1000
+
+[[hosts.numa_topology.cells]]
+id = 0
+cpuset = [0, 1, 2, 3]
+pcpuset = [4, 5, 6, 7]
+memory_mb = 16384
+
+[[flavors]]
+name = "pinned"
+vcpus = 2
+memory_mb = 1024
+disk_gb = 10
+extra_specs = {"hw:cpu_policy" = "dedicated"}
+
+[[flavors]]
+name = "shared"
+vcpus = 2
+memory_mb = 1024
+disk_gb = 10
+'''
+# Three pinned instances of 2 on a host with 4 dedicated CPUs, then one
+# with floating vCPUs.
+PINNED_TRACE = ('id,tenant,flavor,vcpus,memory_mb,disk_gb,start,end\n'
+                'p1,t,pinned,,,,1,\np2,t,pinned,,,,2,\np3,t,pinned,,,,3,\n'
+                's1,t,shared,,,,4,\n')
+
+
+def test_pinned_flavors_take_pinned_cpus_until_numa_filter_refuses(
+        database, config, tmp_path):
+    filters = conf.CONF.filter_scheduler.enabled_filters
+    config.config(enabled_filters=filters + ['NUMATopologyFilter'],
+                  group='filter_scheduler')
+    (tmp_path / 'cloud.toml').write_text(PINNED_CLOUD)
+    (tmp_path / 'trace.csv').write_text(PINNED_TRACE)
+    cloud = sim_cloud.load_cloud(str(tmp_path / 'cloud.toml'))
+    requests = workload.read_csv(str(tmp_path / 'trace.csv'), cloud)
+    sim_cloud.populate(cloud, random.Random(1))
+    result = engine.Simulation(cloud, requests, seed=1).run()
+    assert [result.placements[name] for name in ('p1', 'p2', 'p3', 's1')] \
+        == [['numa-000001'], ['numa-000001'], [], ['numa-000001']]
+    # Plenty of vCPUs (4 x 16) and RAM are left: the pinned CPUs ran out.
+    assert result.no_valid_host == {'NUMATopologyFilter': 1}
+    with db_api.reader() as session:
+        usage = session.execute(sa.select(
+            models.ComputeNode.numa_usage)).scalar_one()
+    assert sorted(usage['cells'][0]['pinned_cpus']) == [4, 5, 6, 7]
+
+
+class _SlowSimulation(engine.Simulation):
+    """Real time passes between rounds (outside the timed decisions), as
+    on a large cloud whose replay lasts minutes."""
+
+    def _round(self, batch):
+        time.sleep(0.07)
+        return super()._round(batch)
+
+
+def test_hosts_stay_up_through_a_replay_longer_than_service_down_time(
+        database, config, tmp_path):
+    # 2 simulated hours, a request every 144 s, each deleted after 5 min
+    # (deletions make the cache re-read the nodes and their services);
+    # the replay lasts over 3.5 s of real time, beyond service_down_time.
+    config.config(service_down_time=2, report_interval=1)
+    (tmp_path / 'cloud.toml').write_text(CLOUD)
+    (tmp_path / 'trace.csv').write_text(
+        'id,tenant,flavor,vcpus,memory_mb,disk_gb,start,end\n' + ''.join(
+            'r%d,t,,1,512,1,%d,%d\n' % (n, 144 * n, 144 * n + 300)
+            for n in range(50)))
+    cloud = sim_cloud.load_cloud(str(tmp_path / 'cloud.toml'))
+    requests = workload.read_csv(str(tmp_path / 'trace.csv'), cloud)
+    sim_cloud.populate(cloud, random.Random(1))
+    started = time.monotonic()
+    result = _SlowSimulation(cloud, requests, seed=1).run()
+    assert time.monotonic() - started > 3.5
+    assert result.horizon > 7000
+    assert result.no_valid_host == {}
+    assert result.placed == 50
+
+
+@pytest.fixture
+def scratch(tmp_path, monkeypatch):
+    """Where gantt-sim makes its scratch directory, watched: the entries
+    seen there while a run replays."""
+    directory = tmp_path / 'scratch'
+    directory.mkdir()
+    monkeypatch.setattr(tempfile, 'tempdir', str(directory))
+    seen = []
+    real_run = engine.Simulation.run
+
+    def run(simulation):
+        seen.extend(os.listdir(directory))
+        return real_run(simulation)
+    monkeypatch.setattr(engine.Simulation, 'run', run)
+    return directory, seen
+
+
+def test_the_scratch_database_goes_after_a_normal_end(files, scratch):
+    directory, seen = scratch
+    assert sim.main(['--cloud', files['cloud.toml'], '--trace',
+                     files['trace.csv'], '--no-plots']) == 0
+    assert len(seen) == 1 and seen[0].startswith('gantt-sim-')
+    assert os.listdir(directory) == []
+
+
+def _fail_in_the_third_round(monkeypatch):
+    real_round = engine.Simulation._round
+    rounds = []
+
+    def failing_round(simulation, batch):
+        rounds.append(batch)
+        if len(rounds) == 3:
+            raise RuntimeError('lost the database')
+        return real_round(simulation, batch)
+    monkeypatch.setattr(engine.Simulation, '_round', failing_round)
+
+
+def test_the_scratch_database_goes_after_an_error(files, scratch,
+                                                  monkeypatch):
+    directory, seen = scratch
+    _fail_in_the_third_round(monkeypatch)
+    with pytest.raises(RuntimeError, match='lost the database'):
+        sim.main(['--cloud', files['cloud.toml'], '--trace',
+                  files['trace.csv'], '--no-plots'])
+    assert seen and os.listdir(directory) == []
+
+
+def test_a_database_url_is_left_empty_after_an_error(
+        files, any_empty_database, monkeypatch):
+    _fail_in_the_third_round(monkeypatch)
+    with pytest.raises(RuntimeError, match='lost the database'):
+        sim.main(['--cloud', files['cloud.toml'], '--trace',
+                  files['trace.csv'], '--no-plots', '--database-url',
+                  any_empty_database])
+    engine_ = sa.create_engine(any_empty_database)
+    try:
+        assert sa.inspect(engine_).get_table_names() == []
+    finally:
+        engine_.dispose()
+
+
+def test_ctrl_c_removes_the_scratch_database_and_exits_130(tmp_path):
+    directory = tmp_path / 'scratch'
+    directory.mkdir()
+    process = subprocess.Popen(
+        [sys.executable, '-m', 'scheduler.cmd.sim', '--hosts', '300',
+         '--no-plots'], env=dict(os.environ, TMPDIR=str(directory)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not glob.glob(str(directory / 'gantt-sim-*' / 'sim.sqlite')):
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)
+        process.send_signal(signal.SIGINT)
+        _out, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert process.returncode == 130, err
+    assert err.endswith('gantt-sim: interrupted; the scratch database is '
+                        'removed\n'), err
+    assert os.listdir(directory) == []

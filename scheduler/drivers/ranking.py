@@ -1,0 +1,127 @@
+"""Ranking weighed hosts, and breaking ties between equal ones.
+
+:class:`TieBreaks` is one driver's source of chance: the order in which
+it tries hosts of equal weight, the shuffle of the equally best ones
+(``shuffle_best_same_weighed_hosts``) and the pick among the best
+``host_subset_size``. Each driver has its own, so that two schedulers
+that see the same equal hosts (a fresh cloud of identical nodes) try
+them in different orders instead of all claiming the first, while one
+driver keeps a stable order. By default it is seeded afresh in every
+process (a worker forked from the process that built the driver draws
+its own); given a seeded :class:`random.Random` it repeats itself, as
+``gantt-sim --seed`` needs::
+
+    breaks = ranking.TieBreaks(random.Random(1))
+    order = ranking.Ranking(rows, weights, need, node_ids, breaks)
+    order.pick_order(subset_size=1, shuffle_best=False)
+"""
+
+import os
+import random
+
+import numpy as np
+
+# Rankings sort everything below this many hosts; above, only the best.
+FULL_SORT_LIMIT = 256
+
+
+class TieBreaks:
+    """Where one driver's chance comes from; see the module docstring.
+
+    ``source``: a :class:`random.Random` to draw from (seeded: the same
+    choices every run); None: one seeded from the system, drawn again in
+    a forked child.
+    """
+
+    def __init__(self, source=None):
+        self._given = source
+        self._pid = None
+        self._source = self._salt = None
+        if source is not None:
+            self._reset(source)
+
+    def _reset(self, source):
+        self._source = source
+        self._salt = np.uint64(source.getrandbits(64) | 1)
+        self._pid = os.getpid()
+
+    def _fresh(self):
+        if self._given is None and self._pid != os.getpid():
+            self._reset(random.Random())
+
+    @property
+    def source(self):
+        """The :class:`random.Random` to draw picks and shuffles from."""
+        self._fresh()
+        return self._source
+
+    def keys(self, node_ids):
+        """A sort key per node: this driver's order among equal hosts
+        (a hash of the node's id salted per driver, not table order)."""
+        self._fresh()
+        keys = np.asarray(node_ids).astype(np.uint64) * self._salt
+        return keys ^ (keys >> np.uint64(31))
+
+
+def _best_first(weights_, keys):
+    """Indices sorting ``weights_`` best first, ties by ``keys``."""
+    if keys is None:
+        return np.argsort(-weights_, kind='stable')
+    return np.lexsort((keys, -weights_))
+
+
+class Ranking:
+    """Rows ranked by weight, best first, ties by ``tie_breaks.keys`` of
+    their nodes (``ids``: the table's node ids, by row) or else in table
+    order.
+
+    Only the best ``need`` rows (and any tied with the last of them) are
+    sorted up front, and only they get tie keys; :meth:`rest` sorts the
+    others when a request runs out of hosts to try (many lost claim
+    races).
+    """
+
+    def __init__(self, rows, weights_, need, ids=None, tie_breaks=None):
+        self.rows = rows
+        self.weights = weights_
+        self.ids = ids
+        self.tie_breaks = tie_breaks or TieBreaks()
+        count = len(rows)
+        if count <= max(FULL_SORT_LIMIT, 4 * need):
+            top = _best_first(weights_, self._keys(None))
+        else:
+            threshold = np.partition(weights_, count - need)[count - need]
+            top = np.flatnonzero(weights_ >= threshold)
+            top = top[_best_first(weights_[top], self._keys(top))]
+        self.head = rows[top]
+        self.head_weights = weights_[top]
+        self.complete = len(top) == count
+
+    def _keys(self, positions):
+        if self.ids is None:
+            return None
+        rows = self.rows if positions is None else self.rows[positions]
+        return self.tie_breaks.keys(self.ids[rows])
+
+    def rest(self):
+        if self.complete:
+            return []
+        order = _best_first(self.weights, self._keys(None))
+        return [int(row) for row in self.rows[order][len(self.head):]]
+
+    def pick_order(self, subset_size, shuffle_best):
+        """Rows to try, in order: a random one of the best
+        ``subset_size`` first, then the others best first (Nova)."""
+        head = self.head.tolist()
+        if not head:
+            return head
+        source = self.tie_breaks.source
+        if shuffle_best:
+            best = int(np.count_nonzero(self.head_weights
+                                        == self.head_weights[0]))
+            tied = head[:best]
+            source.shuffle(tied)
+            head[:best] = tied
+        chosen = source.choice(head[:subset_size])
+        head.remove(chosen)
+        return [chosen] + head
