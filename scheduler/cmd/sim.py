@@ -212,6 +212,25 @@ def run_once(cloud, requests, path, args):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _interrupted(error):
+    """True if ``error`` was raised while a Ctrl-C unwound the run (a
+    database transaction interrupted mid-statement fails its rollback
+    with an error of its own, the KeyboardInterrupt as its context)."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, KeyboardInterrupt):
+            return True
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def _say_interrupted():
+    sys.stderr.write('gantt-sim: interrupted; the scratch database is '
+                     'removed\n')
+    return 130
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
     objects.register_all()
@@ -230,10 +249,12 @@ def main(argv=None):
             results.append((label, result))
             print(metrics.summary(result, label))
             sys.stdout.flush()
+    except Exception as error:
+        if not _interrupted(error):
+            raise
+        return _say_interrupted()
     except KeyboardInterrupt:
-        sys.stderr.write('gantt-sim: interrupted; the scratch database is '
-                         'removed\n')
-        return 130
+        return _say_interrupted()
     if not args.no_plots:
         from scheduler.sim import plots
         for written in plots.draw_all(args.output, results):

@@ -341,3 +341,21 @@ def test_ctrl_c_removes_the_scratch_database_and_exits_130(tmp_path):
     assert err.endswith('gantt-sim: interrupted; the scratch database is '
                         'removed\n'), err
     assert os.listdir(directory) == []
+
+
+def test_an_error_raised_while_ctrl_c_unwinds_counts_as_the_interrupt():
+    # A transaction cut by Ctrl-C fails its rollback with an error of its
+    # own (SQLAlchemy's PendingRollbackError), the interrupt as context.
+    def cleanup_fails():
+        try:
+            raise KeyboardInterrupt()
+        finally:
+            raise sa.exc.PendingRollbackError('rollback first')
+
+    with pytest.raises(sa.exc.PendingRollbackError) as caught:
+        cleanup_fails()
+    assert sim._interrupted(caught.value)
+    assert not sim._interrupted(ValueError('a real error'))
+    wrapped = RuntimeError('outer')
+    wrapped.__cause__ = ValueError('inner')
+    assert not sim._interrupted(wrapped)
