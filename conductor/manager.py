@@ -30,6 +30,7 @@ from conductor.tasks import migrate
 from conductor.tasks import reaper
 from conductor.tasks import rebuild
 from conductor.tasks import shelve
+from conductor.tasks import super_build
 from scheduler.db import api as db_api
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
@@ -194,7 +195,11 @@ class ComputeTaskManager:
         # starts (in the worker process).
         scheduler_api = scheduler_rpcapi.SchedulerAPI()
         compute_api = compute_rpcapi.ComputeAPI()
-        self.build_task = build.BuildTask(scheduler_api, compute_api)
+        # With [api_database] this is the super-conductor: builds are
+        # accepted in the API database and created in their host's cell.
+        build_class = super_build.SuperBuildTask \
+            if db_api.api_database_configured() else build.BuildTask
+        self.build_task = build_class(scheduler_api, compute_api)
         self.migrate_task = migrate.MigrateTask(scheduler_api, compute_api)
         self.live_migrate_task = live_migrate.LiveMigrateTask(scheduler_api,
                                                               compute_api)
