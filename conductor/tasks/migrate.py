@@ -220,6 +220,7 @@ class MigrateTask:
             ctxt, spec, [row.uuid], return_objects=True,
             return_alternates=True)
         candidate, alternates = selections[0], list(selections[1:])
+        common.check_same_cell(row.uuid, candidate)
         tried, last_error = [], None
         while candidate is not None:
             tried.append(candidate.service_host)

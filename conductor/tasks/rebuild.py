@@ -277,6 +277,7 @@ class RebuildTask:
             [[selection]] = self.scheduler_api.select_destinations(
                 ctxt, spec, [instance_uuid], return_objects=True,
                 return_alternates=False)
+            common.check_same_cell(instance_uuid, selection)
         except exception.NoValidHost as error:
             LOG.warning('Evacuation of %s found no host: %s', instance_uuid,
                         build.error_text(error))

@@ -18,7 +18,8 @@ taken and ``build_and_run_instance`` is cast over the cell's broker
 (one RPC client per ``transport_url``; None is the conductor's own).
 Reschedules after a failed spawn are the cell conductor's business: the
 compute reports to the conductor of its cell, which claims alternates in
-its own ``[database]``.
+its own ``[database]``; a super-conductor that also serves a cell's
+computes (one broker) does the same for them, in its ``[database]``.
 
 A build that gets no host (NoValidHost, a scheduler that did not answer,
 a host without a cell) is created in cell0 in ERROR with the fault it
@@ -106,6 +107,18 @@ class SuperBuildTask(build.BuildTask):
             return _record_build_requests(instance_uuids, request_spec)
         except db_exc.DBError as error:
             raise _api_unavailable(error)
+
+    def reschedule(self, ctxt, instance_uuid, request_spec, host_list,
+                   failure):
+        """A compute of this conductor's own cell (``[database]``, its
+        broker) failed a build: the cell conductor's reschedule, in that
+        cell, the alternates sent over this conductor's transport."""
+        token = _placing.set(cells.LOCAL)
+        try:
+            super().reschedule(ctxt, instance_uuid, request_spec, host_list,
+                               failure)
+        finally:
+            _placing.reset(token)
 
     def _compute_for(self, selection):
         cell = _placing.get()
