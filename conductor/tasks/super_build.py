@@ -253,10 +253,12 @@ def _create_in_cell(instance_uuid, request_spec, cell):
     try:
         _map_to_cell([instance_uuid], cell, raise_errors=True)
     except db_exc.DBError as error:
-        LOG.error('Mapping instance %s to cell %s failed (%s): deleting '
-                  'it from the cell again and releasing its claim',
-                  instance_uuid, cell.label(), db_api.describe_error(error))
+        reason = ('Mapping the instance to cell %s failed: %s'
+                  % (cell.label(), db_api.describe_error(error)))
+        LOG.error('%s; deleting instance %s from the cell again and '
+                  'releasing its claim', reason, instance_uuid)
         _undo_create(instance_uuid)
+        _keep_build_requests([instance_uuid], reason)
         return False
     return True
 

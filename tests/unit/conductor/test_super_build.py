@@ -156,15 +156,13 @@ def test_without_cell0_the_build_request_stays_with_the_fault(
 
 
 @contextlib.contextmanager
-def instance_inserts_fail(url, times):
-    """The cell database at ``url`` loses the connection for the next
-    ``times`` instance INSERTs (-1: all of them)."""
-    with db_api.target_cell(url):
-        engine = db_api.get_engine()
+def statements_fail(engine, prefix, times):
+    """``engine``'s database loses the connection for the next ``times``
+    statements starting with ``prefix`` (-1: all of them)."""
     left = [times]
 
     def before(conn, cursor, statement, parameters, context, executemany):
-        if statement.startswith('INSERT INTO instances') and left[0]:
+        if statement.startswith(prefix) and left[0]:
             left[0] -= 1
             raise db_exc.DBConnectionError(
                 sqlite3.OperationalError('unable to open database file'))
@@ -173,6 +171,14 @@ def instance_inserts_fail(url, times):
         yield
     finally:
         sa.event.remove(engine, 'before_cursor_execute', before)
+
+
+def instance_inserts_fail(url, times):
+    """The cell database at ``url`` loses the connection for the next
+    ``times`` instance INSERTs (-1: all of them)."""
+    with db_api.target_cell(url):
+        engine = db_api.get_engine()
+    return statements_fail(engine, 'INSERT INTO instances', times)
 
 
 def test_a_cell_database_down_past_the_budget_keeps_the_build_request(
@@ -204,6 +210,25 @@ def test_a_cell_database_back_within_the_budget_builds(supercell, database,
             rows = cluster.wait_built(uuids)
     assert rows[uuids[0]].vm_state == 'active'
     assert api_state() == {uuids[0]: ('cell1', 'none')}
+
+
+def test_the_api_database_down_after_the_creation_undoes_it(
+        supercell, database, cell0_url):
+    supercell.config(db_max_retries=1, db_retry_interval=1,
+                     group='api_database')
+    map_cell0(cell0_url)
+    with inprocess.Cluster({'h1': HOST}) as cluster:
+        with statements_fail(db_api.api_engine(),
+                             'UPDATE instance_mappings', -1):
+            uuids = cluster.boot(vcpus=1, memory_mb=512, root_gb=1)
+            wait_for(lambda: api_state()[uuids[0]][1] is not None,
+                     'the fault on the build request')
+    cell, fault = api_state()[uuids[0]]
+    assert cell is None
+    assert fault.startswith('Mapping the instance to cell cell1 failed')
+    # Not half in cell1: its row and its claim are gone.
+    assert rows_in(database) == {} and rows_in(cell0_url) == {}
+    assert allocations() == 0
 
 
 def test_the_api_database_down_refuses_the_build(supercell):
