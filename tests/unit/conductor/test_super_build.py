@@ -181,17 +181,24 @@ def instance_inserts_fail(url, times):
     return statements_fail(engine, 'INSERT INTO instances', times)
 
 
+def _boot_while_failing(outage, cell0_url):
+    """Boot one server while ``outage`` (a statements_fail context) is
+    on; the build request's (cell, fault) once it has a fault."""
+    map_cell0(cell0_url)
+    with inprocess.Cluster({'h1': HOST}) as cluster:
+        with outage:
+            uuids = cluster.boot(vcpus=1, memory_mb=512, root_gb=1)
+            wait_for(lambda: api_state()[uuids[0]][1] is not None,
+                     'the fault on the build request')
+    return api_state()[uuids[0]]
+
+
 def test_a_cell_database_down_past_the_budget_keeps_the_build_request(
         supercell, database, cell0_url):
     supercell.config(db_max_retries=1, db_retry_interval=1,
                      group='database')
-    map_cell0(cell0_url)
-    with inprocess.Cluster({'h1': HOST}) as cluster:
-        with instance_inserts_fail(database, -1):
-            uuids = cluster.boot(vcpus=1, memory_mb=512, root_gb=1)
-            wait_for(lambda: api_state()[uuids[0]][1] is not None,
-                     'the fault on the build request')
-    cell, fault = api_state()[uuids[0]]
+    cell, fault = _boot_while_failing(instance_inserts_fail(database, -1),
+                                      cell0_url)
     assert cell is None
     assert fault.startswith('Creating the instance in cell cell1 failed')
     assert rows_in(database) == {} and rows_in(cell0_url) == {}
@@ -216,14 +223,8 @@ def test_the_api_database_down_after_the_creation_undoes_it(
         supercell, database, cell0_url):
     supercell.config(db_max_retries=1, db_retry_interval=1,
                      group='api_database')
-    map_cell0(cell0_url)
-    with inprocess.Cluster({'h1': HOST}) as cluster:
-        with statements_fail(db_api.api_engine(),
-                             'UPDATE instance_mappings', -1):
-            uuids = cluster.boot(vcpus=1, memory_mb=512, root_gb=1)
-            wait_for(lambda: api_state()[uuids[0]][1] is not None,
-                     'the fault on the build request')
-    cell, fault = api_state()[uuids[0]]
+    cell, fault = _boot_while_failing(statements_fail(
+        db_api.api_engine(), 'UPDATE instance_mappings', -1), cell0_url)
     assert cell is None
     assert fault.startswith('Mapping the instance to cell cell1 failed')
     # Not half in cell1: its row and its claim are gone.
