@@ -151,7 +151,10 @@ def _check_impossible_lands_in_cell0(deployment):
     state, fault = deployment.states(deployment.cell0_url)[buried]
     assert state == 'error'
     assert fault.startswith('No valid host was found.')
-    assert deployment.mapped_cell(buried) == 'cell0'
+    # The row is written in cell0 first, then the mapping.
+    deployment.cluster.wait_until(
+        lambda: deployment.mapped_cell(buried) == 'cell0', 10,
+        'the mapping of %s to cell0' % buried)
     assert count(deployment.api_url,
                  'SELECT count(*) FROM build_requests') == 0
 

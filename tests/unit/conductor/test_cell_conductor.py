@@ -98,3 +98,34 @@ def test_a_node_this_cell_does_not_have_is_refused(database):
     with pytest.raises(exception.CrossCellMoveNotSupported,
                        match='Host h9 is not in the cell of instance u1'):
         common.check_same_cell('u1', selection)
+
+
+def test_the_super_conductor_runs_operations_in_the_instance_cell(
+        supercell, database, cell0_url):
+    with inprocess.Cluster({'h1': HOST}) as cluster:
+        [buried] = cluster.boot(vcpus=64, memory_mb=512, root_gb=1)
+        super_checks.wait_for(
+            lambda: super_checks.api_state()[buried][0] == 'cell0',
+            'the mapping to cell0')
+        # cell0's row, not [database]'s (cell1): found and deleted there.
+        answer = checks.api().delete_instance(checks.ctxt(), buried)
+        assert answer['vm_state'] == 'deleted'
+        assert super_checks.rows_in(cell0_url)[buried].vm_state == 'deleted'
+
+        with pytest.raises(exception.InstanceNotFound):
+            checks.api().shelve_instance(checks.ctxt(),
+                                         uuidutils.generate_uuid())
+        waiting, elsewhere = (uuidutils.generate_uuid() for _ in range(2))
+        with db_api.api_writer() as session:
+            mappings.create_instance_mapping(session, waiting, 'p1')
+            cell9 = mappings.create_cell(
+                session, uuidutils.generate_uuid(), 'cell9',
+                'rabbit://u:p@mq9:5672/', database)
+            mappings.create_instance_mapping(session, elsewhere, 'p1', cell9)
+        with pytest.raises(exception.InvalidRequest,
+                           match='still being scheduled'):
+            checks.api().shelve_instance(checks.ctxt(), waiting)
+        with pytest.raises(exception.InvalidRequest,
+                           match='in cell cell9, which has a broker of its '
+                                 'own'):
+            checks.api().migrate_server(checks.ctxt(), elsewhere)

@@ -132,7 +132,9 @@ def test_no_valid_host_lands_in_cell0_with_its_fault(supercell, database,
     map_cell0(cell0_url)
     with inprocess.Cluster({'h1': HOST}) as cluster:
         uuids = cluster.boot(vcpus=64, memory_mb=512, root_gb=1)
-        wait_for(lambda: uuids[0] in rows_in(cell0_url), 'cell0')
+        # The row is written, then the mapping.
+        wait_for(lambda: api_state()[uuids[0]][0] == 'cell0',
+                 'the mapping to cell0')
     row = rows_in(cell0_url)[uuids[0]]
     assert row.vm_state == 'error'
     assert row.fault.startswith('No valid host was found.')
