@@ -231,6 +231,9 @@ def _read_rows(instance_uuids):
 def _name_rows(instance_uuids, names, rows):
     unnamed = [(uuid, name) for uuid, name in zip(instance_uuids, names)
                if uuid in rows and rows[uuid].display_name != name]
+    if unnamed and db_api.api_database_configured():
+        return any([manage_server_cells.rename(uuid, name)
+                    for uuid, name in unnamed])
     if unnamed:
         with db_api.writer() as session:
             for uuid, name in unnamed:

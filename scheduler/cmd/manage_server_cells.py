@@ -108,6 +108,19 @@ def get_instance(uuid):
     return mapping.cell_name or mapping.cell_uuid, row
 
 
+def rename(uuid, name):
+    """Set the display name of an instance in its cell; False while it
+    has no cell yet (a build request has no name)."""
+    with db_api.api_reader() as session:
+        mapping = mappings.get_instance_mapping(session, uuid)
+    if mapping is None or mapping.cell_id is None:
+        return False
+    with db_api.target_cell(mapping.database_connection):
+        with db_api.writer() as session:
+            db_instances.update(session, uuid, display_name=name)
+    return True
+
+
 def fields_of(row):
     """``[[field, value]]`` of an instance row or a BuildRow."""
     if isinstance(row, BuildRow):

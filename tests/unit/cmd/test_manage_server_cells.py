@@ -6,6 +6,7 @@ from oslo_utils import uuidutils
 import pytest
 
 from scheduler import cells
+from scheduler.cmd import manage_server_cells
 from scheduler.db import api as db_api
 from scheduler.db import instances as db_instances
 from scheduler.db import mappings
@@ -119,3 +120,10 @@ def test_a_cell_that_cannot_be_read_is_named_and_the_others_listed(
     assert 'cell cell9 cannot be read' in result.err
     assert 's3cret-db' not in result.err
     assert len(_listed(result.out)) == 4
+
+
+def test_names_are_written_in_the_instance_cell(servers, run):
+    assert manage_server_cells.rename(servers['failed'], 'web-1') is True
+    assert manage_server_cells.rename(servers['waiting'], 'web-2') is False
+    shown = run('server', 'show', servers['failed']).out
+    assert 'web-1' in shown
