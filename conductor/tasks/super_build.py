@@ -75,11 +75,10 @@ def selected_cell(selection):
 
     :raises: CellMappingNotFound, ApiDatabaseUnavailable
     """
-    cell_uuid = getattr(selection, 'cell_uuid', None) \
-        if 'cell_uuid' in getattr(selection, 'fields', ()) and \
-        selection.obj_attr_is_set('cell_uuid') else None
-    if cell_uuid:
-        return cells.get_cell(cell_uuid)
+    # Selection.cell_uuid is newer than this code: read it if it is set.
+    if 'cell_uuid' in selection.fields and \
+            selection.obj_attr_is_set('cell_uuid') and selection.cell_uuid:
+        return cells.get_cell(selection.cell_uuid)
     return cells.host_cell(selection.service_host)
 
 
@@ -226,10 +225,16 @@ def _accepted_as(mapping, build_request, primitive):
         return build._same_request(build_request.request_spec, primitive)
     if mapping.cell_id is None:
         return False
-    with db_api.target_cell(mapping.database_connection):
-        with db_api.reader() as session:
-            rows = db_instances.list_instances(
-                session, uuids=[mapping.instance_uuid])
+    try:
+        with db_api.target_cell(mapping.database_connection):
+            with db_api.reader() as session:
+                rows = db_instances.list_instances(
+                    session, uuids=[mapping.instance_uuid])
+    except db_exc.DBError as error:
+        raise exception.DatabaseUnavailable(
+            url=config.redact_database_url(mapping.database_connection or
+                                           CONF.database.connection),
+            reason=db_api.describe_error(error))
     return bool(rows) and build._same_request(rows[0].request_spec,
                                               primitive)
 
