@@ -1,7 +1,9 @@
 """Client side of the compute RPC API, and its version history.
 
 Messages go to topic ``compute`` on the server named after the host, so
-each cast reaches exactly the agent that runs the chosen node.
+each cast reaches exactly the agent that runs the chosen node. A
+super-conductor reaches the computes of a cell over that cell's broker:
+``ComputeAPI(rpc.cell_transport(CONF, cell.transport_url))``.
 
 API version history:
 
@@ -30,12 +32,13 @@ RPC_API_VERSION = '1.2'
 
 
 class ComputeAPI:
-    def __init__(self):
+    def __init__(self, transport=None):
         # 1.0 methods are sent as 1.0 (newer ones prepare their version),
         # so that a cap at 1.0 still lets them through.
         target = messaging.Target(topic=RPC_TOPIC, version='1.0')
         self.client = rpc.get_client(
-            target, version_cap=CONF.upgrade_levels.compute)
+            target, version_cap=CONF.upgrade_levels.compute,
+            transport=transport)
 
     def build_and_run_instance(self, ctxt, host, instance_uuid, node,
                                request_spec, host_list):

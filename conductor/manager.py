@@ -13,6 +13,11 @@ a call gets InvalidRequest naming the field, a cast (``build_instances``)
 is logged at ERROR and dropped, and nothing is written for either. A
 compute's build failure counts only for an instance still building on
 the node it names.
+
+With ``[api_database]`` the conductor is a super-conductor: builds go
+through :mod:`conductor.tasks.super_build`, and operations on existing
+servers run in the database of the server's cell
+(:mod:`conductor.tasks.instance_cell`).
 """
 
 import oslo_messaging as messaging
@@ -23,6 +28,7 @@ from conductor import heartbeats
 from conductor import payloads
 from conductor import rpcapi as conductor_rpcapi
 from conductor.tasks import build
+from conductor.tasks import instance_cell
 from conductor.tasks import instance_sync
 from conductor.tasks import delete
 from conductor.tasks import live_migrate
@@ -30,6 +36,7 @@ from conductor.tasks import migrate
 from conductor.tasks import reaper
 from conductor.tasks import rebuild
 from conductor.tasks import shelve
+from conductor.tasks import super_build
 from scheduler.db import api as db_api
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
@@ -166,6 +173,7 @@ OPERATION_EXCEPTIONS = (
     exception.NotFound,            # InstanceNotFound, HostNotFound, ...
     exception.NoValidHost,         # MaxRetriesExceeded too
     exception.MigrationPreCheckError,
+    exception.DatabaseUnavailable,  # the API database (finding the cell)
 )
 
 
@@ -194,7 +202,11 @@ class ComputeTaskManager:
         # starts (in the worker process).
         scheduler_api = scheduler_rpcapi.SchedulerAPI()
         compute_api = compute_rpcapi.ComputeAPI()
-        self.build_task = build.BuildTask(scheduler_api, compute_api)
+        # With [api_database] this is the super-conductor: builds are
+        # accepted in the API database and created in their host's cell.
+        build_class = super_build.SuperBuildTask \
+            if db_api.api_database_configured() else build.BuildTask
+        self.build_task = build_class(scheduler_api, compute_api)
         self.migrate_task = migrate.MigrateTask(scheduler_api, compute_api)
         self.live_migrate_task = live_migrate.LiveMigrateTask(scheduler_api,
                                                               compute_api)
@@ -261,26 +273,30 @@ class ComputeTaskManager:
             if flavor is not None:
                 raise exception.InvalidRequest(
                     reason='a live migration cannot resize')
-            return self.live_migrate_task.execute(ctxt, instance_uuid, host,
-                                                  force)
+            with instance_cell.target(instance_uuid):
+                return self.live_migrate_task.execute(ctxt, instance_uuid,
+                                                      host, force)
         if flavor is not None:
             request_spec_obj.validate_flavor(flavor)
         if host is not None or force:
             raise exception.InvalidRequest(
                 reason='a cold migration or resize takes no host')
-        return self.migrate_task.migrate(ctxt, instance_uuid, flavor)
+        with instance_cell.target(instance_uuid):
+            return self.migrate_task.migrate(ctxt, instance_uuid, flavor)
 
     @rpc.expose
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def confirm_resize(self, ctxt, instance_uuid):
         validation.uuid('instance_uuid', instance_uuid)
-        return self.migrate_task.confirm(ctxt, instance_uuid)
+        with instance_cell.target(instance_uuid):
+            return self.migrate_task.confirm(ctxt, instance_uuid)
 
     @rpc.expose
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def revert_resize(self, ctxt, instance_uuid):
         validation.uuid('instance_uuid', instance_uuid)
-        return self.migrate_task.revert(ctxt, instance_uuid)
+        with instance_cell.target(instance_uuid):
+            return self.migrate_task.revert(ctxt, instance_uuid)
 
     @rpc.expose
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
@@ -295,25 +311,29 @@ class ComputeTaskManager:
             if image is not None:
                 raise exception.InvalidRequest(
                     reason='an evacuation keeps the image')
-            return self.rebuild_task.evacuate(ctxt, instance_uuid, host,
-                                              force)
+            with instance_cell.target(instance_uuid):
+                return self.rebuild_task.evacuate(ctxt, instance_uuid,
+                                                  host, force)
         if host is not None or force:
             raise exception.InvalidRequest(
                 reason='a rebuild stays on its host; only an evacuation '
                        'takes one')
-        return self.rebuild_task.rebuild(ctxt, instance_uuid, image)
+        with instance_cell.target(instance_uuid):
+            return self.rebuild_task.rebuild(ctxt, instance_uuid, image)
 
     @rpc.expose
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def shelve_instance(self, ctxt, instance_uuid):
         validation.uuid('instance_uuid', instance_uuid)
-        return self.shelve_task.shelve(ctxt, instance_uuid)
+        with instance_cell.target(instance_uuid):
+            return self.shelve_task.shelve(ctxt, instance_uuid)
 
     @rpc.expose
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def unshelve_instance(self, ctxt, instance_uuid):
         validation.uuid('instance_uuid', instance_uuid)
-        return self.shelve_task.unshelve(ctxt, instance_uuid)
+        with instance_cell.target(instance_uuid):
+            return self.shelve_task.unshelve(ctxt, instance_uuid)
 
     # -- 1.2 ----------------------------------------------------------------
 
@@ -321,7 +341,8 @@ class ComputeTaskManager:
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def delete_instance(self, ctxt, instance_uuid):
         validation.uuid('instance_uuid', instance_uuid)
-        return self.delete_task.delete(ctxt, instance_uuid)
+        with instance_cell.target(instance_uuid):
+            return self.delete_task.delete(ctxt, instance_uuid)
 
 
 def _checked_build(instance_uuids, request_spec, host_lists, failure):

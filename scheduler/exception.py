@@ -80,6 +80,11 @@ class NoValidHost(GanttException):
     msg_fmt = "No valid host was found. %(reason)s"
 
 
+class CrossCellMoveNotSupported(NoValidHost):
+    msg_fmt = ("Host %(host)s is not in the cell of instance %(uuid)s: "
+               "moving a server to another cell is not supported.")
+
+
 class MaxRetriesExceeded(NoValidHost):
     msg_fmt = "Exceeded maximum number of retries. %(reason)s"
 

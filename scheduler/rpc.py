@@ -39,6 +39,7 @@ all-in-one demo and unit tests; ``rabbit://`` the real deployment.
 import functools
 import inspect
 import logging as std_logging
+import threading
 
 import oslo_messaging as messaging
 from oslo_log import log as logging
@@ -52,6 +53,9 @@ from scheduler.objects import base as objects_base
 LOG = logging.getLogger(__name__)
 
 TRANSPORT = None
+# Transports of other brokers (cells' transport_url) by URL.
+_CELL_TRANSPORTS = {}
+_cell_transports_lock = threading.Lock()
 NOTIFIER = None
 
 # Exceptions of these modules reach RPC callers as themselves.
@@ -205,8 +209,34 @@ def probe_broker(conf, transport_url):
         driver_log.setLevel(level)
 
 
+def cell_transport(conf, url):
+    """The transport of the broker at ``url`` (a cell's
+    ``transport_url``), made at first use and kept for the process;
+    the process's own for None."""
+    if url is None:
+        assert TRANSPORT is not None, 'rpc.init() was not called'
+        return TRANSPORT
+    with _cell_transports_lock:
+        transport = _CELL_TRANSPORTS.get(url)
+        if transport is None:
+            try:
+                transport = messaging.get_rpc_transport(
+                    conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
+            except (messaging.InvalidTransportURL,
+                    messaging.DriverLoadFailure, ValueError) as error:
+                raise exception.MessagingUnavailable(
+                    url=config.redact_transport_url(url),
+                    reason=config.scrub(str(error), [url]))
+            _CELL_TRANSPORTS[url] = transport
+        return transport
+
+
 def cleanup():
     global TRANSPORT
+    with _cell_transports_lock:
+        for transport in _CELL_TRANSPORTS.values():
+            transport.cleanup()
+        _CELL_TRANSPORTS.clear()
     if TRANSPORT is not None:
         TRANSPORT.cleanup()
         TRANSPORT = None
@@ -234,9 +264,10 @@ def get_server(target, endpoints):
         access_policy=ExposedRPCAccessPolicy, **kwargs)
 
 
-def get_client(target, version_cap=None):
-    """An RPC client for ``target`` capped at ``version_cap`` if given."""
+def get_client(target, version_cap=None, transport=None):
+    """An RPC client for ``target`` capped at ``version_cap`` if given,
+    on ``transport`` (default: the process's own)."""
     assert TRANSPORT is not None, 'rpc.init() was not called'
-    return messaging.get_rpc_client(TRANSPORT, target,
+    return messaging.get_rpc_client(transport or TRANSPORT, target,
                                     version_cap=version_cap,
                                     serializer=get_serializer())

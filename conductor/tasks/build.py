@@ -393,9 +393,13 @@ class BuildTask:
             return
         LOG.info('Instance %s goes to %s/%s', instance_uuid,
                  selection.service_host, selection.nodename)
-        self.compute_api.build_and_run_instance(
+        self._compute_for(selection).build_and_run_instance(
             ctxt, selection.service_host, instance_uuid, selection.nodename,
             request_spec, list(alternates))
+
+    def _compute_for(self, selection):
+        """The compute API that reaches ``selection``'s host."""
+        return self.compute_api
 
     @staticmethod
     @db_api.retry_on_db_error

@@ -294,6 +294,29 @@ def cross_cell_error(instance_uuid, source, dest, host):
         % (instance_uuid, source, dest, host))
 
 
+def check_same_cell(instance_uuid, selection):
+    """Refuse a destination outside this conductor's cell: its node must
+    be a compute node of this cell's database (a scheduler that reads
+    every cell may offer one elsewhere). Nova's cross-cell resize is not
+    built; the claim the scheduler made in the other cell is released by
+    that cell's stray-claim reaper (its consumer is unknown there).
+
+    :raises: CrossCellMoveNotSupported
+    """
+    with db_api.reader() as session:
+        if selection.compute_node_uuid:
+            node = db_compute_nodes.get_node_by_uuid(
+                session, selection.compute_node_uuid)
+        else:
+            node = db_compute_nodes.get_node_by_name(
+                session, selection.service_host, selection.nodename)
+    if node is None or node.host != selection.service_host:
+        LOG.warning('Refused moving %s to %s: not a host of this cell',
+                    instance_uuid, selection.service_host)
+        raise exception.CrossCellMoveNotSupported(
+            host=selection.service_host, uuid=instance_uuid)
+
+
 @db_api.retry_on_db_error
 def release(consumer_uuid):
     """Drop every allocation of ``consumer_uuid``; what was released."""

@@ -191,6 +191,7 @@ class LiveMigrateTask:
                 % (build.error_text(error), ', '.join(refused))) from None
         selection = selections[0]
         common.refuse_cross_cell(row.uuid, spec, selection)
+        common.check_same_cell(row.uuid, selection)
         LOG.info('Live migration of instance %s from %s: the scheduler '
                  'chose %s/%s', row.uuid, row.host, selection.service_host,
                  selection.nodename)

@@ -223,6 +223,7 @@ class MigrateTask:
             return_alternates=True)
         candidate, alternates = selections[0], list(selections[1:])
         common.refuse_cross_cell(row.uuid, spec, candidate)
+        common.check_same_cell(row.uuid, candidate)
         tried, last_error = [], None
         while candidate is not None:
             tried.append(candidate.service_host)

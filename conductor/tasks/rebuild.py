@@ -282,6 +282,7 @@ class RebuildTask:
             [[selection]] = self.scheduler_api.select_destinations(
                 ctxt, spec, [row.uuid], return_objects=True,
                 return_alternates=False)
+            common.check_same_cell(row.uuid, selection)
         except exception.NoValidHost as error:
             LOG.warning('Evacuation of %s found no host: %s', row.uuid,
                         build.error_text(error))

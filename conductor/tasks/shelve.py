@@ -178,6 +178,7 @@ class ShelveTask:
                 ctxt, spec, [instance_uuid], return_objects=True,
                 return_alternates=False)
             common.refuse_cross_cell(instance_uuid, spec, selection)
+            common.check_same_cell(instance_uuid, selection)
         except exception.NoValidHost as error:
             fault = 'Unshelve of %s found no host: %s' % (
                 instance_uuid, build.error_text(error))

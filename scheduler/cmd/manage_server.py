@@ -25,7 +25,10 @@ pass as they are. The same arguments describe the request that
 The build call carries no display names, so with ``--name`` gantt-manage
 names the rows itself once the conductor has recorded them.
 
-``server list`` and ``server show`` read the instances table directly.
+``server list`` and ``server show`` read the instances table directly;
+with ``[api_database]`` (cells) they find the instances in every cell
+through their mappings, and show the builds still waiting for a cell
+(see :mod:`scheduler.cmd.manage_server_cells`).
 """
 
 import ipaddress
@@ -39,6 +42,7 @@ from oslo_utils import uuidutils
 
 from conductor import rpcapi as conductor_rpcapi
 from scheduler.cmd import manage_args
+from scheduler.cmd import manage_server_cells
 from scheduler.cmd import manage_table
 from scheduler import conf
 from scheduler import config
@@ -46,7 +50,6 @@ from scheduler import context as gantt_context
 from scheduler.db import api as db_api
 from scheduler.db import instances as db_instances
 from scheduler.db import migration
-from scheduler.db import models
 from scheduler import exception
 from scheduler.objects import request_spec as request_spec_obj
 from scheduler import rpc
@@ -216,6 +219,10 @@ def poll_instances(instance_uuids, names, timeout, until_built):
 
 
 def _read_rows(instance_uuids):
+    if db_api.api_database_configured():
+        return {row.uuid: row for _cell, row in
+                manage_server_cells.list_instances(
+                    uuids=instance_uuids, include_deleted=True)}
     with db_api.reader() as session:
         return {row.uuid: row for row in db_instances.list_instances(
             session, uuids=instance_uuids)}
@@ -224,6 +231,9 @@ def _read_rows(instance_uuids):
 def _name_rows(instance_uuids, names, rows):
     unnamed = [(uuid, name) for uuid, name in zip(instance_uuids, names)
                if uuid in rows and rows[uuid].display_name != name]
+    if unnamed and db_api.api_database_configured():
+        return any([manage_server_cells.rename(uuid, name)
+                    for uuid, name in unnamed])
     if unnamed:
         with db_api.writer() as session:
             for uuid, name in unnamed:
@@ -245,28 +255,41 @@ def landing_table(instance_uuids, rows):
 
 
 def list_servers(host, state, deleted=False):
-    """The servers (without the deleted ones unless ``deleted``)."""
-    with db_api.reader() as session:
-        rows = db_instances.list_instances(
-            session, host=host, vm_state=state.lower() if state else None,
-            include_deleted=deleted or (state or '').lower() == 'deleted')
-    if not rows:
+    """The servers (without the deleted ones unless ``deleted``); with
+    cells, those of every cell and the builds not in one yet."""
+    vm_state = state.lower() if state else None
+    include_deleted = deleted or vm_state == 'deleted'
+    headers = ['UUID', 'Name', 'State', 'Task', 'Host', 'Node',
+               'Created (UTC)']
+    if db_api.api_database_configured():
+        found = manage_server_cells.list_instances(
+            host=host, vm_state=vm_state, include_deleted=include_deleted)
+        headers.append('Cell')
+    else:
+        with db_api.reader() as session:
+            found = [(None, row) for row in db_instances.list_instances(
+                session, host=host, vm_state=vm_state,
+                include_deleted=include_deleted)]
+    if not found:
         print('No servers found.')
         return 0
-    print(manage_table.format_table(
-        ['UUID', 'Name', 'State', 'Task', 'Host', 'Node', 'Created (UTC)'],
-        [[row.uuid, row.display_name, row.vm_state, row.task_state,
-          row.host, row.node, row.created_at] for row in rows]))
+    print(manage_table.format_table(headers, [
+        [row.uuid, row.display_name, row.vm_state, row.task_state,
+         row.host, row.node, row.created_at] + ([] if cell is None
+                                                 else [cell])
+        for cell, row in found]))
     return 0
 
 
 def show(uuid):
-    with db_api.reader() as session:
-        row = db_instances.get(session, uuid)
-    columns = models.Instance.__table__.columns
-    print(manage_table.format_table(
-        ['Field', 'Value'],
-        [[column.name, getattr(row, column.name)] for column in columns]))
+    if db_api.api_database_configured():
+        cell, row = manage_server_cells.get_instance(uuid)
+        fields = manage_server_cells.fields_of(row) + [['cell', cell]]
+    else:
+        with db_api.reader() as session:
+            row = db_instances.get(session, uuid)
+        fields = manage_server_cells.fields_of(row)
+    print(manage_table.format_table(['Field', 'Value'], fields))
     return 0
 
 

@@ -4,8 +4,10 @@ The tables Nova keeps in its API database that Gantt needs so far, with
 Nova's names and columns: ``cell_mappings`` (where each cell's database
 and broker are), ``host_mappings`` (which cell a compute host is in) and
 ``instance_mappings`` (which cell an instance is in; none while it is
-being scheduled). Aggregates, server groups and request specs are still
-in each cell's database (:mod:`scheduler.db.models`).
+being scheduled) and ``build_requests`` (a build the super-conductor
+accepted and has not yet placed in a cell). Aggregates, server groups
+and request specs are still in each cell's database
+(:mod:`scheduler.db.models`).
 
 The schema is built only by the migrations in ``api_migrations/``
 (``gantt-manage api_db sync``); a test checks that these models and those
@@ -14,6 +16,7 @@ with the same naming convention.
 """
 
 import datetime
+from typing import Any
 from typing import Optional
 
 import sqlalchemy as sa
@@ -79,3 +82,22 @@ class InstanceMapping(_Timestamps, ApiBase):
     project_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
     user_id: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
     queued_for_delete: orm.Mapped[bool] = orm.mapped_column(default=False)
+
+
+class BuildRequest(ApiBase):
+    """A build accepted by the super-conductor and not yet in a cell:
+    the request as it came (``request_spec``, a RequestSpec primitive).
+    Deleted once the instance is created in its cell (or in cell0); one
+    left behind says why in ``fault`` (the cell database was away)."""
+
+    __tablename__ = 'build_requests'
+    __table_args__ = (sa.UniqueConstraint('instance_uuid'),
+                      sa.Index(None, 'project_id'))
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    instance_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
+    project_id: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    request_spec: orm.Mapped[Any] = orm.mapped_column(models.JSONText)
+    fault: orm.Mapped[Optional[str]] = orm.mapped_column(sa.Text)
+    created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        models.Timestamp, default=models.utcnow)

@@ -158,6 +158,14 @@ def soft_delete(session, uuid):
                 deleted=_INSTANCE.c.id, deleted_at=now, updated_at=now))
 
 
+def purge(session, uuid):
+    """Remove the row of an instance that never left ``building`` (the
+    super-conductor undoing a creation whose mapping failed). The caller
+    releases its claims in the same transaction."""
+    session.execute(sa.delete(_INSTANCE).where(
+        _INSTANCE.c.uuid == uuid, _INSTANCE.c.vm_state == BUILDING))
+
+
 def stuck_deleting(session, changed_before):
     """Instances left in task_state ``deleting`` since before the given
     naive UTC time (a delete an outage interrupted), oldest first."""

@@ -1,4 +1,5 @@
-"""Queries over the API database: cell, host and instance mappings.
+"""Queries over the API database: cell, host and instance mappings, and
+the build requests of the super-conductor.
 
 Plain functions over a session of :func:`scheduler.db.api.api_reader` or
 :func:`~scheduler.db.api.api_writer`::
@@ -22,6 +23,7 @@ from scheduler import exception
 _CELL = api_models.CellMapping.__table__
 _HOST = api_models.HostMapping.__table__
 _INSTANCE = api_models.InstanceMapping.__table__
+_BUILD = api_models.BuildRequest.__table__
 
 
 def list_cells(session):
@@ -126,3 +128,51 @@ def get_instance_mapping(session, instance_uuid):
                   _CELL.c.database_connection)
         .outerjoin(_CELL, _CELL.c.id == _INSTANCE.c.cell_id)
         .where(_INSTANCE.c.instance_uuid == instance_uuid)).first()
+
+
+def list_instance_mappings(session, uuids=None):
+    """Instance mappings (of ``uuids`` if given) with their cell's
+    columns as :func:`get_instance_mapping`, by instance uuid."""
+    query = (sa.select(_INSTANCE.c.instance_uuid, _INSTANCE.c.cell_id,
+                       _INSTANCE.c.project_id,
+                       _CELL.c.uuid.label('cell_uuid'),
+                       _CELL.c.name.label('cell_name'),
+                       _CELL.c.database_connection)
+             .outerjoin(_CELL, _CELL.c.id == _INSTANCE.c.cell_id)
+             .order_by(_INSTANCE.c.instance_uuid))
+    if uuids is not None:
+        query = query.where(_INSTANCE.c.instance_uuid.in_(list(uuids)))
+    return session.execute(query).all()
+
+
+def set_instance_cell(session, instance_uuid, cell_id):
+    """Point an instance mapping at cell ``cell_id``; whether it exists."""
+    return session.execute(sa.update(_INSTANCE).where(
+        _INSTANCE.c.instance_uuid == instance_uuid).values(
+        cell_id=cell_id, updated_at=models.utcnow())).rowcount == 1
+
+
+def create_build_request(session, instance_uuid, project_id, request_spec):
+    """Record an accepted build (``request_spec``: a RequestSpec
+    primitive). DBDuplicateEntry if the instance has one."""
+    session.execute(sa.insert(_BUILD).values(
+        instance_uuid=instance_uuid, project_id=project_id,
+        request_spec=request_spec, created_at=models.utcnow()))
+
+
+def build_requests_of(session, uuids):
+    """``{instance_uuid: row}`` of the build requests of ``uuids``."""
+    return {row.instance_uuid: row for row in session.execute(
+        sa.select(_BUILD).where(_BUILD.c.instance_uuid.in_(list(uuids))))}
+
+
+def set_build_request_fault(session, instance_uuid, fault):
+    """Say why a build request was left behind."""
+    session.execute(sa.update(_BUILD).where(
+        _BUILD.c.instance_uuid == instance_uuid).values(fault=fault))
+
+
+def delete_build_request(session, instance_uuid):
+    """Delete the build request of an instance; whether it had one."""
+    return session.execute(sa.delete(_BUILD).where(
+        _BUILD.c.instance_uuid == instance_uuid)).rowcount == 1
