@@ -29,7 +29,9 @@ from scheduler import cells
 from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import mappings
+from scheduler.db import migration
 from tests.fixtures import databases
+from tests.fixtures import postgresql
 from tests.functional import cluster as cluster_mod
 
 pytestmark = pytest.mark.functional
@@ -51,6 +53,17 @@ def vhost():
         cluster_mod._rabbitmqctl('delete_vhost', name)
 
 
+@contextlib.contextmanager
+def _cell_database(backend):
+    if '://' not in backend:
+        with databases.cell_database(backend) as url:
+            yield url
+        return
+    with db_api.target_cell(backend):
+        migration.db_sync()
+    yield backend
+
+
 def count(url, sql, **params):
     engine = sa.create_engine(url)
     try:
@@ -65,6 +78,8 @@ class Cells:
     daemons run in :attr:`cluster` (whose ``[database]`` is cell1)."""
 
     def __init__(self, stack, tmp_path, cell_backends):
+        """``cell_backends``: per cell, a backend name (a database of
+        its own on the shared server) or a database URL to use."""
         config = config_fixture.Config(conf.CONF)
         config.setUp()
         stack.callback(config.cleanUp)
@@ -72,8 +87,8 @@ class Cells:
             databases.migrated_api_database('postgresql', config))
         self.cell0_url = stack.enter_context(
             databases.cell_database('postgresql'))
-        self.cell_urls = [stack.enter_context(databases.cell_database(b))
-                          for b in cell_backends]
+        self.cell_urls = [stack.enter_context(_cell_database(backend))
+                          for backend in cell_backends]
         self.brokers = [stack.enter_context(vhost()) for _ in cell_backends]
         with db_api.api_writer() as session:
             mappings.create_cell(session, cells.CELL0_UUID, 'cell0',
@@ -196,3 +211,48 @@ def test_builds_land_in_both_cells(tmp_path):
             assert [state for state, _fault in states.values()] == \
                 ['active']
         _check_impossible_lands_in_cell0(deployment)
+
+
+@pytest.mark.faults
+def test_a_cell_database_away_leaves_the_other_cell_scheduling(tmp_path):
+    """cell2's database is a PostgreSQL cluster of the test's own: stopped,
+    the scheduler leaves cell2 out and every build lands in cell1; a build
+    only cell2 could take fails with its reason in cell0; started again,
+    cell2 takes builds again."""
+    with contextlib.ExitStack() as stack:
+        pg = stack.enter_context(postgresql.PostgresCluster())
+        deployment = Cells(stack, tmp_path, ['mariadb',
+                                             pg.create_database()])
+        deployment.start_cell(0, ['c1a'])
+        deployment.start_cell(1, ['c2a'])
+        deployment.start_top()
+        scheduler = [process for process in deployment.cluster.processes
+                     if process.name.startswith('scheduler')][0]
+
+        pg.stop()
+        deployment.cluster.wait_until(
+            lambda: 'Cell cell2 is left out of scheduling' in
+            scheduler.log(), 60, 'the scheduler to leave cell2 out')
+        # Room for 8 vCPUs on each host: four servers of 2 fit in cell1.
+        built = deployment.create(vcpus=2, count_=4)
+        assert len(built) == 4
+        assert {deployment.mapped_cell(uuid) for uuid in built} == {'cell1'}
+        states = deployment.states(deployment.cell_urls[0])
+        assert {states[uuid][0] for uuid in built} == {'active'}
+        # cell1 is full now: with cell2 away there is no host, and the
+        # build says so in cell0 (nothing waits for the cell forever).
+        [refused] = deployment.create(vcpus=2, count_=1)
+        state, fault = deployment.states(deployment.cell0_url)[refused]
+        assert (state, fault.startswith('No valid host was found.')) == \
+            ('error', True)
+
+        pg.start()
+        deployment.cluster.wait_until(
+            lambda: 'Cell cell2 answers again' in scheduler.log(), 60,
+            'the scheduler to read cell2 again')
+        [back] = deployment.create(vcpus=2, count_=1)
+        assert deployment.mapped_cell(back) == 'cell2'
+        states = deployment.states(deployment.cell_urls[1])
+        assert states[back][0] == 'active'
+        assert count(deployment.api_url,
+                     'SELECT count(*) FROM build_requests') == 0
