@@ -282,12 +282,12 @@ class RebuildTask:
             [[selection]] = self.scheduler_api.select_destinations(
                 ctxt, spec, [row.uuid], return_objects=True,
                 return_alternates=False)
-            common.check_same_cell(row.uuid, selection)
         except exception.NoValidHost as error:
             LOG.warning('Evacuation of %s found no host: %s', row.uuid,
                         build.error_text(error))
             raise
         common.refuse_cross_cell(row.uuid, spec, selection)
+        common.check_same_cell(row.uuid, selection)
         return selection.service_host, selection.nodename
 
     @staticmethod
