@@ -38,6 +38,7 @@ weigher's part in the ranking (``gantt-manage explain``)::
 
 import itertools
 import math
+import operator
 import time
 
 from oslo_log import log as logging
@@ -97,9 +98,13 @@ def restrict_candidates(table, spec):
     cell = None if dest is None else dest.obj_get('cell')
     if cell is not None and not dest.obj_get('allow_cross_cell_move'):
         # Nova: a move that may not leave its cell sees only that cell.
-        narrow('requested_destination.cell', np.fromiter(
-            (state.cell_uuid == cell.uuid for state in table.states),
-            dtype=np.bool_, count=len(table)))
+        # The rows grouped by cell (kept with the table): no pass over
+        # every host per request.
+        codes, keys = table.grouped('cell_uuid',
+                                    operator.attrgetter('cell_uuid'))
+        narrow('requested_destination.cell', np.isin(
+            codes, [code for code, key in enumerate(keys)
+                    if key == cell.uuid]))
         LOG.debug('Host filter only checking hosts of cell %s', cell.uuid)
     ignore_hosts = spec.obj_get('ignore_hosts') or []
     force_hosts = spec.obj_get('force_hosts') or []

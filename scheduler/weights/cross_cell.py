@@ -16,6 +16,8 @@ the multiplier with the metadata key
         allow_cross_cell_move=True)
 """
 
+import operator
+
 import numpy as np
 
 from scheduler import weights
@@ -49,7 +51,10 @@ class CrossCellWeigher(weights.BaseHostWeigher):
         cell_uuid = preferred_cell(spec)
         if cell_uuid is None:
             return np.zeros(len(rows), dtype=np.float64)
-        states = host_table.states
-        return np.fromiter(
-            (states[row].cell_uuid == cell_uuid for row in rows),
-            dtype=np.float64, count=len(rows))
+        # The rows grouped by cell, kept with the table: one comparison
+        # per cell, not a pass over the hosts in Python.
+        codes, keys = host_table.grouped(
+            'cell_uuid', operator.attrgetter('cell_uuid'))
+        in_cell = np.fromiter((key == cell_uuid for key in keys),
+                              dtype=np.float64, count=len(keys))
+        return in_cell[codes[rows]]
