@@ -428,7 +428,8 @@ class HostManager(instance_tracking.InstanceTracking):
                 changes.nodes, changes.services = host_reads.read_changes(
                     session, self._watermark - datetime.timedelta(
                         seconds=WRITE_SLACK),
-                    reread, changes.alive_since, dead)
+                    reread, changes.alive_since, dead,
+                    known=self._generations)
             if not first_load:
                 changes.full = full
                 self._read_instances_and_aggregates(session, changes)

@@ -58,12 +58,13 @@ def read_service_changes(session, since, alive_since, dead):
     return _unique(rows)
 
 
-def read_changes(session, since, reread, alive_since, dead):
+def read_changes(session, since, reread, alive_since, dead, known=None):
     """``(node rows, service rows)`` of an incremental refresh: the nodes
     written since ``since`` and the nodes ``reread`` (ids) whatever
-    their ``updated_at``, and :func:`read_service_changes`."""
+    their ``updated_at``, and :func:`read_service_changes`. ``known``:
+    see :func:`compute_nodes.written_since`."""
     nodes = compute_nodes.written_since(session, since, raw_documents=True,
-                                        ids=reread)
+                                        ids=reread, known=known)
     return nodes, read_service_changes(session, since, alive_since, dead)
 
 

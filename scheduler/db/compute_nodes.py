@@ -96,10 +96,32 @@ def get_generations(session):
     return {row.id: row.generation for row in rows}
 
 
-def written_since(session, since, raw_documents=False, ids=()):
+def written_since(session, since, raw_documents=False, ids=(), known=None):
     """Full rows of the nodes written at or after ``since`` (indexed),
-    and of the nodes ``ids`` whatever their ``updated_at``: one
-    statement, each row once, in id order."""
+    and of the nodes ``ids`` whatever their ``updated_at``: each row
+    once, in id order.
+
+    ``known`` (``{id: generation}``, read with ``.get``): the rows written
+    since ``since`` whose generation it already holds are not read. Their
+    ids and generations are read first (narrow rows), then the full rows
+    of the others and of ``ids``: a refresh that reads the last seconds
+    again (a slack for late commits) does not fetch each changed node's
+    documents several times. Without ``known``, one statement.
+    """
+    if known is not None:
+        written = session.execute(
+            sa.select(_NODE.c.id, _NODE.c.generation)
+            .where(_NODE.c.updated_at >= since)).all()
+        wanted = {row.id for row in written
+                  if known.get(row.id) != row.generation}
+        wanted.update(ids)
+        rows = []
+        ordered = sorted(wanted)
+        for start in range(0, len(ordered), ID_CHUNK):
+            rows.extend(session.execute(
+                _select_nodes(raw_documents).where(
+                    _NODE.c.id.in_(ordered[start:start + ID_CHUNK]))).all())
+        return sorted(rows, key=lambda row: row.id)
     written = _select_nodes(raw_documents).where(_NODE.c.updated_at >= since)
     if not ids:
         return session.execute(written.order_by(_NODE.c.id)).all()
@@ -108,6 +130,10 @@ def written_since(session, since, raw_documents=False, ids=()):
             _NODE.c.id.in_(list(ids))))).all()
     return sorted({row.id: row for row in rows}.values(),
                   key=lambda row: row.id)
+
+
+# Ids per IN list when rows are read by id.
+ID_CHUNK = 1000
 
 
 # Rows per batch when every node is streamed.

@@ -1,4 +1,5 @@
 import pytest
+import sqlalchemy as sa
 
 from scheduler.db import aggregates
 from scheduler.db import api as db_api
@@ -114,3 +115,20 @@ def test_fingerprint_moves_with_every_change(any_database):
     seen.append(_fingerprint())
     assert len(set(seen)) == len(seen)
     assert _fingerprint() == seen[-1]
+
+
+def test_fingerprint_is_one_statement(any_database):
+    # Each host cache refresh asks for it: one round trip, not three.
+    _create('rack1')
+    statements = []
+
+    def count(conn, cursor, statement, *args):
+        statements.append(statement)
+
+    engine = db_api.get_engine()
+    sa.event.listen(engine, 'before_cursor_execute', count)
+    try:
+        _fingerprint()
+    finally:
+        sa.event.remove(engine, 'before_cursor_execute', count)
+    assert len([s for s in statements if 'aggregate' in s]) == 1

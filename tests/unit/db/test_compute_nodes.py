@@ -306,3 +306,20 @@ def test_raw_documents_come_as_their_json_text(any_database):
         # The others as every read gives them.
         assert (row.pci_usage, row.disk_available_least) == ({'k': 1}, 7)
         assert row.stats == INVENTORY['stats']
+
+
+def test_written_since_skips_the_rows_known_at_their_generation(
+        any_database):
+    ids = [report(str(uuid.uuid4()), host='host%d' % n) for n in range(4)]
+    since = models.utcnow() - datetime.timedelta(minutes=1)
+    with db_api.writer() as session:
+        generations = compute_nodes.get_generations(session)
+        known = {ids[0]: generations[ids[0]],          # unchanged
+                 ids[1]: generations[ids[1]] - 1,      # changed since
+                 ids[3]: generations[ids[3]]}          # asked for again
+        rows = compute_nodes.written_since(session, since, known=known,
+                                           ids=[ids[3]])
+        assert [row.id for row in rows] == [ids[1], ids[2], ids[3]]
+        # Without ``known``: every row written since.
+        assert [row.id for row in compute_nodes.written_since(
+            session, since)] == ids
