@@ -7,6 +7,8 @@ becomes :class:`scheduler.exception.InvalidRequest`, so the caller reads why
 its message was refused.
 """
 
+import copy
+
 from oslo_versionedobjects import base as ovo_base
 from oslo_versionedobjects import exception as ovo_exception
 from oslo_versionedobjects import fields
@@ -18,6 +20,10 @@ class GanttObjectRegistry(ovo_base.VersionedObjectRegistry):
     pass
 
 
+# Values a default may share between objects without a copy.
+_IMMUTABLE = (type(None), bool, int, float, str, bytes, tuple, frozenset)
+
+
 class GanttObject(ovo_base.VersionedObject,
                   ovo_base.ComparableVersionedObject):
     OBJ_SERIAL_NAMESPACE = 'gantt_object'
@@ -27,9 +33,61 @@ class GanttObject(ovo_base.VersionedObject,
         super().__init__(context, **kwargs)
         # Fields left out take their declared defaults, so that readers
         # never meet an unset field that has a default.
-        self.obj_set_defaults(*[name for name, field in self.fields.items()
-                                if field.default != fields.UnspecifiedDefault
-                                and name not in kwargs])
+        self._set_defaults(kwargs)
+
+    def _set_defaults(self, given):
+        """Set each field with a declared default that ``given`` (names)
+        lacks to that default, as a changed field.
+
+        The same as oslo.versionedobjects' ``obj_set_defaults`` on a new
+        object, without its per-field cost (it coerces and deep-copies
+        each default and lists every field name to check it is unset):
+        each class coerces its immutable defaults once; a mutable one is
+        copied and set through the field per object."""
+        defaults = type(self).__dict__.get('_gantt_defaults')
+        if defaults is None:
+            defaults = []
+            for name, field in self.fields.items():
+                if field.default == fields.UnspecifiedDefault:
+                    continue
+                value = field.default
+                if isinstance(value, _IMMUTABLE):
+                    defaults.append((name, '_obj_' + name,
+                                     field.coerce(self, name, value), False))
+                else:
+                    defaults.append((name, name, value, True))
+            type(self)._gantt_defaults = defaults
+        changed = self._changed_fields
+        for name, attribute, value, mutable in defaults:
+            if name in given:
+                continue
+            if mutable:
+                # Through the field's setter, on a copy, as ovo does.
+                setattr(self, name, copy.deepcopy(value))
+            else:
+                setattr(self, attribute, value)
+                changed.add(name)
+
+    @classmethod
+    def _obj_from_primitive(cls, context, objver, primitive):
+        """An object from its primitive (see oslo.versionedobjects): the
+        fields the primitive carries are coerced as they are set (a wrong
+        type is refused), the others take their defaults. Unlike the
+        generic path, no default is set first only to be overwritten:
+        every RPC request pays this."""
+        self = cls.__new__(cls)
+        ovo_base.VersionedObject.__init__(self, context)
+        self.VERSION = objver
+        data = cls._obj_primitive_field(primitive, 'data')
+        for name, field in self.fields.items():
+            if name in data:
+                setattr(self, name, field.from_primitive(self, name,
+                                                         data[name]))
+        self._set_defaults(data)
+        changes = cls._obj_primitive_field(primitive, 'changes', [])
+        self._changed_fields = {name for name in changes
+                                if name in self.fields}
+        return self
 
     def obj_get(self, name, default=None):
         """The field's value, or ``default`` when unset or None."""

@@ -22,6 +22,29 @@ _RESOURCE_BOUNDS = {'vcpus': validation.MAX_VCPUS,
 # of floats), so the primitive is the values themselves.
 _FIELD_NAMES = ('compute_node_uuid', 'service_host', 'nodename', 'limits',
                 'allocation_request', 'claimed', 'cell_uuid')
+_UNSET = object()
+
+
+def _text(value):
+    """A string field's value: the string (or None) as it is."""
+    if value is None or type(value) is str:
+        return value
+    return str(value)
+
+
+# {resources: allocation_request JSON}: requests of one flavor share it.
+_request_jsons = {}
+
+
+def _request_json(resources):
+    key = (type(resources), resources)
+    found = _request_jsons.get(key)
+    if found is None:
+        found = jsonutils.dumps(dict(resources._asdict()))
+        if len(_request_jsons) > 256:
+            _request_jsons.clear()
+        _request_jsons[key] = found
+    return found
 
 
 @base.GanttObjectRegistry.register
@@ -42,15 +65,24 @@ class Selection(base.GanttObject):
 
     @classmethod
     def for_host(cls, host_state, resources, claimed, limits=None):
-        """Build a Selection for a HostState-like object and a request."""
-        return cls(compute_node_uuid=host_state.uuid,
-                   service_host=host_state.host,
-                   nodename=host_state.nodename,
-                   limits=dict(limits or {}),
-                   allocation_request=jsonutils.dumps(
-                       dict(resources._asdict())),
-                   claimed=claimed,
-                   cell_uuid=getattr(host_state, 'cell_uuid', None))
+        """Build a Selection for a HostState-like object and a request.
+
+        Every answer builds one per host offered, so the values known to
+        have their field's type are set without the fields' coercion
+        (the host's strings from its database row, a bool, the request's
+        JSON); ``limits`` still goes through its field (floats).
+        """
+        selection = cls.__new__(cls)
+        base.GanttObject.__init__(selection, limits=dict(limits or {}))
+        selection._obj_compute_node_uuid = _text(host_state.uuid)
+        selection._obj_service_host = _text(host_state.host)
+        selection._obj_nodename = _text(host_state.nodename)
+        selection._obj_allocation_request = _request_json(resources)
+        selection._obj_claimed = bool(claimed)
+        selection._obj_cell_uuid = _text(getattr(host_state, 'cell_uuid',
+                                                 None))
+        selection._changed_fields.update(_FIELD_NAMES)
+        return selection
 
     def obj_make_compatible(self, primitive, target_version):
         """A peer older than 1.1 knows no ``cell_uuid``: it finds the
@@ -69,15 +101,16 @@ class Selection(base.GanttObject):
             return super().obj_to_primitive(target_version, version_manifest)
         data = {}
         for name in _FIELD_NAMES:
-            if self.obj_attr_is_set(name):
-                value = getattr(self, name)
+            value = getattr(self, '_obj_' + name, _UNSET)
+            if value is not _UNSET:
                 data[name] = dict(value) if name == 'limits' else value
         namespace = self.OBJ_SERIAL_NAMESPACE
         primitive = {namespace + '.name': self.obj_name(),
                      namespace + '.namespace': self.OBJ_PROJECT_NAMESPACE,
                      namespace + '.version': self.VERSION,
                      namespace + '.data': data}
-        changes = self.obj_what_changed()
+        # No field holds an object: what changed is the changed fields.
+        changes = self._changed_fields
         if changes:
             primitive[namespace + '.changes'] = list(changes)
         return primitive

@@ -1,11 +1,14 @@
 """Selection's own obj_to_primitive equals oslo.versionedobjects' walk."""
 
+import collections
+
 from oslo_versionedobjects import base as ovo_base
 import pytest
 
 from scheduler import context
 from scheduler import objects
 from scheduler.objects import selection
+from scheduler import placement_types
 from scheduler import rpc
 
 objects.register_all()
@@ -76,3 +79,52 @@ def test_round_trip_through_the_rpc_serializer():
     assert back == chosen
     assert back[0][0].limits == {'vcpu': 16.0, 'memory_mb': 4096.0}
     assert back[0][1].compute_node_uuid is None
+
+
+class _Host:
+    def __init__(self, **values):
+        self.__dict__.update(values)
+
+
+HOSTS = [
+    _Host(uuid=UUID, host='node-1', nodename='node-1', cell_uuid=None),
+    _Host(uuid=UUID, host='node-2', nodename='node-2b',
+          cell_uuid='0d5b7a5e-8f6c-4f1e-9a3b-2c4d6e8f0a1b'),
+    _Host(uuid=None, host='ironic', nodename='bm-1'),     # no cell_uuid
+]
+
+
+@pytest.mark.parametrize('host', HOSTS)
+@pytest.mark.parametrize('claimed', [True, False])
+@pytest.mark.parametrize('limits', [None, {'vcpu': 16, 'memory_mb': 4096.5}])
+def test_for_host_is_the_generic_construction(host, claimed, limits):
+    resources = placement_types.Resources(2, 2048, 20)
+    fast = selection.Selection.for_host(host, resources, claimed, limits)
+    generic = selection.Selection(
+        compute_node_uuid=host.uuid, service_host=host.host,
+        nodename=host.nodename, limits=dict(limits or {}),
+        allocation_request='{"vcpus": 2, "memory_mb": 2048, "disk_gb": 20}',
+        claimed=claimed, cell_uuid=getattr(host, 'cell_uuid', None))
+    assert _normalised(fast.obj_to_primitive()) == \
+        _normalised(_generic(generic))
+    assert fast.obj_what_changed() == generic.obj_what_changed()
+    # limits are floats, as the field makes them.
+    assert all(type(value) is float for value in fast.limits.values())
+    # And it reads back, through the serializer, as the generic one.
+    serializer = rpc.get_serializer()
+    ctxt = context.get_admin_context()
+    back = serializer.deserialize_entity(
+        ctxt, serializer.serialize_entity(ctxt, fast))
+    assert back.obj_to_primitive() == generic.obj_to_primitive()
+
+
+def test_allocation_requests_of_equal_amounts_in_other_shapes_differ():
+    # The JSON is cached per resources: a tuple type with other field
+    # names but equal values gets its own.
+    other = collections.namedtuple('Other', 'a b c')(2, 2048, 20)
+    ours = placement_types.Resources(2, 2048, 20)
+    first = selection.Selection.for_host(HOSTS[0], ours, True)
+    second = selection.Selection.for_host(HOSTS[0], other, True)
+    assert first.requested_resources() == {'vcpus': 2, 'memory_mb': 2048,
+                                           'disk_gb': 20}
+    assert second.requested_resources() == {'a': 2, 'b': 2048, 'c': 20}
