@@ -536,8 +536,8 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled):
         trip = _one_trip_sql(checked, refuse_settled, engine.dialect)
         with db_api.autocommit_connection() as connection:
             trip.prepare_on(connection)
-            rows = connection.exec_driver_sql(
-                trip.execute, dict(trip.defaults, **params)).all()
+            rows = db_api.driver_rows(connection, trip.execute,
+                                      dict(trip.defaults, **params))
         return len(rows) == 1
     with db_api.write_connection() as connection:
         lock_instance(connection, consumer_uuid)
