@@ -22,7 +22,9 @@ host_state_refresh_interval`` seconds, reading only what changed:
   every service, to notice deleted rows and rows written by a host whose
   clock lags by more than ``WRITE_SLACK``;
 * aggregates, hosts and metadata, re-read whole only when their
-  fingerprint changed.
+  fingerprint changed: from ``[database]`` in the refresh's own
+  transaction without cells, from the API database with them
+  (:meth:`HostManager.read_api_aggregates`).
 
 Aggregate changes also arrive at once through the scheduler's fanout casts
 (:meth:`HostManager.update_aggregates`, :meth:`HostManager.delete_aggregate`):
@@ -176,6 +178,9 @@ class HostManager(instance_tracking.InstanceTracking):
         self._aggregates_by_host = {}
         self._aggregates_fingerprint = None
         self._aggregate_seq = 0
+        # Why the last read of the aggregates from the API database
+        # failed (None: it did not).
+        self._aggregates_error = None
         self._init_instance_tracking()
         self._consume_seq = 0
         self._consumed_at = {}
@@ -457,6 +462,31 @@ class HostManager(instance_tracking.InstanceTracking):
         if fingerprint != self._aggregates_fingerprint:
             changes.aggregates = db_aggregates.get_all(session)
             changes.aggregates_fingerprint = fingerprint
+
+    def read_api_aggregates(self, changes):
+        """With cells: the aggregates into ``changes`` (when their
+        fingerprint changed), from the API database, where they live.
+        A database that fails keeps the cached ones, with one WARNING
+        until it answers again (an API schema without the aggregate
+        tables says to run ``gantt-manage api_db sync``)."""
+        try:
+            with db_api.api_reader() as session:
+                self._read_instances_and_aggregates(session, changes,
+                                                    instances=False)
+        except db_exc.DBError as error:
+            if isinstance(error, db_exc.DBNonExistentTable):
+                reason = ("the API database has no table %s: run "
+                          "'gantt-manage api_db sync'" % error.table)
+            else:
+                reason = db_api.describe_error(error)
+            if reason != self._aggregates_error:
+                LOG.warning('Could not read the aggregates (%s); keeping '
+                            'the cached ones', reason)
+            self._aggregates_error = reason
+            return
+        if self._aggregates_error is not None:
+            LOG.info('The aggregates are read again')
+        self._aggregates_error = None
 
     def _apply(self, changes, seen_seq):
         """Merge what a refresh read; called with the lock held."""

@@ -34,7 +34,8 @@ node id. :func:`node_id` gives the node id back, and
     cache_id = gather.cache_id(cell, 7)
     assert node_id(cache_id) == 7 and gather.cell_of(cache_id) == cell
 
-Aggregates are read from ``[database]``, as without cells. Instances are
+Aggregates are read from the API database, where they live with cells
+(:meth:`HostManager.read_api_aggregates`). Instances are
 read from each cell on the first load; afterwards the computes' casts keep
 them (a cell that was down at the first load is learnt that way).
 """
@@ -47,8 +48,6 @@ import time
 import weakref
 
 from oslo_log import log as logging
-
-from oslo_db import exception as db_exc
 
 from scheduler import cells
 from scheduler.db import api as db_api
@@ -338,7 +337,7 @@ def cell_job(manager, changes, full, known, reread, dead, instances):
 
 def refresh(manager, changes, full, reread, dead, began, seen_seq):
     """One refresh of ``manager`` over every cell: read them at once and
-    the aggregates (from ``[database]``), apply; return the table."""
+    the aggregates (from the API database), apply; return the table."""
     with manager._lock:
         known = dict(manager._generations)
     job = cell_job(manager, changes, full, known, reread, dead,
@@ -346,14 +345,7 @@ def refresh(manager, changes, full, reread, dead, began, seen_seq):
     reads, left_out = manager._cells.gather(job, began, known)
     merge(changes, reads, left_out)
     changes.full = full or manager._table is None
-    try:
-        with db_api.target_cell(None):
-            with db_api.reader() as session:
-                manager._read_instances_and_aggregates(
-                    session, changes, instances=False)
-    except db_exc.DBError as error:
-        LOG.warning('Could not read the aggregates (%s); keeping the '
-                    'cached ones', db_api.describe_error(error))
+    manager.read_api_aggregates(changes)
     with manager._lock:
         manager._apply(changes, seen_seq)
         return manager._table

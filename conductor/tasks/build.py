@@ -113,12 +113,15 @@ def load_group(request_spec, joining=()):
         raise exception.InvalidRequest(
             reason='the group hint names one server group, not %d'
             % len(hint))
-    with (db_api.writer() if joining else db_api.reader()) as session:
+    # The group in the API database ([database] in one cell), the
+    # members' hosts in their cells.
+    with (db_api.api_writer() if joining else db_api.api_reader()) \
+            as session:
         group = db_groups.get(session, hint)
         if joining:
             db_groups.add_members(session, group.id, joining)
             group = db_groups.get(session, group.uuid)
-        hosts = db_groups.member_hosts(session, group.members)
+    hosts = db_groups.find_member_hosts(group.members)
     request_spec.instance_group = request_spec_obj.InstanceGroup(
         uuid=group.uuid, name=group.name, policy=group.policy,
         rules={key: str(value) for key, value in group.rules.items()},
@@ -193,8 +196,8 @@ class BuildTask:
         """Join the server group, ask the scheduler, cast the builds;
         every outcome ends on the instances."""
         try:
-            group = db_api.retry_on_db_error(join_group)(instance_uuids,
-                                                         request_spec)
+            group = db_api.retry_on_api_db_error(join_group)(
+                instance_uuids, request_spec)
         except (db_groups.InstanceGroupNotFound,
                 exception.InvalidRequest) as error:
             LOG.warning('Build of %s refused: %s', instance_uuids, error)

@@ -17,6 +17,8 @@ Options of gantt-manage itself come before the command::
     gantt-manage host show compute1  # its CPU, NUMA cells, PCI devices
     gantt-manage discover_hosts      # map newly reported compute nodes
     gantt-manage api_db sync         # cells: the API database's schema
+    gantt-manage db online_data_migrations  # cells: this cell's aggregates
+                                            # and groups to the API database
     gantt-manage cell_v2 list_cells  # cells: see manage_cell_v2
     gantt-manage server create --vcpus 1 --ram 512 --disk 1 --wait
     gantt-manage server list --host compute1 --state active
@@ -55,6 +57,7 @@ from scheduler.cmd import manage_aggregate
 from scheduler.cmd import manage_api_db
 from scheduler.cmd import manage_args
 from scheduler.cmd import manage_cell_v2
+from scheduler.cmd import manage_data_migrations
 from scheduler.cmd import manage_explain
 from scheduler.cmd import manage_host
 from scheduler.cmd import manage_server
@@ -301,6 +304,14 @@ COMMANDS = {
                            'revision.', []),
         'check': Command(db_check, 'Check that every node\'s usage matches '
                          'its allocations and capacity.', []),
+        'online_data_migrations': Command(
+            manage_data_migrations.online_data_migrations,
+            'Move this cell\'s aggregates and server groups to the API '
+            'database (cells).', [
+                _arg('max_count', '--max-count', metavar='NUMBER',
+                     help='Move at most this many rows (default: '
+                          'batches of %d until done).'
+                     % manage_data_migrations.BATCH)]),
     }),
     'api_db': manage_api_db.CATEGORY,
     'cell_v2': manage_cell_v2.CATEGORY,

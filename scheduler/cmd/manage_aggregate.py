@@ -16,6 +16,11 @@ refresh::
     gantt-manage aggregate remove-host rack1 compute1
     gantt-manage aggregate delete rack1
 
+Aggregates are in the API database (``[api_database]``), as Nova keeps
+them; in one cell (no ``[api_database]``), in ``[database]``. A host to
+add must have a compute service: in ``[database]``, or with cells in the
+cell its host mapping names.
+
 ``set-metadata`` takes ``KEY=VALUE`` to set a key and a bare ``KEY`` to
 unset it. As in Nova, a host cannot be in two zones (refused), only hosts
 with a compute service can be added, and an aggregate with hosts cannot be
@@ -25,10 +30,14 @@ a warning: the schedulers then see the change at their next refresh.
 
 import sys
 
+from oslo_db import exception as db_exc
 import oslo_messaging as messaging
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 
 from compute import manager as compute_manager
+from scheduler import cells
+from scheduler.cells import registry
 from scheduler.cmd import manage_args
 from scheduler.cmd import manage_table
 from scheduler import conf
@@ -105,14 +114,45 @@ def _print_aggregate(aggregate):
     ]))
 
 
-def _check_compute_host(session, host):
+def _check_compute_host(host):
+    """ComputeHostNotFound unless ``host`` has a compute service: in
+    ``[database]``, or with cells in the cell of its host mapping."""
+    cell = cells.LOCAL
+    if db_api.api_database_configured():
+        cell = cells.host_cell(host)
+        if cell is None or cell.is_cell0:
+            raise ComputeHostNotFound(host=host)
     service = models.Service.__table__
-    found = session.execute(
-        sa.select(service.c.id).where(
-            service.c.host == host,
-            service.c.binary == compute_manager.BINARY)).first()
+    with cells.target(cell):
+        try:
+            with db_api.reader() as session:
+                found = session.execute(
+                    sa.select(service.c.id).where(
+                        service.c.host == host,
+                        service.c.binary == compute_manager.BINARY)).first()
+        except (sa_exc.SQLAlchemyError, db_exc.DBError) as error:
+            raise exception.DatabaseUnavailable(
+                url=config.redact_database_url(
+                    db_api.targeted_connection()),
+                reason='reading the compute services of %s: %s'
+                % (host, db_api.describe_error(error))) from error
     if found is None:
         raise ComputeHostNotFound(host=host)
+
+
+def _errors(what):
+    """Database errors inside the block as one line naming the database
+    holding the aggregates."""
+    return registry.database_errors(
+        what, api=db_api.api_database_configured())
+
+
+def _reading():
+    return _errors('reading the aggregates')
+
+
+def _writing():
+    return _errors('writing the aggregates')
 
 
 # -- the commands -----------------------------------------------------------
@@ -120,28 +160,28 @@ def _check_compute_host(session, host):
 def _before(action, ident):
     """``aggregate.<action>.start`` with the aggregate as it is now."""
     if notifications.enabled():
-        with db_api.reader() as session:
+        with _reading(), db_api.api_reader() as session:
             aggregate_notes.aggregate_action(
                 None, action, 'start', db_aggregates.get(session, ident))
 
 
 def create(name, zone, metadata):
-    migration.check_schema()
+    migration.check_api_schema()
     values = dict(metadata)
     if zone:
         values[db_aggregates.AZ_KEY] = zone
     aggregate_notes.aggregate_action(None, 'create', 'start', name=name,
                                      metadata=values)
-    with db_api.writer() as session:
+    with _writing(), db_api.api_writer() as session:
         aggregate = db_aggregates.create(session, name, metadata=values)
     aggregate_notes.aggregate_action(None, 'create', 'end', aggregate)
     return _changed(aggregate)
 
 
 def delete(ident):
-    migration.check_schema()
+    migration.check_api_schema()
     _before('delete', ident)
-    with db_api.writer() as session:
+    with _writing(), db_api.api_writer() as session:
         aggregate = db_aggregates.get(session, ident)
         if aggregate.hosts:
             raise AggregateNotEmpty(ident=aggregate.name,
@@ -155,8 +195,8 @@ def delete(ident):
 
 
 def list_aggregates():
-    migration.check_schema()
-    with db_api.reader() as session:
+    migration.check_api_schema()
+    with _reading(), db_api.api_reader() as session:
         aggregates = db_aggregates.get_all(session)
     if not aggregates:
         print('No aggregates found.')
@@ -172,36 +212,36 @@ def list_aggregates():
 
 
 def show(ident):
-    migration.check_schema()
-    with db_api.reader() as session:
+    migration.check_api_schema()
+    with _reading(), db_api.api_reader() as session:
         aggregate = db_aggregates.get(session, ident)
     _print_aggregate(aggregate)
     return 0
 
 
 def add_host(ident, host):
-    migration.check_schema()
+    migration.check_api_schema()
     _before('add_host', ident)
-    with db_api.writer() as session:
-        _check_compute_host(session, host)
+    _check_compute_host(host)
+    with _writing(), db_api.api_writer() as session:
         aggregate = db_aggregates.add_host(session, ident, host)
     aggregate_notes.aggregate_action(None, 'add_host', 'end', aggregate)
     return _changed(aggregate)
 
 
 def remove_host(ident, host):
-    migration.check_schema()
+    migration.check_api_schema()
     _before('remove_host', ident)
-    with db_api.writer() as session:
+    with _writing(), db_api.api_writer() as session:
         aggregate = db_aggregates.remove_host(session, ident, host)
     aggregate_notes.aggregate_action(None, 'remove_host', 'end', aggregate)
     return _changed(aggregate)
 
 
 def set_metadata(ident, items):
-    migration.check_schema()
+    migration.check_api_schema()
     _before('update_metadata', ident)
-    with db_api.writer() as session:
+    with _writing(), db_api.api_writer() as session:
         aggregate = db_aggregates.update_metadata(session, ident,
                                                   dict(items))
     aggregate_notes.aggregate_action(None, 'update_metadata', 'end',

@@ -17,7 +17,7 @@ from scheduler import exception
 PROG = 'gantt-manage'
 
 
-def _require_api_database(what):
+def require_api_database(what):
     if not db_api.api_database_configured():
         raise exception.ApiDatabaseRequired(what="'%s %s'" % (PROG, what))
 
@@ -26,7 +26,7 @@ def print_version(database):
     """Print the current and head revision of ``database`` ('main' or
     'api'), and what to run when they differ."""
     if database == 'api':
-        _require_api_database('api_db version')
+        require_api_database('api_db version')
         db_api.check_api_connection()
     else:
         db_api.check_connection()
@@ -41,7 +41,7 @@ def print_version(database):
 
 
 def sync():
-    _require_api_database('api_db sync')
+    require_api_database('api_db sync')
     db_api.check_api_connection()
     migration.db_sync(database='api')
     print('API database upgraded to revision %s.'

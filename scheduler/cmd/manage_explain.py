@@ -89,6 +89,9 @@ def _print_instance(instance, count, with_cells=False):
 def explain(vcpus, ram, disk, count, az, hints, project, extra_specs=(),
             image=None, image_properties=()):
     migration.check_schema()
+    if db_api.api_database_configured():
+        # The server group and the aggregates are read there.
+        migration.check_schema(database='api')
     spec = manage_server.build_request_spec(
         vcpus, ram, disk, count, az, hints, project, [], extra_specs, image,
         image_properties)

@@ -14,8 +14,12 @@ a group at boot with the ``group`` hint::
     gantt-manage server-group delete web
 
 Groups are named by UUID, or by name when exactly one group has it.
+They are in the API database (``[api_database]``), as Nova keeps them;
+in one cell (no ``[api_database]``), in ``[database]``. ``show`` finds
+each member's host in its cell.
 """
 
+from scheduler.cells import registry
 from scheduler.cmd import manage_args
 from scheduler.cmd import manage_table
 from scheduler.db import api as db_api
@@ -26,13 +30,21 @@ from scheduler.notifications import server_group as group_notes
 BINARY = 'gantt-manage'
 
 
+def _errors(what):
+    """Database errors inside the block as one line naming the database
+    holding the groups."""
+    return registry.database_errors(
+        what, api=db_api.api_database_configured())
+
+
 def _rules_text(rules):
     return ', '.join('%s=%s' % item for item in sorted(rules.items()))
 
 
 def create(name, policy, rules, project, user):
-    migration.check_schema()
-    with db_api.writer() as session:
+    migration.check_api_schema()
+    with _errors('writing the server groups'), \
+            db_api.api_writer() as session:
         group = db_groups.create(session, name, policy, rules=dict(rules),
                                  project_id=project, user_id=user)
     group_notes.group_action(None, 'create', group, BINARY)
@@ -41,8 +53,9 @@ def create(name, policy, rules, project, user):
 
 
 def list_groups(project):
-    migration.check_schema()
-    with db_api.reader() as session:
+    migration.check_api_schema()
+    with _errors('reading the server groups'), \
+            db_api.api_reader() as session:
         groups = db_groups.list_groups(session, project_id=project)
     if not groups:
         print('No server groups found.')
@@ -55,17 +68,20 @@ def list_groups(project):
 
 
 def show(ident):
-    migration.check_schema()
-    with db_api.reader() as session:
+    migration.check_api_schema()
+    with _errors('reading the server groups'), \
+            db_api.api_reader() as session:
         group = db_groups.get(session, ident)
-        hosts = db_groups.member_hosts(session, group.members)
+    with _errors('reading the hosts of its members'):
+        hosts = db_groups.find_member_hosts(group.members)
     _print_group(group, hosts)
     return 0
 
 
 def delete(ident):
-    migration.check_schema()
-    with db_api.writer() as session:
+    migration.check_api_schema()
+    with _errors('writing the server groups'), \
+            db_api.api_writer() as session:
         group = db_groups.delete(session, ident)
     group_notes.group_action(None, 'delete', group, BINARY)
     print('Deleted server group %s (%s).' % (group.name, group.uuid))

@@ -25,6 +25,10 @@ Checks:
   API database is at its newest migration, cell0 and at least one other
   cell are mapped, and if no host is mapped no cell has compute nodes
   (else ``gantt-manage cell_v2 discover_hosts``). Passes in one cell.
+* **Aggregates and server groups**: where they live (``[database]`` in
+  one cell; with cells the API database, at its newest migration); a
+  warning when a cell's own tables still hold some, unused (``gantt-manage
+  db online_data_migrations`` moves them).
 
 Exit codes are Nova's: 0 all passed, 1 a warning, 2 a failure, 255 the
 check could not run (the database is unreachable, say), with one line
@@ -172,6 +176,17 @@ class Checks(upgradecheck.UpgradeCommands):
                               db_api.api_connection()),
                               db_api.describe_error(error)))
 
+    def _check_groups(self):
+        if not db_api.api_database_configured():
+            return Result(Code.SUCCESS, 'One cell: in [database].')
+        try:
+            return status_cells.groups_check()
+        except Exception as error:
+            return Result(Code.FAILURE, 'Cannot read the API database at '
+                          '%s: %s' % (config.redact_database_url(
+                              db_api.api_connection()),
+                              db_api.describe_error(error)))
+
     _upgrade_checks = (
         ('Database schema', _check_schema),
         ('RPC version caps', _check_rpc_caps),
@@ -179,6 +194,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Claims', _check_claims),
         ('Deprecated options', _check_deprecated_options),
         ('Cells v2', _check_cells_v2),
+        ('Aggregates and server groups', _check_groups),
     )
 
 

@@ -1,9 +1,17 @@
-"""The Cells v2 check of ``gantt-status upgrade check``, as Nova's.
+"""The cells checks of ``gantt-status upgrade check``.
 
-With ``[api_database] connection`` set: the API schema is at its newest
-migration; cell0 and at least one other cell are mapped; and when no
-host is mapped yet, no cell has compute nodes (a fresh install may have
-none: that passes, with a reminder to run discovery).
+Cells v2, as Nova's: with ``[api_database] connection`` set, the API
+schema is at its newest migration; cell0 and at least one other cell
+are mapped; and when no host is mapped yet, no cell has compute nodes (a
+fresh install may have none: that passes, with a reminder to run
+discovery).
+
+Aggregates and server groups (:func:`groups_check`): where they live.
+One cell: ``[database]``. With ``[api_database]``: the API database,
+which must be at its newest migration; a cell whose own tables still
+hold aggregates or server groups (from before cells) is a warning, as
+Gantt does not read them there (``gantt-manage db
+online_data_migrations`` moves them).
 """
 
 from oslo_upgradecheck import upgradecheck
@@ -12,6 +20,7 @@ import sqlalchemy as sa
 from scheduler.cells import registry
 from scheduler import config
 from scheduler.db import api as db_api
+from scheduler.db import api_models
 from scheduler.db import mappings
 from scheduler.db import migration
 from scheduler.db import models
@@ -69,3 +78,64 @@ def check():
     return Result(Code.SUCCESS, 'No host mappings or compute nodes were '
                   "found. Remember to run 'gantt-manage cell_v2 "
                   "discover_hosts' when new compute hosts are deployed.")
+
+
+def _count_own_records(cell):
+    """``(aggregates, server groups)`` in the cell database's own tables."""
+    with db_api.target_cell(cell.database_connection):
+        try:
+            with db_api.reader() as session:
+                return tuple(session.execute(sa.select(sa.func.count())
+                                             .select_from(model))
+                             .scalar_one()
+                             for model in (models.Aggregate,
+                                           models.InstanceGroup))
+        except Exception as error:
+            raise RuntimeError('cell %s: the database at %s: %s' % (
+                cell.label(), config.redact_database_url(
+                    db_api.targeted_connection()),
+                db_api.describe_error(error))) from error
+
+
+def groups_check():
+    """The Aggregates and server groups check's Result; API database
+    errors are the caller's."""
+    current = migration.db_version('api')
+    expected = migration.head_version('api')
+    if current != expected:
+        return Result(Code.FAILURE, 'They live in the API database, which '
+                      'is at revision %s; this release needs %s: run '
+                      "'gantt-manage api_db sync'."
+                      % (current or 'none (no schema)', expected))
+    with db_api.api_reader() as session:
+        cells = [registry.cell_from_row(row)
+                 for row in mappings.list_cells(session)]
+        in_api = [session.execute(sa.select(sa.func.count())
+                                  .select_from(model)).scalar_one()
+                  for model in (api_models.Aggregate,
+                                api_models.InstanceGroup)]
+    left, unread = [], []
+    for cell in cells:
+        if cell.is_cell0 or cell.database_connection == \
+                db_api.api_connection():
+            continue
+        try:
+            aggregates, groups = _count_own_records(cell)
+        except RuntimeError as error:
+            unread.append(str(error))
+            continue
+        if aggregates or groups:
+            left.append('cell %s holds %d aggregate(s) and %d server '
+                        'group(s)' % (cell.label(), aggregates, groups))
+    if left:
+        return Result(Code.WARNING, 'Aggregates and server groups are read '
+                      'from the API database only; %s in its own tables, '
+                      "unused: move them with 'gantt-manage --config-file "
+                      "<that cell's> db online_data_migrations'."
+                      % '; '.join(left))
+    if unread:
+        return Result(Code.WARNING, 'Cannot tell whether these cells hold '
+                      'aggregates or server groups of their own: %s.'
+                      % '; '.join(unread))
+    return Result(Code.SUCCESS, 'In the API database: %d aggregate(s), %d '
+                  'server group(s).' % tuple(in_api))

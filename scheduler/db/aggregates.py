@@ -10,13 +10,20 @@ key/value metadata. The scheduler reads two kinds of keys:
 
 Every change to an aggregate, its hosts or its metadata touches the
 aggregate's ``updated_at``, so that :func:`fingerprint` tells a reader
-cheaply whether anything changed since it last looked::
+cheaply whether anything changed since it last looked.
 
-    with db_api.writer() as session:
+Aggregates live where Nova keeps them: in the API database (sessions of
+:func:`scheduler.db.api.api_writer` and
+:func:`~scheduler.db.api.api_reader`), which is ``[database]`` itself
+when no ``[api_database]`` is set. The queries are written once over the
+cell schema's tables; the API database's have the same names and
+definitions (:mod:`scheduler.db.api_models`)::
+
+    with db_api.api_writer() as session:
         agg = aggregates.create(session, 'rack1',
                                 metadata={'availability_zone': 'az1'})
         aggregates.add_host(session, agg.id, 'compute-1')
-    with db_api.reader() as session:
+    with db_api.api_reader() as session:
         for agg in aggregates.get_all(session):
             print(agg.name, sorted(agg.hosts), agg.availability_zone)
 """

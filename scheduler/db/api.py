@@ -39,7 +39,8 @@ does not lock) must not act on rows another writer just changed.
 MariaDB/MySQL sessions run at READ COMMITTED, as Placement's do.
 
 The API database (``[api_database] connection``: the cell, host and
-instance mappings) has sessions of its own, :func:`api_writer` and
+instance mappings, build requests, aggregates and server groups) has
+sessions of its own, :func:`api_writer` and
 :func:`api_reader`, on an engine built from the ``[api_database]``
 options with the same listeners; :func:`retry_on_api_db_error` retries
 with that group's budget. They ignore :func:`target_cell`. Without

@@ -4,10 +4,23 @@ The tables Nova keeps in its API database that Gantt needs so far, with
 Nova's names and columns: ``cell_mappings`` (where each cell's database
 and broker are), ``host_mappings`` (which cell a compute host is in) and
 ``instance_mappings`` (which cell an instance is in; none while it is
-being scheduled) and ``build_requests`` (a build the super-conductor
-accepted and has not yet placed in a cell). Aggregates, server groups
-and request specs are still in each cell's database
-(:mod:`scheduler.db.models`).
+being scheduled), ``build_requests`` (a build the super-conductor
+accepted and has not yet placed in a cell), and, as Nova keeps them
+there, the host aggregates (``aggregates``, ``aggregate_hosts``,
+``aggregate_metadata``) and the server groups (``instance_groups``,
+``instance_group_members``).
+
+Aggregates and server groups live here once ``[api_database]
+connection`` is set: every reader and writer of them uses this
+database then. Their tables are copies of the cell schema's
+(:mod:`scheduler.db.models`, ``Table.to_metadata``): same names, same
+columns, same constraints, so that the queries of
+:mod:`scheduler.db.aggregates` and :mod:`scheduler.db.instance_groups`
+run unchanged on either database. The cell schema keeps its own copies
+(as Nova kept its old tables): without ``[api_database]`` Gantt is one
+cell and they are the ones in use; with it they are left alone.
+Request specs are not stored: they travel in the RPC calls, and
+``build_requests`` keeps the spec of a build not yet placed.
 
 The schema is built only by the migrations in ``api_migrations/``
 (``gantt-manage api_db sync``); a test checks that these models and those
@@ -101,3 +114,33 @@ class BuildRequest(ApiBase):
     fault: orm.Mapped[Optional[str]] = orm.mapped_column(sa.Text)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         models.Timestamp, default=models.utcnow)
+
+
+def _copied(model):
+    """The table of ``model`` (a cell-schema model) in this metadata."""
+    return model.__table__.to_metadata(ApiBase.metadata)
+
+
+class Aggregate(ApiBase):
+    """A host aggregate (see :class:`scheduler.db.models.Aggregate`)."""
+
+    __table__ = _copied(models.Aggregate)
+
+
+class AggregateHost(ApiBase):
+    __table__ = _copied(models.AggregateHost)
+
+
+class AggregateMetadata(ApiBase):
+    __table__ = _copied(models.AggregateMetadata)
+
+
+class InstanceGroup(ApiBase):
+    """A server group and its policy (see
+    :class:`scheduler.db.models.InstanceGroup`)."""
+
+    __table__ = _copied(models.InstanceGroup)
+
+
+class InstanceGroupMember(ApiBase):
+    __table__ = _copied(models.InstanceGroupMember)

@@ -27,6 +27,7 @@ instance), and give claims back with :func:`release_in_sql`.
 """
 
 import collections
+import contextlib
 import hashlib
 import re
 
@@ -36,6 +37,7 @@ from oslo_log import log as logging
 
 from scheduler import conf
 from scheduler.db import api as db_api
+from scheduler.db import group_claims
 from scheduler.db import models
 from scheduler import exception
 from scheduler import hardware as hardware_mod
@@ -229,76 +231,11 @@ def move_allocations(session, from_consumer, to_consumer):
     return result.rowcount
 
 
-# -- server group policies at claim time --------------------------------
+# -- server group policies at claim time (scheduler.db.group_claims) -------
 
-_GROUP = models.InstanceGroup.__table__
-_MEMBER = models.InstanceGroupMember.__table__
-
-HARD_POLICIES = placement_types.HARD_POLICIES
-
-
-class GroupConflict:
-    """Why a claim would break a server group's policy.
-
-    ``hosts`` counts the hosts where the group's other members hold
-    claims now; :meth:`allows` tells whether another host would do, so
-    that a caller can skip hosts without asking the database again.
-    """
-
-    def __init__(self, group_uuid, policy, max_per_host, hosts):
-        self.group_uuid = group_uuid
-        self.policy = policy
-        self.max_per_host = max_per_host
-        self.hosts = hosts
-
-    def __bool__(self):
-        # A refused claim: ``if claim(...)`` reads False for it too.
-        return False
-
-    def allows(self, host):
-        if self.policy == 'affinity':
-            return not self.hosts or host in self.hosts
-        return self.hosts.get(host, 0) < self.max_per_host
-
-    def __str__(self):
-        if self.policy == 'affinity':
-            return ('server group %s (affinity) has members on %s'
-                    % (self.group_uuid, ', '.join(sorted(self.hosts))))
-        return ('server group %s (anti-affinity, at most %d per host) '
-                'already has that many members there'
-                % (self.group_uuid, self.max_per_host))
-
-
-def check_group_policy(session, group_uuid, consumer_uuid, host):
-    """Lock the server group's row and check that ``consumer_uuid`` may
-    hold a claim on ``host`` under its hard policy; None if it may, else
-    a :class:`GroupConflict`.
-
-    Call it in the claim's transaction, before the claim: the row lock
-    (``SELECT ... FOR UPDATE``; SQLite's writers are serialized anyway)
-    makes concurrent claims of one group's members take turns, and each
-    sees the claims the ones before it committed. A deleted group, or a
-    soft policy, allows everything.
-    """
-    group = session.execute(
-        sa.select(_GROUP.c.id, _GROUP.c.policy, _GROUP.c.rules)
-        .where(_GROUP.c.uuid == group_uuid).with_for_update()).first()
-    if group is None or group.policy not in HARD_POLICIES:
-        return None
-    others = (sa.select(_MEMBER.c.instance_uuid)
-              .where(_MEMBER.c.group_id == group.id,
-                     _MEMBER.c.instance_uuid != consumer_uuid))
-    rows = session.execute(
-        sa.select(_NODE.c.host, sa.func.count().label('members'))
-        .join(_ALLOC, _ALLOC.c.compute_node_id == _NODE.c.id)
-        .where(_ALLOC.c.consumer_uuid.in_(others))
-        .group_by(_NODE.c.host)).all()
-    hosts = {row.host: row.members for row in rows}
-    rules = group.rules or {}
-    conflict = GroupConflict(group_uuid, group.policy,
-                             int(rules.get('max_server_per_host', 1)),
-                             hosts)
-    return None if conflict.allows(host) else conflict
+HARD_POLICIES = group_claims.HARD_POLICIES
+GroupConflict = group_claims.GroupConflict
+check_group_policy = group_claims.check_group_policy
 
 
 def get_allocations(session, consumer_uuid):
@@ -574,9 +511,11 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     keep the source's allocation under a migration's own consumer UUID.)
 
     With ``group_uuid`` the group's row is locked and its policy checked
-    in the same transaction (:func:`check_group_policy`), so that
-    members of one group claimed in parallel by several schedulers or
-    conductors cannot break it.
+    around the claim (:func:`scheduler.db.group_claims.policy_lock`: in
+    the same transaction with one database; with cells, in an API
+    transaction held until the claim's ends), so that members of one
+    group claimed in parallel by several schedulers or conductors, in
+    any cells, cannot break it.
 
     With ``hardware`` (a :class:`scheduler.hardware.Request`) the NUMA
     cells, pinned CPUs, pages and PCI devices it asks for are fitted and
@@ -599,7 +538,8 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
             node_id, consumer_uuid, resources, refuse_settled):
         return True
     try:
-        with db_api.writer() as session:
+        with _group_lock(group_uuid) as group_check, \
+                db_api.writer() as session:
             lock_instance(session, consumer_uuid)
             if refuse_settled:
                 why = _refusal(session, consumer_uuid)
@@ -608,9 +548,8 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
                         reason='instance %s is %s; refusing to claim for it '
                                '(a stale copy of an earlier request?)'
                         % (consumer_uuid, why))
-            if group_uuid is not None:
-                conflict = check_group_policy(
-                    session, group_uuid, consumer_uuid, host)
+            if group_check is not None:
+                conflict = group_check(session, consumer_uuid, host)
                 if conflict is not None:
                     raise _Refused(conflict)
             released = release_resources(session, consumer_uuid)
@@ -626,6 +565,17 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
                  'node(s) %s', consumer_uuid,
                  ', '.join(str(node) for node, _ in released))
     return True
+
+
+@contextlib.contextmanager
+def _group_lock(group_uuid):
+    """:func:`scheduler.db.group_claims.policy_lock` for a group, None
+    without one."""
+    if group_uuid is None:
+        yield None
+        return
+    with group_claims.policy_lock(group_uuid) as check:
+        yield check
 
 
 def hard_group_uuid(spec):

@@ -12,27 +12,42 @@ A server group asks the scheduler to place its members by a policy:
 As in Nova, rules are only accepted with ``anti-affinity`` and
 ``max_server_per_host`` is the only rule. Instances join a group when the
 conductor receives their build with the ``group`` hint; the hosts of a
-group are the hosts of its members that have one::
+group are the hosts of its members that have one.
 
-    with db_api.writer() as session:
+Groups and members live where Nova keeps them: in the API database
+(sessions of :func:`scheduler.db.api.api_writer` and
+:func:`~scheduler.db.api.api_reader`), which is ``[database]`` itself
+when no ``[api_database]`` is set. The members' instances are in the
+cells: :func:`member_hosts` reads one cell's, :func:`find_member_hosts`
+each member's own cell (by its instance mapping)::
+
+    with db_api.api_writer() as session:
         group = instance_groups.create(session, 'web', 'anti-affinity',
                                        rules={'max_server_per_host': 2})
         instance_groups.add_members(session, group.id, [uuid1, uuid2])
-    with db_api.reader() as session:
+    with db_api.api_reader() as session:
         group = instance_groups.get(session, group.uuid)
-        hosts = instance_groups.member_hosts(session, group.members)
+    hosts = instance_groups.find_member_hosts(group.members)
 """
 
 import dataclasses
 from typing import Optional
 
+from oslo_db import exception as db_exc
+from oslo_log import log as logging
 from oslo_utils import uuidutils
 import sqlalchemy as sa
+from sqlalchemy import exc as sa_exc
 
 from scheduler import exception
+from scheduler.db import api as db_api
+from scheduler.db import mappings
 from scheduler.db import models
 from scheduler import placement_types
 
+LOG = logging.getLogger(__name__)
+
+# The API database's tables have the same definitions (api_models).
 _GROUP = models.InstanceGroup.__table__
 _MEMBER = models.InstanceGroupMember.__table__
 _INSTANCE = models.Instance.__table__
@@ -189,6 +204,43 @@ def member_hosts(session, instance_uuids):
             .where(_INSTANCE.c.uuid.in_(uuids[start:start + 500]),
                    _INSTANCE.c.host.is_not(None))).all()
         hosts.update((row.uuid, row.host) for row in rows)
+    return hosts
+
+
+def find_member_hosts(instance_uuids):
+    """``{instance uuid: host}`` of the members that have a host,
+    wherever they are: ``[database]`` (the targeted cell) without
+    ``[api_database]``; with it, each member in the cell its instance
+    mapping names. A cell that cannot be read is left out with a
+    WARNING (its members count as having no host: the claims still
+    check a hard policy). Reads only, tried once.
+    """
+    uuids = list(instance_uuids)
+    if not uuids:
+        return {}
+    if not db_api.api_database_configured():
+        with db_api.reader() as session:
+            return member_hosts(session, uuids)
+    by_cell = {}
+    with db_api.api_reader() as session:
+        for start in range(0, len(uuids), 500):
+            for row in mappings.list_instance_mappings(
+                    session, uuids[start:start + 500]):
+                if row.cell_id is not None and \
+                        row.cell_uuid != mappings.CELL0_UUID:
+                    cell = (row.cell_name or row.cell_uuid,
+                            row.database_connection)
+                    by_cell.setdefault(cell, []).append(row.instance_uuid)
+    hosts = {}
+    for (name, url), members in sorted(by_cell.items(),
+                                       key=lambda item: item[0][0]):
+        try:
+            with db_api.target_cell(url), db_api.reader() as session:
+                hosts.update(member_hosts(session, members))
+        except (db_exc.DBError, sa_exc.SQLAlchemyError) as error:
+            LOG.warning('The hosts of %d server group member(s) in cell %s '
+                        'are unknown: %s', len(members), name,
+                        db_api.describe_error(error))
     return hosts
 
 

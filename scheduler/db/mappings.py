@@ -20,6 +20,10 @@ from scheduler.db import api_models
 from scheduler.db import models
 from scheduler import exception
 
+# Nova's uuid of cell0 (scheduler.cells.CELL0_UUID): no computes, no
+# claims.
+CELL0_UUID = '00000000-0000-0000-0000-000000000000'
+
 _CELL = api_models.CellMapping.__table__
 _HOST = api_models.HostMapping.__table__
 _INSTANCE = api_models.InstanceMapping.__table__

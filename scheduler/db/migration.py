@@ -35,6 +35,7 @@ as Nova's do (``gantt-manage api_db sync``)::
 
     migration.db_sync(database='api')
     migration.check_schema(database='api')
+    migration.check_api_schema()    # whichever holds aggregates and groups
 """
 
 import os
@@ -130,6 +131,16 @@ def db_sync(revision='head', database='main'):
         command.upgrade(alembic_cfg, revision)
     LOG.info('The database at %s is at revision %s', url,
              db_version(database))
+
+
+def check_api_schema():
+    """:func:`check_schema` of the database that holds the API's records
+    (mappings, aggregates, server groups): ``[api_database]``'s, or
+    ``[database]``'s in one cell."""
+    if db_api.api_database_configured():
+        check_schema(database='api')
+    else:
+        check_schema()
 
 
 def check_schema(database='main'):

@@ -4,7 +4,7 @@ A host's zones are the ``availability_zone`` metadata of the aggregates it
 belongs to; a host in no such aggregate is in ``[DEFAULT]
 default_availability_zone``. A request without a zone passes every host::
 
-    with db_api.writer() as session:
+    with db_api.api_writer() as session:   # the API database
         agg = aggregates.create(session, 'rack1',
                                 metadata={'availability_zone': 'az1'})
         aggregates.add_host(session, agg.id, 'compute-1')

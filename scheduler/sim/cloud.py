@@ -416,7 +416,8 @@ def populate(cloud, rng):
             members[aggregate].extend(names)
         if group.zone:
             zones.setdefault(group.zone, []).extend(names)
-    with db_api.writer() as session:
+    # Aggregates live in the API database ([database] in one cell).
+    with db_api.api_writer() as session:
         for zone, hosts in zones.items():
             add_aggregate(session, 'zone-%s' % zone,
                           {'availability_zone': zone}, hosts)

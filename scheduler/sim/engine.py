@@ -190,7 +190,7 @@ class Simulation:
             project_id=request.tenant)
         if request.policy:
             group_uuid = self._new_uuid()
-            with db_api.writer() as session:
+            with db_api.api_writer() as session:
                 group = instance_groups.create(
                     session, request.id, request.policy,
                     project_id=request.tenant, uuid=group_uuid)

@@ -47,7 +47,8 @@ def test_a_clean_deployment_passes(migrated, check):
     assert code == 0, (results, err)
     assert set(results) == {'Database schema', 'RPC version caps',
                             'Service versions', 'Claims',
-                            'Deprecated options', 'Cells v2'}
+                            'Deprecated options', 'Cells v2',
+                            'Aggregates and server groups'}
     assert {result for result, _ in results.values()} == {0}
 
 

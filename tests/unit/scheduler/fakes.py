@@ -156,7 +156,8 @@ class Cloud:
                 claims.Resources(*resources))
 
     def aggregate(self, name, hosts, **metadata):
-        with db_api.writer() as session:
+        # Where aggregates live: the API database ([database] in one cell).
+        with db_api.api_writer() as session:
             agg = db_aggregates.create(session, name, metadata=metadata)
             if hosts:
                 db_aggregates.add_hosts(session, agg.id, hosts)

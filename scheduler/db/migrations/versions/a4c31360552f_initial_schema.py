@@ -223,17 +223,36 @@ def _create_allocations():
                     ['compute_node_id'])
 
 
+# The API schema's version table: a database that has it shares the
+# aggregate and server-group tables (same definitions) with the API
+# schema, whichever tree made them first (see the API database's
+# revision d4e6f8a0b2c3).
+API_VERSION_TABLE = 'alembic_version_api'
+SHARED_TABLES = ('aggregates', 'aggregate_hosts', 'aggregate_metadata',
+                 'instance_groups', 'instance_group_members')
+
+
+def _shares_the_api_schema():
+    return sa.inspect(op.get_bind()).has_table(API_VERSION_TABLE)
+
+
 def upgrade():
+    inspector = sa.inspect(op.get_bind())
+    shared = _shares_the_api_schema()
     _create_services()
     _create_compute_nodes()
-    _create_aggregates()
+    if not (shared and inspector.has_table('aggregates')):
+        _create_aggregates()
     _create_instances()
-    _create_instance_groups()
+    if not (shared and inspector.has_table('instance_groups')):
+        _create_instance_groups()
     _create_allocations()
 
 
 def downgrade():
+    shared = _shares_the_api_schema()
     for table in ('allocations', 'instance_group_members', 'instance_groups',
                   'instances', 'aggregate_metadata', 'aggregate_hosts',
                   'aggregates', 'compute_nodes', 'services'):
-        op.drop_table(table)
+        if not (shared and table in SHARED_TABLES):
+            op.drop_table(table)
