@@ -26,7 +26,8 @@ a host without a cell) is created in cell0 in ERROR with the fault it
 would have had in one cell, mapped to cell0, and its build request
 deleted. A missing cell0 (``gantt-manage cell_v2 map_cell0``) or a cell0
 database that cannot be written is logged as an error and the build
-request stays, with the fault, for an operator to see.
+request is left with the fault, for an operator to see and a
+super-conductor to try again.
 
 Each build request is owned by the super-conductor process that
 accepted it (``build_requests.owner``), which renews it while it works
@@ -220,7 +221,8 @@ class SuperBuildTask(build.BuildTask):
         except (exception.CellMappingNotFound,
                 exception.ApiDatabaseUnavailable) as error:
             LOG.error('Cannot put the failed build of %s in cell0 (%s); '
-                      'its build request stays. Fault: %s', instance_uuids,
+                      'its build request is left to be tried again. Fault: %s',
+                      instance_uuids,
                       'cell0 is not mapped (gantt-manage cell_v2 map_cell0)'
                       if isinstance(error, exception.CellMappingNotFound)
                       else build.error_text(error), text)
@@ -235,7 +237,8 @@ class SuperBuildTask(build.BuildTask):
             except (db_exc.DBError, exception.DatabaseUnavailable,
                     exception.InvalidRequest) as error:
                 LOG.error('Cannot put the failed build of %s in cell0 (%s); '
-                          'its build request stays. Fault: %s',
+                          'its build request is left to be tried again. '
+                          'Fault: %s',
                           instance_uuids, build.error_text(error), text)
                 _undo_creations(created)
                 _leave_build_requests(
