@@ -186,13 +186,17 @@ class BuildTask:
 
     def schedule_later(self, ctxt, instance_uuids, request_spec):
         """Schedule accepted instances in the background."""
+        self._in_background(self._schedule_logged, ctxt, instance_uuids,
+                            request_spec)
+
+    def _in_background(self, func, *args):
+        """Run ``func(*args)`` in the pool of build threads."""
         with self._executor_lock:
             if self._executor is None:
                 self._executor = futures.ThreadPoolExecutor(
                     max_workers=self._workers or DEFAULT_WORKERS,
                     thread_name_prefix='build')
-            self._executor.submit(self._schedule_logged, ctxt,
-                                  instance_uuids, request_spec)
+            self._executor.submit(func, *args)
 
     def _schedule_logged(self, ctxt, instance_uuids, request_spec):
         try:

@@ -270,7 +270,7 @@ class Resumer:
                 if first.fault:
                     fault += '; last error: %s' % first.fault
                 LOG.warning('Build requests %s: %s', uuids, fault)
-                self.task.bury(uuids, spec, fault)
+                self.task.bury_later(uuids, spec, fault)
                 buried += len(uuids)
                 continue
             LOG.info('Scheduling the build of %s again (%s)', uuids,

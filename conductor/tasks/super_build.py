@@ -148,10 +148,17 @@ class SuperBuildTask(build.BuildTask):
         finally:
             self.leases.drop(instance_uuids)
 
-    def bury(self, instance_uuids, request_spec, reason):
-        """End held build requests in ERROR in cell0 with ``reason``."""
+    def bury_later(self, instance_uuids, request_spec, reason):
+        """End held build requests in ERROR in cell0 with ``reason``, in
+        the background."""
+        self._in_background(self._bury, instance_uuids, request_spec,
+                            reason)
+
+    def _bury(self, instance_uuids, request_spec, reason):
         try:
             self._fail_all(instance_uuids, request_spec, reason)
+        except Exception:
+            LOG.exception('Burying %s in cell0 failed', instance_uuids)
         finally:
             self.leases.drop(instance_uuids)
 

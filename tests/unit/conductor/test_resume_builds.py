@@ -136,6 +136,7 @@ def test_a_build_request_past_the_build_timeout_is_buried_in_cell0(
     task = super_build.SuperBuildTask(None, None, owner='next:5:e')
 
     assert task.resumer.run(None) == (0, 1)
+    task.stop()
 
     row = rows_in(cell0_url)[uuids[0]]
     assert (row.vm_state, row.fault) == ('error', resume_builds.TIMED_OUT
