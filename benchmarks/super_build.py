@@ -66,7 +66,9 @@ def super_build_of(cell):
         request = spec()
         task.accept([uuid], request)
         with cells.target(cell):
-            assert super_build._create_in_cell(uuid, request, cell)
+            assert super_build._create_in_cell(uuid, request, cell,
+                                               task.leases.owner)
+        task.leases.drop([uuid])
     return one
 
 

@@ -15,8 +15,10 @@ compute's build failure counts only for an instance still building on
 the node it names.
 
 With ``[api_database]`` the conductor is a super-conductor: builds go
-through :mod:`conductor.tasks.super_build`, and operations on existing
-servers run in the database of the server's cell
+through :mod:`conductor.tasks.super_build`, build requests nobody works
+on are resumed by :mod:`conductor.tasks.resume_builds` (a periodic task
+of their own, also run at start), and operations on existing servers
+run in the database of the server's cell
 (:mod:`conductor.tasks.instance_cell`).
 """
 
@@ -35,6 +37,7 @@ from conductor.tasks import live_migrate
 from conductor.tasks import migrate
 from conductor.tasks import reaper
 from conductor.tasks import rebuild
+from conductor.tasks import resume_builds
 from conductor.tasks import shelve
 from conductor.tasks import super_build
 from scheduler.db import api as db_api
@@ -63,6 +66,8 @@ class ConductorManager(service.Manager):
     target = messaging.Target(version=conductor_rpcapi.CONDUCTOR_API_VERSION)
 
     def __init__(self):
+        if db_api.api_database_configured():
+            resume_builds.check_options()
         self.compute_task_mgr = ComputeTaskManager()
         self.additional_endpoints = [self.compute_task_mgr]
         self.heartbeats = heartbeats.HeartbeatBatcher()
@@ -74,9 +79,15 @@ class ConductorManager(service.Manager):
         self.compute_task_mgr.cleanup_host()
 
     def periodic_tasks(self):
-        return [service.PeriodicTask(
+        tasks = [service.PeriodicTask(
             'conductor_periodic_tasks', CONF.conductor.periodic_task_interval,
             self.compute_task_mgr.run_periodic_tasks)]
+        if db_api.api_database_configured():
+            # A super-conductor: at start, then every poll interval.
+            tasks.append(service.PeriodicTask(
+                'build_requests', CONF.conductor.build_request_poll_interval,
+                self.compute_task_mgr.resume_builds, run_immediately=True))
+        return tasks
 
     @rpc.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
@@ -217,6 +228,13 @@ class ComputeTaskManager:
     def cleanup_host(self):
         if self.build_task is not None:
             self.build_task.stop()
+
+    def resume_builds(self, context):
+        """The super-conductor's build requests: renew those in hand,
+        resume those nobody works on (:mod:`conductor.tasks.resume_builds`)."""
+        resumer = getattr(self.build_task, 'resumer', None)
+        if resumer is not None:
+            resumer.run(context)
 
     def run_periodic_tasks(self, context):
         reaper.reap_stuck_builds(context)

@@ -81,7 +81,11 @@ class NoValidHost(GanttException):
 
 
 class CrossCellMoveNotSupported(NoValidHost):
-    msg_fmt = ("Host %(host)s is not in the cell of instance %(uuid)s: "
+    """A move whose destination is in another cell than the instance
+    (``cell`` and ``dest_cell`` say which, e.g. ``cell cell1``)."""
+
+    msg_fmt = ("Instance %(uuid)s cannot move to host %(host)s: the "
+               "instance is in %(cell)s and the host in %(dest_cell)s; "
                "moving a server to another cell is not supported.")
 
 

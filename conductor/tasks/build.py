@@ -87,6 +87,18 @@ def error_text(error):
     return str(error).split('\nTraceback (most recent call last):', 1)[0]
 
 
+def spec_for_instances(request_spec, instance_uuids):
+    """The spec to ask the scheduler with for ``instance_uuids``: the
+    request's own, or, for fewer instances than it was made for (a
+    super-conductor resuming those of a request that did not land), a
+    copy saying how many."""
+    if request_spec.num_instances == len(instance_uuids):
+        return request_spec
+    spec = request_spec.obj_clone()
+    spec.num_instances = len(instance_uuids)
+    return spec
+
+
 def join_group(instance_uuids, request_spec):
     """Make the instances members of the ``group`` hint's server group
     and set ``request_spec.instance_group``; the group, or None without
@@ -177,13 +189,17 @@ class BuildTask:
 
     def schedule_later(self, ctxt, instance_uuids, request_spec):
         """Schedule accepted instances in the background."""
+        self._in_background(self._schedule_logged, ctxt, instance_uuids,
+                            request_spec)
+
+    def _in_background(self, func, *args):
+        """Run ``func(*args)`` in the pool of build threads."""
         with self._executor_lock:
             if self._executor is None:
                 self._executor = futures.ThreadPoolExecutor(
                     max_workers=self._workers or DEFAULT_WORKERS,
                     thread_name_prefix='build')
-            self._executor.submit(self._schedule_logged, ctxt,
-                                  instance_uuids, request_spec)
+            self._executor.submit(func, *args)
 
     def _schedule_logged(self, ctxt, instance_uuids, request_spec):
         try:
@@ -219,8 +235,8 @@ class BuildTask:
                                      'gantt-conductor')
         try:
             selections = self.scheduler_api.select_destinations(
-                ctxt, request_spec, instance_uuids, return_objects=True,
-                return_alternates=True)
+                ctxt, spec_for_instances(request_spec, instance_uuids),
+                instance_uuids, return_objects=True, return_alternates=True)
         except exception.NoValidHost as error:
             LOG.warning('No valid host for %s: %s', instance_uuids,
                         error_text(error))
@@ -489,9 +505,12 @@ def _end_in_error(instance_uuids, reason):
     return ended
 
 
-def _record(instance_uuids, request_spec):
+def _record(instance_uuids, request_spec, created=None):
     """Record the instances of a request in one transaction; True if
     recorded now, False if they already were, for this same request.
+    ``created``, a dict, gets ``{uuid: row id}`` of the rows this call
+    wrote (also those of a try whose commit went through but whose
+    answer was lost: the retry then finds them).
 
     A write retried after a lost connection may find its own earlier
     commit; a client asking again finds its first request's rows: both
@@ -515,14 +534,17 @@ def _record(instance_uuids, request_spec):
                 raise exception.InvalidRequest(
                     reason='instance %s already exists'
                     % ', '.join(sorted(row.uuid for row in existing)))
+            ids = {}
             for uuid in instance_uuids:
-                db_instances.create(
+                ids[uuid] = db_instances.create(
                     session, uuid, flavor=flavor_dict,
                     request_spec=primitive,
                     project_id=request_spec.obj_get('project_id'),
                     user_id=request_spec.obj_get('user_id'),
                     availability_zone=request_spec.obj_get(
                         'availability_zone'))
+            if created is not None:
+                created.update(ids)
             return True
 
     return write()

@@ -27,6 +27,7 @@ import threading
 from oslo_log import log as logging
 
 from scheduler import cells
+from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
@@ -265,44 +266,24 @@ def in_other_cell(spec, selection):
     return landed is not None and _kept_cell(spec) not in (None, landed)
 
 
-def refuse_cross_cell(instance_uuid, spec, selection):
-    """A move may not land in another cell (cross-cell moves are not
-    supported): give back the scheduler's claim there and refuse."""
-    if not in_other_cell(spec, selection):
-        return
-    with cells.target(selection_cell(selection)):
-        release(instance_uuid)
-    raise cross_cell_error(instance_uuid, _kept_cell(spec),
-                           selection.obj_get('cell_uuid'),
-                           selection.service_host)
-
-
-def refuse_forced_cross_cell(row, host):
-    """Refuse a forced destination ``host`` outside the cell of instance
-    ``row``; the destination's CellMapping (None without cells)."""
-    source, dest = instance_cell(row), cells.host_cell(host)
-    if source is not None and dest is not None and \
-            source.uuid != dest.uuid:
-        raise cross_cell_error(row.uuid, source.uuid, dest.uuid, host)
-    return dest
-
-
-def cross_cell_error(instance_uuid, source, dest, host):
-    return exception.InvalidRequest(
-        reason='instance %s would move from cell %s to cell %s (%s); '
-               'moves across cells are not supported'
-        % (instance_uuid, source, dest, host))
-
-
-def check_same_cell(instance_uuid, selection):
-    """Refuse a destination outside this conductor's cell: its node must
-    be a compute node of this cell's database (a scheduler that reads
-    every cell may offer one elsewhere). Nova's cross-cell resize is not
-    built; the claim the scheduler made in the other cell is released by
-    that cell's stray-claim reaper (its consumer is unknown there).
+def refuse_other_cell(instance_uuid, spec, selection):
+    """Refuse a destination the scheduler chose outside the instance's
+    cell (cross-cell moves are not supported, as Nova without
+    ``allow_cross_cell_move``): outside the cell ``spec`` keeps the move
+    in (a scheduler that reads every cell names the node's cell), or
+    (an older scheduler, or a cell conductor's) a node this cell's
+    database does not have. The scheduler's claim in the other cell is
+    given back when that cell is known; otherwise that cell's stray-claim
+    reaper frees it (its consumer is unknown there).
 
     :raises: CrossCellMoveNotSupported
     """
+    if in_other_cell(spec, selection):
+        dest = selection_cell(selection)
+        with cells.target(dest):
+            release(instance_uuid)
+        raise cross_cell_error(instance_uuid, _cell_or_none(
+            _kept_cell(spec)), dest, selection.service_host)
     with db_api.reader() as session:
         if selection.compute_node_uuid:
             node = db_compute_nodes.get_node_by_uuid(
@@ -310,11 +291,65 @@ def check_same_cell(instance_uuid, selection):
         else:
             node = db_compute_nodes.get_node_by_name(
                 session, selection.service_host, selection.nodename)
-    if node is None or node.host != selection.service_host:
-        LOG.warning('Refused moving %s to %s: not a host of this cell',
-                    instance_uuid, selection.service_host)
-        raise exception.CrossCellMoveNotSupported(
-            host=selection.service_host, uuid=instance_uuid)
+    if node is not None and node.host == selection.service_host:
+        return
+    source = _cell_or_none(_kept_cell(spec)) or _targeted_cell()
+    dest = None
+    if db_api.api_database_configured():
+        dest = cells.host_cell(selection.service_host)
+        if dest is not None and (source is None or
+                                 dest.uuid != source.uuid):
+            with cells.target(dest):
+                release(instance_uuid)
+    raise cross_cell_error(instance_uuid, source, dest,
+                           selection.service_host)
+
+
+def refuse_forced_cross_cell(row, host):
+    """Refuse a forced destination ``host`` outside the cell of instance
+    ``row``; the destination's CellMapping (None without cells).
+
+    :raises: CrossCellMoveNotSupported
+    """
+    source, dest = instance_cell(row), cells.host_cell(host)
+    if source is not None and dest is not None and \
+            source.uuid != dest.uuid:
+        raise cross_cell_error(row.uuid, source, dest, host)
+    return dest
+
+
+def cross_cell_error(instance_uuid, source, dest, host):
+    """The error of every move refused because ``host`` is in another
+    cell than the instance: CrossCellMoveNotSupported naming both cells
+    (CellMappings; None when not known here)."""
+    LOG.warning('Refused moving instance %s to host %s: it is in cell %s, '
+                'the host in cell %s', instance_uuid, host,
+                _label(source), _label(dest))
+    return exception.CrossCellMoveNotSupported(
+        uuid=instance_uuid, host=host,
+        cell='cell %s' % source.label() if source is not None
+        else "this conductor's cell",
+        dest_cell='cell %s' % dest.label() if dest is not None
+        else 'another cell')
+
+
+def _label(cell):
+    return '-' if cell is None else cell.label()
+
+
+def _cell_or_none(cell_uuid):
+    return None if cell_uuid is None else cells.get_cell(cell_uuid)
+
+
+def _targeted_cell():
+    """The CellMapping whose database the sessions go to now, None when
+    it is not known (no ``[api_database]``)."""
+    if not db_api.api_database_configured():
+        return None
+    url = db_api.targeted_connection()
+    return next((cell for cell in cells.get_cells()
+                 if (cell.database_connection or
+                     conf.CONF.database.connection) == url), None)
 
 
 @db_api.retry_on_db_error

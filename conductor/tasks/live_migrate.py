@@ -190,8 +190,7 @@ class LiveMigrateTask:
                 '%s Hosts that refused the live migration: %s.'
                 % (build.error_text(error), ', '.join(refused))) from None
         selection = selections[0]
-        common.refuse_cross_cell(row.uuid, spec, selection)
-        common.check_same_cell(row.uuid, selection)
+        common.refuse_other_cell(row.uuid, spec, selection)
         LOG.info('Live migration of instance %s from %s: the scheduler '
                  'chose %s/%s', row.uuid, row.host, selection.service_host,
                  selection.nodename)

@@ -222,8 +222,7 @@ class MigrateTask:
             ctxt, spec, [row.uuid], return_objects=True,
             return_alternates=True)
         candidate, alternates = selections[0], list(selections[1:])
-        common.refuse_cross_cell(row.uuid, spec, candidate)
-        common.check_same_cell(row.uuid, candidate)
+        common.refuse_other_cell(row.uuid, spec, candidate)
         tried, last_error = [], None
         while candidate is not None:
             tried.append(candidate.service_host)

@@ -286,8 +286,7 @@ class RebuildTask:
             LOG.warning('Evacuation of %s found no host: %s', row.uuid,
                         build.error_text(error))
             raise
-        common.refuse_cross_cell(row.uuid, spec, selection)
-        common.check_same_cell(row.uuid, selection)
+        common.refuse_other_cell(row.uuid, spec, selection)
         return selection.service_host, selection.nodename
 
     @staticmethod

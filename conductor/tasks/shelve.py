@@ -177,8 +177,7 @@ class ShelveTask:
             [[selection]] = self.scheduler_api.select_destinations(
                 ctxt, spec, [instance_uuid], return_objects=True,
                 return_alternates=False)
-            common.refuse_cross_cell(instance_uuid, spec, selection)
-            common.check_same_cell(instance_uuid, selection)
+            common.refuse_other_cell(instance_uuid, spec, selection)
         except exception.NoValidHost as error:
             fault = 'Unshelve of %s found no host: %s' % (
                 instance_uuid, build.error_text(error))

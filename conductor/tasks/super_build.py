@@ -26,20 +26,30 @@ a host without a cell) is created in cell0 in ERROR with the fault it
 would have had in one cell, mapped to cell0, and its build request
 deleted. A missing cell0 (``gantt-manage cell_v2 map_cell0``) or a cell0
 database that cannot be written is logged as an error and the build
-request stays, with the fault, for an operator to see.
+request is left with the fault, for an operator to see and a
+super-conductor to try again.
 
-When the cell's database stays away past the ``[database]`` retry budget
-while the instance is created, the claim is released (tried once: the
-stray-claim reaper of that cell frees it otherwise) and the build request
-is kept with the reason; when the API database cannot take the mapping
-afterwards, the new instance row is deleted again and its claim released:
-an instance is never in two places, nor half in one.
+Each build request is owned by the super-conductor process that
+accepted it (``build_requests.owner``), which renews it while it works
+on it (:mod:`conductor.tasks.resume_builds`). When the cell's database
+stays away past the ``[database]`` retry budget while the instance is
+created, the claim is released (tried once: the stray-claim reaper of
+that cell frees it otherwise) and the build request is left behind with
+the reason, waiting for that cell: it is scheduled again once the cell's
+database answers. When the API database cannot take the mapping
+afterwards, the new instance row is deleted again and its claim
+released: an instance is never in two places, nor half in one. Mapping
+the instance deletes its build request only if this process still owns
+it; one that another super-conductor took over meanwhile (this one hung
+past ``[conductor] build_request_grace_period``) is not mapped, and this
+process deletes the row it created (by its id, never another's).
 
 Example::
 
     task = super_build.SuperBuildTask(scheduler_api, compute_api)
     if task.accept([uuid], spec):      # build request + mapping
         task.schedule(ctxt, [uuid], spec)
+    task.resumer.run(ctxt)             # periodically: renew, resume
 """
 
 import contextvars
@@ -50,10 +60,12 @@ from oslo_log import log as logging
 
 from compute import rpcapi as compute_rpcapi
 from conductor.tasks import build
+from conductor.tasks import resume_builds
 from scheduler import cells
 from scheduler import conf
 from scheduler import config
 from scheduler.db import api as db_api
+from scheduler.db import build_requests as db_build_requests
 from scheduler.db import claims
 from scheduler.db import instances as db_instances
 from scheduler.db import mappings
@@ -63,6 +75,14 @@ from scheduler import rpc
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
+
+# What _record_build_requests answers for build requests this process
+# recorded before.
+OURS = 'ours'
+
+# What _create_row answers when another super-conductor took the build
+# over and created its instance.
+LOST = 'lost'
 
 # The cell an instance is being placed in by this thread: set while
 # BuildTask's own steps run in that cell's database.
@@ -89,23 +109,58 @@ def _api_unavailable(error):
 
 
 class SuperBuildTask(build.BuildTask):
-    def __init__(self, scheduler_api, compute_api, workers=None):
+    def __init__(self, scheduler_api, compute_api, workers=None,
+                 owner=None):
+        """``owner``: this process's name on its build requests (by
+        default host, pid and a random part)."""
         super().__init__(scheduler_api, compute_api, workers=workers)
         self._computes = {}
         self._computes_lock = threading.Lock()
+        self.leases = resume_builds.Leases(owner)
+        self.resumer = resume_builds.Resumer(self)
 
     def accept(self, instance_uuids, request_spec):
-        """Record a build request and an unmapped instance mapping for
-        each instance; True if recorded now, False if this same request
-        was accepted before.
+        """Record a build request (owned by this process) and an
+        unmapped instance mapping for each instance; True if recorded
+        now, False if this same request was accepted before.
 
         :raises: InvalidRequest, ApiDatabaseUnavailable
         """
         request_spec.validate()
         try:
-            return _record_build_requests(instance_uuids, request_spec)
+            recorded = _record_build_requests(instance_uuids, request_spec,
+                                              self.leases.owner)
         except db_exc.DBError as error:
             raise _api_unavailable(error)
+        if recorded is OURS:
+            return self.leases.add_if_free(instance_uuids)
+        if recorded:
+            # Renewed from now on, until schedule() ends with them.
+            self.leases.add(instance_uuids)
+        return recorded
+
+    def schedule(self, ctxt, instance_uuids, request_spec):
+        """:meth:`BuildTask.schedule`, for build requests this process
+        holds (accepted or taken over); it lets them go at the end,
+        whatever happened."""
+        try:
+            super().schedule(ctxt, instance_uuids, request_spec)
+        finally:
+            self.leases.drop(instance_uuids)
+
+    def bury_later(self, instance_uuids, request_spec, reason):
+        """End held build requests in ERROR in cell0 with ``reason``, in
+        the background."""
+        self._in_background(self._bury, instance_uuids, request_spec,
+                            reason)
+
+    def _bury(self, instance_uuids, request_spec, reason):
+        try:
+            self._fail_all(instance_uuids, request_spec, reason)
+        except Exception:
+            LOG.exception('Burying %s in cell0 failed', instance_uuids)
+        finally:
+            self.leases.drop(instance_uuids)
 
     def reschedule(self, ctxt, instance_uuid, request_spec, host_list,
                    failure):
@@ -153,7 +208,8 @@ class SuperBuildTask(build.BuildTask):
         token = _placing.set(cell)
         try:
             with cells.target(cell):
-                if _create_in_cell(instance_uuid, request_spec, cell):
+                if _create_in_cell(instance_uuid, request_spec, cell,
+                                   self.leases.owner):
                     super()._send_to(ctxt, instance_uuid, request_spec,
                                      selection, alternates)
         finally:
@@ -166,30 +222,51 @@ class SuperBuildTask(build.BuildTask):
             build.BuildTask._fail_all(instance_uuids, request_spec, reason)
             return
         text = reason if isinstance(reason, str) else build.error_text(reason)
+        owner = self.leases.owner
         try:
             cell0 = cells.get_cell(cells.CELL0_UUID)
-            with cells.target(cell0):
-                build._record(instance_uuids, request_spec)
+        except (exception.CellMappingNotFound,
+                exception.ApiDatabaseUnavailable) as error:
+            LOG.error('Cannot put the failed build of %s in cell0 (%s); '
+                      'its build request is left to be tried again. Fault: %s',
+                      instance_uuids,
+                      'cell0 is not mapped (gantt-manage cell_v2 map_cell0)'
+                      if isinstance(error, exception.CellMappingNotFound)
+                      else build.error_text(error), text)
+            _leave_build_requests(instance_uuids, text, owner)
+            return
+        created = {}
+        with cells.target(cell0):
+            try:
+                build._record(instance_uuids, request_spec, created=created)
                 build.BuildTask._fail_all(instance_uuids, request_spec,
                                           reason)
-        except exception.CellMappingNotFound:
-            LOG.error('Cannot put the failed build of %s in cell0: cell0 '
-                      'is not mapped (gantt-manage cell_v2 map_cell0); '
-                      'its build request stays. Fault: %s',
-                      instance_uuids, text)
-            _keep_build_requests(instance_uuids, text)
-            return
-        except (db_exc.DBError, exception.DatabaseUnavailable,
-                exception.InvalidRequest) as error:
-            LOG.error('Cannot put the failed build of %s in cell0 (%s); '
-                      'its build request stays. Fault: %s', instance_uuids,
-                      build.error_text(error), text)
-            _keep_build_requests(instance_uuids, text)
-            return
-        _map_to_cell(instance_uuids, cell0)
+            except (db_exc.DBError, exception.DatabaseUnavailable,
+                    exception.InvalidRequest) as error:
+                LOG.error('Cannot put the failed build of %s in cell0 (%s); '
+                          'its build request is left to be tried again. '
+                          'Fault: %s',
+                          instance_uuids, build.error_text(error), text)
+                _undo_creations(created)
+                _leave_build_requests(
+                    instance_uuids, text, owner,
+                    None if isinstance(error, exception.InvalidRequest)
+                    else cell0.uuid)
+                return
+            try:
+                lost = _map_to_cell(instance_uuids, cell0, owner)
+            except db_exc.DBError as error:
+                LOG.error('Mapping %s to cell0 failed (%s); deleting them '
+                          'from cell0 again', instance_uuids,
+                          db_api.describe_error(error))
+                _undo_creations(created)
+                _leave_build_requests(instance_uuids, text, owner)
+                return
+            _undo_creations({uuid: created[uuid] for uuid in lost
+                             if uuid in created}, release_claims=False)
 
 
-def _record_build_requests(instance_uuids, request_spec):
+def _record_build_requests(instance_uuids, request_spec, owner):
     primitive = request_spec.obj_to_primitive()
     project_id = request_spec.obj_get('project_id') or ''
 
@@ -203,7 +280,12 @@ def _record_build_requests(instance_uuids, request_spec):
                 if len(mapped) == len(instance_uuids) and all(
                         _accepted_as(row, requests.get(row.instance_uuid),
                                      primitive) for row in mapped):
-                    return False
+                    # Still this process's to schedule if nothing
+                    # here holds it (an earlier try whose answer was
+                    # lost); else accepted before.
+                    return OURS if len(requests) == len(instance_uuids) \
+                        and all(row.owner == owner
+                                for row in requests.values()) else False
                 raise exception.InvalidRequest(
                     reason='instance %s already exists' % ', '.join(
                         sorted(row.instance_uuid for row in mapped)))
@@ -212,7 +294,7 @@ def _record_build_requests(instance_uuids, request_spec):
                     session, uuid, project_id,
                     user_id=request_spec.obj_get('user_id'))
                 mappings.create_build_request(session, uuid, project_id,
-                                              primitive)
+                                              primitive, owner=owner)
             return True
 
     return write()
@@ -239,81 +321,172 @@ def _accepted_as(mapping, build_request, primitive):
                                               primitive)
 
 
-def _create_in_cell(instance_uuid, request_spec, cell):
+def _create_in_cell(instance_uuid, request_spec, cell, owner):
     """Create the instance in ``cell`` (targeted), map it there and
-    delete its build request; whether the build goes on."""
+    delete its build request (if ``owner`` still owns it); whether the
+    build goes on."""
     try:
-        build._record([instance_uuid], request_spec)
+        row_id = _create_row(instance_uuid, request_spec, owner)
     except (db_exc.DBError, exception.InvalidRequest) as error:
         reason = ('Creating the instance in cell %s failed: %s'
                   % (cell.label(), build.error_text(error)))
-        LOG.error('%s; releasing its claim, keeping its build request',
-                  reason)
+        LOG.error('%s; releasing its claim, leaving its build request '
+                  'to be scheduled again', reason)
         _release_once(instance_uuid)
-        _keep_build_requests([instance_uuid], reason)
+        # A cell that does not answer is waited for; a refusal is not.
+        _leave_build_requests(
+            [instance_uuid], reason, owner,
+            cell.uuid if isinstance(error, db_exc.DBError) else None)
         compute_task_notes.task_error(None, 'build_instances', instance_uuid,
                                       request_spec, reason,
                                       db_instances.ERROR)
         return False
+    if row_id is LOST:
+        LOG.warning('Another super-conductor took over the build of %s '
+                    'and created it in cell %s; leaving it to that one',
+                    instance_uuid, cell.label())
+        return False
     try:
-        _map_to_cell([instance_uuid], cell, raise_errors=True)
+        lost = _map_to_cell([instance_uuid], cell, owner)
     except db_exc.DBError as error:
         reason = ('Mapping the instance to cell %s failed: %s'
                   % (cell.label(), db_api.describe_error(error)))
         LOG.error('%s; deleting instance %s from the cell again and '
                   'releasing its claim', reason, instance_uuid)
-        _undo_create(instance_uuid)
-        _keep_build_requests([instance_uuid], reason)
+        _undo_creations({instance_uuid: row_id})
+        _leave_build_requests([instance_uuid], reason, owner)
+        return False
+    if lost:
+        # The claim is the new owner's business (its own claim may be
+        # on the same node by now): only the row goes.
+        LOG.warning('Another super-conductor took over the build of %s; '
+                    'deleting the instance this one created in cell %s',
+                    instance_uuid, cell.label())
+        _undo_creations({instance_uuid: row_id}, release_claims=False)
         return False
     return True
 
 
+def _create_row(instance_uuid, request_spec, owner):
+    """Create the instance in the targeted cell; its row's id (None if
+    not known), or :data:`LOST`.
+
+    A row of the same request that this call did not write was left by
+    a super-conductor that lost this build request (it hung past the
+    grace period): it is replaced if ``owner`` still owns the build
+    request; if not, the row is the new owner's and nothing is touched
+    (LOST).
+
+    :raises: DBError, InvalidRequest (a row of another request)
+    """
+    created = {}
+    build._record([instance_uuid], request_spec, created=created)
+    if instance_uuid in created:
+        return created[instance_uuid]
+    if not _owns(instance_uuid, owner):
+        return LOST
+    _purge_rows(instance_uuid)
+    build._record([instance_uuid], request_spec, created=created)
+    return created.get(instance_uuid)
+
+
+@db_api.retry_on_api_db_error
+def _owns(instance_uuid, owner):
+    with db_api.api_reader() as session:
+        request = mappings.build_requests_of(session, [instance_uuid]).get(
+            instance_uuid)
+    return request is not None and request.owner == owner
+
+
 @db_api.retry_on_db_error
-def _undo_create(instance_uuid):
+def _purge_rows(instance_uuid):
+    """Delete the instance's rows in the targeted cell (never mapped:
+    this process owns its build request), not its claims."""
     with db_api.writer() as session:
-        claims.release_resources(session, instance_uuid)
-        db_instances.purge(session, instance_uuid)
+        for row in db_instances.list_instances(session,
+                                               uuids=[instance_uuid]):
+            db_instances.purge_row(session, row.id)
+
+
+def _undo_creations(created, release_claims=True):
+    """Delete the rows this process created (``{uuid: row id}``, None:
+    not known) in the targeted cell, and (``release_claims``) the claims
+    of each instance whose row was still there; tried within the
+    ``[database]`` budget, logged if that fails (a build request taken
+    over later clears what is left)."""
+    for uuid, row_id in created.items():
+        try:
+            _undo_create(uuid, row_id, release_claims)
+        except db_exc.DBError as error:
+            LOG.error('Could not delete instance %s (row %s) again: %s',
+                      uuid, row_id, db_api.describe_error(error))
+
+
+@db_api.retry_on_db_error
+def _undo_create(instance_uuid, row_id, release_claims):
+    with db_api.writer() as session:
+        if row_id is not None and db_instances.purge_row(session, row_id) \
+                and release_claims:
+            claims.release_resources(session, instance_uuid)
 
 
 def _release_once(instance_uuid):
-    """Release the instance's claim in the targeted cell, trying once."""
+    """Release the instance's claim in the targeted cell, trying once;
+    not if the cell has an instance of that uuid (another super-conductor
+    created it there after taking the build over)."""
     try:
         with db_api.writer() as session:
-            claims.release_resources(session, instance_uuid)
+            if not db_instances.list_instances(session,
+                                               uuids=[instance_uuid]):
+                claims.release_resources(session, instance_uuid)
     except db_exc.DBError as error:
         LOG.warning('Could not release the claim of %s (%s); the cell '
                     'conductor releases stray claims later', instance_uuid,
                     db_api.describe_error(error))
 
 
-def _map_to_cell(instance_uuids, cell, raise_errors=False):
+def _map_to_cell(instance_uuids, cell, owner):
     """Map the instances to ``cell`` and delete their build requests, in
-    one API transaction (retried within the ``[api_database]`` budget)."""
+    one API transaction (retried within the ``[api_database]`` budget);
+    only those ``owner`` still owns. The uuids it no longer owned.
+
+    :raises: DBError past the budget
+    """
     @db_api.retry_on_api_db_error
     def write():
+        lost = []
         with db_api.api_writer() as session:
             cell_id = mappings.get_cell(session, cell.uuid).id
             for uuid in instance_uuids:
-                mappings.set_instance_cell(session, uuid, cell_id)
-                mappings.delete_build_request(session, uuid)
-    try:
-        write()
-    except db_exc.DBError as error:
-        if raise_errors:
-            raise
-        LOG.error('Mapping %s to cell %s failed: %s', instance_uuids,
-                  cell.label(), db_api.describe_error(error))
+                if db_build_requests.finish(session, uuid, owner):
+                    mappings.set_instance_cell(session, uuid, cell_id)
+                    continue
+                mapping = mappings.get_instance_mapping(session, uuid)
+                # Mapped here by an earlier try whose answer was lost.
+                if mapping is None or mapping.cell_id != cell_id:
+                    lost.append(uuid)
+        return lost
+    return write()
 
 
-def _keep_build_requests(instance_uuids, fault):
-    """Write why the build requests stay (tried within the budget)."""
+def _leave_build_requests(instance_uuids, fault, owner,
+                          waiting_cell_uuid=None):
+    """Leave the build requests behind with why (and the cell they wait
+    for), to be scheduled again (:mod:`conductor.tasks.resume_builds`);
+    tried within the budget. Without the API database they stay this
+    process's until it stops renewing them."""
     @db_api.retry_on_api_db_error
     def write():
         with db_api.api_writer() as session:
-            for uuid in instance_uuids:
-                mappings.set_build_request_fault(session, uuid, fault)
+            return [uuid for uuid in instance_uuids
+                    if not db_build_requests.leave(session, uuid, owner,
+                                                   fault, waiting_cell_uuid)]
     try:
-        write()
+        lost = write()
     except db_exc.DBError as error:
         LOG.error('Could not record the fault of the build requests of %s: '
                   '%s', instance_uuids, db_api.describe_error(error))
+        return
+    if lost:
+        LOG.warning('The build requests of %s were taken over by another '
+                    'super-conductor meanwhile', lost)

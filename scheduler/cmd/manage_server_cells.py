@@ -5,10 +5,13 @@ With ``[api_database] connection`` set, an instance lives in its cell's
 database (cell0 for the builds that got no host) and the API database
 says which: ``instance_mappings``. A build the super-conductor accepted
 and has not yet created in a cell is only a build request; it is shown
-as ``building`` (task ``scheduling``), or ``error`` with its fault when
-it was left behind (cell0 missing, its cell's database away). A cell
-whose database cannot be read is named on stderr and the others are
-listed::
+as ``building`` (task ``scheduling``) until it lands in a cell or in
+cell0: ``server show`` gives the super-conductor working on it
+(``owner``, none while nobody does) and, for one left behind, why
+(``fault``) and the cell whose database it waits for
+(``waiting_for_cell``); a super-conductor schedules it again (see
+``conductor/tasks/resume_builds.py``). A cell whose database cannot be
+read is named on stderr and the others are listed::
 
     rows = manage_server_cells.list_instances(host='compute1')
     for cell_name, row in rows: ...
@@ -32,21 +35,32 @@ from scheduler import exception
 # The columns of an instance row a build request has an answer for.
 BuildRow = collections.namedtuple('BuildRow', [
     'uuid', 'display_name', 'vm_state', 'task_state', 'host', 'node',
-    'created_at', 'project_id', 'fault', 'request_spec'])
+    'created_at', 'project_id', 'fault', 'request_spec', 'owner',
+    'waiting_for_cell'])
 
 # What a listing shows as the cell of a build request.
 NO_CELL = '-'
 
 
 def build_row(request):
-    """A :class:`BuildRow` for a ``build_requests`` row."""
-    failed = request.fault is not None
+    """A :class:`BuildRow` for a ``build_requests`` row: still building,
+    whatever held it back so far (its ``fault``)."""
     return BuildRow(
         uuid=request.instance_uuid, display_name=None,
-        vm_state=db_instances.ERROR if failed else db_instances.BUILDING,
-        task_state=None if failed else 'scheduling', host=None, node=None,
-        created_at=request.created_at, project_id=request.project_id,
-        fault=request.fault, request_spec=request.request_spec)
+        vm_state=db_instances.BUILDING, task_state='scheduling', host=None,
+        node=None, created_at=request.created_at,
+        project_id=request.project_id, fault=request.fault,
+        request_spec=request.request_spec, owner=request.owner,
+        waiting_for_cell=_cell_label(request.waiting_cell_uuid))
+
+
+def _cell_label(uuid):
+    if uuid is None:
+        return None
+    try:
+        return cells.get_cell(uuid).label()
+    except (exception.CellMappingNotFound, exception.DatabaseUnavailable):
+        return uuid
 
 
 def _warn(cell, error):

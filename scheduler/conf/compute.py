@@ -56,10 +56,19 @@ or not, so that a claim made for a build that was never sent (a conductor
 that died between the claim and the cast) does not hold capacity forever;
 its default is therefore 600.
 
+With cells, a super-conductor also puts in cell0, in ERROR, a build
+request that no super-conductor works on any more and that was accepted
+longer ago than this (``[conductor] build_request_grace_period``).
+
 Possible values:
 
 * 0: never time builds out.
-* A positive integer: seconds since the instance was created.
+* A positive integer: seconds since the instance was created (for a
+  build request, since it was accepted).
+
+Related options:
+
+* ``[conductor] build_request_grace_period``
 """),
     cfg.IntOpt('sync_power_state_interval',
                default=60,

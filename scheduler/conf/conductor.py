@@ -86,6 +86,61 @@ Related options:
 
 * ``[conductor] periodic_task_interval``
 """),
+    cfg.IntOpt('build_request_poll_interval',
+               default=10,
+               min=1,
+               help="""
+Seconds between two runs of the super-conductor's build request task.
+
+Only a conductor with ``[api_database] connection`` (a super-conductor)
+runs it, once when it starts and then every this many seconds. It renews
+the build requests this process is working on (so that no other
+super-conductor takes them over), and takes over and schedules again the
+build requests nobody works on: those of a super-conductor that died
+between accepting a build and creating it in a cell (not renewed for
+``build_request_grace_period`` seconds), and those left behind while a
+cell's database was away (once that database has answered two runs in a
+row). A build request older than ``[DEFAULT] instance_build_timeout`` is
+put in cell0 in ERROR instead, with a fault saying why.
+
+Possible values:
+
+* A positive integer: seconds; keep it well below
+  ``build_request_grace_period``.
+
+Related options:
+
+* ``[conductor] build_request_grace_period``
+* ``[DEFAULT] instance_build_timeout``
+"""),
+    cfg.IntOpt('build_request_grace_period',
+               default=60,
+               min=1,
+               help="""
+Seconds after which another super-conductor takes over a build request
+its owner stopped renewing.
+
+Each super-conductor process renews the build requests it works on every
+``build_request_poll_interval`` seconds. One that has not been renewed for
+this long belongs to a process that died (or hung): another
+super-conductor (or this one, restarted) releases the claims and removes
+any half-created instance that process left in the cells, and schedules
+the build again. Accepting a build is idempotent, so a build is never
+built twice; and the process that lost a build request can no longer map
+its instance (it undoes its own creation instead). The super-conductors'
+clocks must agree to well within this period.
+
+Possible values:
+
+* A positive integer: seconds, more than twice
+  ``build_request_poll_interval`` (a conductor refuses to start
+  otherwise).
+
+Related options:
+
+* ``[conductor] build_request_poll_interval``
+* ``[DEFAULT] instance_build_timeout``
+"""),
 ]
 
 

@@ -101,11 +101,17 @@ class BuildRequest(ApiBase):
     """A build accepted by the super-conductor and not yet in a cell:
     the request as it came (``request_spec``, a RequestSpec primitive).
     Deleted once the instance is created in its cell (or in cell0); one
-    left behind says why in ``fault`` (the cell database was away)."""
+    left behind says why in ``fault`` (the cell database was away).
+
+    ``owner`` is the super-conductor process working on it, which renews
+    ``updated_at`` while it lives; None once it left the build request
+    behind. ``waiting_cell_uuid`` is the cell whose database it waits for
+    (see ``conductor/tasks/build_requests.py``)."""
 
     __tablename__ = 'build_requests'
     __table_args__ = (sa.UniqueConstraint('instance_uuid'),
-                      sa.Index(None, 'project_id'))
+                      sa.Index(None, 'project_id'),
+                      sa.Index(None, 'owner'))
 
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
     instance_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
@@ -114,6 +120,11 @@ class BuildRequest(ApiBase):
     fault: orm.Mapped[Optional[str]] = orm.mapped_column(sa.Text)
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         models.Timestamp, default=models.utcnow)
+    owner: orm.Mapped[Optional[str]] = orm.mapped_column(sa.String(255))
+    updated_at: orm.Mapped[Optional[datetime.datetime]] = orm.mapped_column(
+        models.Timestamp)
+    waiting_cell_uuid: orm.Mapped[Optional[str]] = orm.mapped_column(
+        sa.String(36))
 
 
 def _copied(model):

@@ -247,6 +247,18 @@ def get_allocations(session, consumer_uuid):
             for row in rows]
 
 
+def consumers_holding(session, consumer_uuids):
+    """Those of ``consumer_uuids`` that hold allocations, as a set."""
+    uuids = sorted(set(consumer_uuids))
+    found = set()
+    for start in range(0, len(uuids), 500):
+        found.update(session.execute(
+            sa.select(_ALLOC.c.consumer_uuid).distinct().where(
+                _ALLOC.c.consumer_uuid.in_(uuids[start:start + 500])))
+            .scalars())
+    return found
+
+
 # -- a claim in its own transaction: what the drivers and the conductor's
 # tasks call ------------------------------------------------------------------
 

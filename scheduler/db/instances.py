@@ -53,7 +53,7 @@ UPDATABLE_FIELDS = ('host', 'node', 'vm_state', 'task_state', 'fault',
 
 def create(session, uuid, flavor, request_spec, project_id=None,
            user_id=None, display_name=None, availability_zone=None):
-    """Record a new instance in ``building``; returns nothing.
+    """Record a new instance in ``building``; returns its row's id.
 
     Creating an instance that already exists is an InvalidRequest, so a
     replayed request cannot build one server twice.
@@ -63,11 +63,12 @@ def create(session, uuid, flavor, request_spec, project_id=None,
         raise exception.InvalidRequest(
             reason='instance %s already exists' % uuid)
     now = models.utcnow()
-    session.execute(sa.insert(_INSTANCE).values(
+    return session.execute(sa.insert(_INSTANCE).values(
         uuid=uuid, flavor=flavor, request_spec=request_spec,
         project_id=project_id, user_id=user_id, display_name=display_name,
         availability_zone=availability_zone, vm_state=BUILDING,
-        task_state='scheduling', created_at=now, updated_at=now))
+        task_state='scheduling', created_at=now,
+        updated_at=now)).inserted_primary_key[0]
 
 
 def get(session, uuid):
@@ -158,12 +159,14 @@ def soft_delete(session, uuid):
                 deleted=_INSTANCE.c.id, deleted_at=now, updated_at=now))
 
 
-def purge(session, uuid):
-    """Remove the row of an instance that never left ``building`` (the
-    super-conductor undoing a creation whose mapping failed). The caller
-    releases its claims in the same transaction."""
-    session.execute(sa.delete(_INSTANCE).where(
-        _INSTANCE.c.uuid == uuid, _INSTANCE.c.vm_state == BUILDING))
+def purge_row(session, row_id):
+    """Remove one instance row by its id, whatever its state (the
+    super-conductor undoing a creation of its own, or one that a build
+    request it took over left half-done: an instance that was never
+    mapped); whether it was there. The caller releases its claims in the
+    same transaction."""
+    return session.execute(sa.delete(_INSTANCE).where(
+        _INSTANCE.c.id == row_id)).rowcount == 1
 
 
 def stuck_deleting(session, changed_before):

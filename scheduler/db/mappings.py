@@ -156,27 +156,19 @@ def set_instance_cell(session, instance_uuid, cell_id):
         cell_id=cell_id, updated_at=models.utcnow())).rowcount == 1
 
 
-def create_build_request(session, instance_uuid, project_id, request_spec):
+def create_build_request(session, instance_uuid, project_id, request_spec,
+                         owner=None):
     """Record an accepted build (``request_spec``: a RequestSpec
-    primitive). DBDuplicateEntry if the instance has one."""
+    primitive), owned by ``owner`` (see :mod:`scheduler.db.build_requests`).
+    DBDuplicateEntry if the instance has one."""
+    now = models.utcnow()
     session.execute(sa.insert(_BUILD).values(
         instance_uuid=instance_uuid, project_id=project_id,
-        request_spec=request_spec, created_at=models.utcnow()))
+        request_spec=request_spec, owner=owner, created_at=now,
+        updated_at=now))
 
 
 def build_requests_of(session, uuids):
     """``{instance_uuid: row}`` of the build requests of ``uuids``."""
     return {row.instance_uuid: row for row in session.execute(
         sa.select(_BUILD).where(_BUILD.c.instance_uuid.in_(list(uuids))))}
-
-
-def set_build_request_fault(session, instance_uuid, fault):
-    """Say why a build request was left behind."""
-    session.execute(sa.update(_BUILD).where(
-        _BUILD.c.instance_uuid == instance_uuid).values(fault=fault))
-
-
-def delete_build_request(session, instance_uuid):
-    """Delete the build request of an instance; whether it had one."""
-    return session.execute(sa.delete(_BUILD).where(
-        _BUILD.c.instance_uuid == instance_uuid)).rowcount == 1

@@ -8,6 +8,7 @@ import pytest
 from scheduler import cells
 from scheduler.cmd import manage_server_cells
 from scheduler.db import api as db_api
+from scheduler.db import build_requests as db_build_requests
 from scheduler.db import instances as db_instances
 from scheduler.db import mappings
 from tests.fixtures import databases
@@ -38,7 +39,9 @@ def _instance(cell_url, uuid, cell_id, vm_state, host=None, fault=None):
 @pytest.fixture
 def servers(api_database, database, cell0_url):
     """{name: uuid}: 'active' in cell1, 'failed' in cell0, 'waiting' and
-    'left' accepted without a cell (left with a fault)."""
+    'left' accepted without a cell ('waiting' in the hands of a
+    super-conductor, 'left' left behind with a fault, waiting for
+    cell1)."""
     with db_api.api_writer() as session:
         cell1 = mappings.create_cell(session, CELL1, 'cell1', None, database)
         cell0 = mappings.create_cell(session, cells.CELL0_UUID, 'cell0',
@@ -52,9 +55,11 @@ def servers(api_database, database, cell0_url):
     with db_api.api_writer() as session:
         for name in ('waiting', 'left'):
             mappings.create_instance_mapping(session, uuids[name], 'p1')
-            mappings.create_build_request(session, uuids[name], 'p1', {})
-        mappings.set_build_request_fault(session, uuids['left'],
-                                         'cell0 is not mapped')
+            mappings.create_build_request(session, uuids[name], 'p1', {},
+                                          owner='super1:42:' + name)
+        assert db_build_requests.leave(
+            session, uuids['left'], 'super1:42:left',
+            'Creating the instance in cell cell1 failed: gone', CELL1)
     return uuids
 
 
@@ -78,12 +83,12 @@ def test_list_shows_every_cell_and_the_builds_without_one(servers, run):
         servers['active']: ('active', 'cell1'),
         servers['failed']: ('error', 'cell0'),
         servers['waiting']: ('building', '-'),
-        servers['left']: ('error', '-')}
+        servers['left']: ('building', '-')}
 
     by_host = _listed(run('server', 'list', '--host', 'c1').out)
     assert by_host == {servers['active']: ('active', 'cell1')}
     errors = _listed(run('server', 'list', '--state', 'ERROR').out)
-    assert set(errors) == {servers['failed'], servers['left']}
+    assert set(errors) == {servers['failed']}
 
 
 def test_show_reads_the_instance_in_its_cell(servers, run):
@@ -91,9 +96,16 @@ def test_show_reads_the_instance_in_its_cell(servers, run):
     assert shown.code == 0, shown.err
     assert 'No valid host was found.' in shown.out
     assert 'cell0' in shown.out
-    left = run('server', 'show', servers['left'])
-    assert left.code == 0, left.err
-    assert 'cell0 is not mapped' in left.out
+    left = dict(output.table(run('server', 'show', servers['left']).out))
+    assert (left['vm_state'], left['task_state'], left['owner'],
+            left['waiting_for_cell']) == (
+        'building', 'scheduling', '-', 'cell1')
+    assert left['fault'] == \
+        'Creating the instance in cell cell1 failed: gone'
+    waiting = dict(output.table(run('server', 'show',
+                                    servers['waiting']).out))
+    assert (waiting['owner'], waiting['fault']) == ('super1:42:waiting',
+                                                    '-')
     missing = run('server', 'show', uuidutils.generate_uuid())
     assert missing.code != 0
     assert 'could not be found' in missing.err

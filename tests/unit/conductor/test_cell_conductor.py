@@ -96,8 +96,11 @@ def test_a_node_this_cell_does_not_have_is_refused(database):
         compute_node_uuid=uuidutils.generate_uuid(), service_host='h9',
         nodename='h9')
     with pytest.raises(exception.CrossCellMoveNotSupported,
-                       match='Host h9 is not in the cell of instance u1'):
-        common.check_same_cell('u1', selection)
+                       match="Instance u1 cannot move to host h9: the "
+                             "instance is in this conductor's cell and the "
+                             "host in another cell"):
+        common.refuse_other_cell('u1', inprocess.Cluster.spec(1, 512, 1),
+                                 selection)
 
 
 def test_the_super_conductor_runs_operations_in_the_instance_cell(

@@ -107,12 +107,13 @@ def test_a_move_the_scheduler_sends_to_another_cell_is_refused(
     [uuid] = fakes.uuids(1)
     row = types.SimpleNamespace(uuid=uuid, host='a1')
 
-    with pytest.raises(exception.InvalidRequest) as raised:
+    with pytest.raises(exception.CrossCellMoveNotSupported) as raised:
         move(task, row, fakes.spec())
 
-    assert 'from cell %s to cell %s (b1)' % (CELL1, CELL2) in str(
-        raised.value)
-    assert 'moves across cells are not supported' in str(raised.value)
+    assert str(raised.value) == (
+        'Instance %s cannot move to host b1: the instance is in cell '
+        'cell-a1 and the host in cell cell-b1; moving a server to another '
+        'cell is not supported.' % uuid)
     # The scheduler's claim in cell2 is given back.
     assert allocations(two_cells[CELL2], uuid) == []
     # And the scheduler was asked to stay in cell1.
@@ -124,10 +125,30 @@ def test_a_move_the_scheduler_sends_to_another_cell_is_refused(
 def test_a_forced_destination_in_another_cell_is_refused(two_cells):
     row = types.SimpleNamespace(uuid=fakes.uuids(1)[0], host='a1')
 
-    with pytest.raises(exception.InvalidRequest) as raised:
+    with pytest.raises(exception.CrossCellMoveNotSupported,
+                       match='the instance is in cell cell-a1 and the host '
+                             'in cell cell-b1'):
         common.refuse_forced_cross_cell(row, 'b1')
-    assert 'moves across cells are not supported' in str(raised.value)
     assert common.refuse_forced_cross_cell(row, 'a1').uuid == CELL1
+
+
+def test_an_older_scheduler_s_host_in_another_cell_is_refused(two_cells):
+    """A Selection without its cell (Selection 1.0): the node is not in
+    the instance's cell database; its host mapping says which cell it
+    is in, and the claim there is given back."""
+    selection, node_id = selection_of(two_cells[CELL2], 'b1', None)
+    [uuid] = fakes.uuids(1)
+    with db_api.target_cell(two_cells[CELL2]):
+        assert claims.claim_in_sql(node_id, uuid, WANTED)
+    spec = fakes.spec()
+    common.keep_in_cell(spec, types.SimpleNamespace(uuid=uuid, host='a1'))
+
+    with db_api.target_cell(two_cells[CELL1]), pytest.raises(
+            exception.CrossCellMoveNotSupported,
+            match='the instance is in cell cell-a1 and the host in cell '
+                  'cell-b1'):
+        common.refuse_other_cell(uuid, spec, selection)
+    assert allocations(two_cells[CELL2], uuid) == []
 
 
 def test_an_offloaded_instance_is_kept_in_its_mapped_cell(two_cells):
