@@ -374,7 +374,7 @@ class _Request:
                                      self.resources, self.claiming)]
                 + [base.make_selection(self.table.states[alt],
                                        self.resources, False)
-                   for alt in alternates]
+                   for alt in alternates[row]]
                 for row in chosen]
 
     def _filter_and_rank(self, index, mask, steps, skip_filters):
@@ -501,24 +501,33 @@ class _Request:
             self.table = self.table.replace({row: fresh})
 
     def _alternates(self, mask, chosen, order, skip_filters):
-        """Up to ``num_alts`` unclaimed next-best hosts, as in Nova."""
-        if not self.num_alts:
-            return []
-        ranking = None
-        if self.count > 1:
-            # Re-rank: the chosen hosts have consumed resources since.
-            _result, ranking = self._filter_and_rank(
-                self.count - 1, mask, [], skip_filters)
-            order = [int(row) for row in ranking.head]
-        excluded = set(chosen) | self.failed
-        alternates = []
-        rest = _later(ranking.rest) if ranking is not None else ()
-        for row in itertools.chain(order, rest):
-            if len(alternates) >= self.num_alts:
-                break
-            if row not in excluded:
-                alternates.append(row)
-        return alternates
+        """``{chosen row: up to num_alts unclaimed next-best hosts}``, as
+        in Nova: each instance's alternates are in the cell of its host
+        (a reschedule is its cell conductor's, which claims only in its
+        own database); without cells, the same next-best hosts for all.
+        """
+        states = self.table.states
+        by_cell = {states[row].cell_uuid: [] for row in chosen}
+        if self.num_alts:
+            ranking = None
+            if self.count > 1:
+                # Re-rank: the chosen hosts have consumed resources since.
+                _result, ranking = self._filter_and_rank(
+                    self.count - 1, mask, [], skip_filters)
+                order = [int(row) for row in ranking.head]
+            excluded = set(chosen) | self.failed
+            rest = _later(ranking.rest) if ranking is not None else ()
+            short = len(by_cell)
+            for row in itertools.chain(order, rest):
+                if not short:
+                    break
+                if row in excluded:
+                    continue
+                found = by_cell.get(states[row].cell_uuid)
+                if found is not None and len(found) < self.num_alts:
+                    found.append(row)
+                    short -= len(found) == self.num_alts
+        return {row: by_cell[states[row].cell_uuid] for row in chosen}
 
     def _reason(self, index, result, claims_failed=False):
         self.last_filter = _last_filter(result, claims_failed)

@@ -109,10 +109,12 @@ class Selection(base.GanttObject):
                      namespace + '.namespace': self.OBJ_PROJECT_NAMESPACE,
                      namespace + '.version': self.VERSION,
                      namespace + '.data': data}
-        # No field holds an object: what changed is the changed fields.
+        # No field holds an object: what changed is the changed fields
+        # (sorted: equal Selections have equal primitives, see
+        # ComparableVersionedObject).
         changes = self._changed_fields
         if changes:
-            primitive[namespace + '.changes'] = list(changes)
+            primitive[namespace + '.changes'] = sorted(changes)
         return primitive
 
     def requested_resources(self):
