@@ -10,10 +10,11 @@ read again come in one statement (a ``UNION ALL`` of indexed selects)::
         nodes, services = host_reads.read_changes(
             session, since, reread_ids, alive_since, dead_hosts)
 
-A cell's incremental read is one statement and one round trip: the same
-node rows and service rows, in one ``UNION ALL`` (:func:`read_cell_changes`,
-on a :func:`statement_connection`), so that what a refresh costs per cell
-does not grow with the number of things it asks for.
+A cell's incremental read is one statement: the same node rows and
+service rows, in one ``UNION ALL`` (:func:`read_cell_changes`, on a
+:func:`statement_connection`; one round trip on psycopg2, where it runs
+outside a transaction), so that what a refresh costs per cell does not
+grow with the number of things it asks for.
 """
 
 import collections
@@ -119,7 +120,8 @@ def _node_columns(real):
         if not real:
             value = sa.type_coerce(sa.null(), column_type)
         elif column.name == 'id':
-            value = column + sa.bindparam('id_offset')
+            value = column + sa.bindparam('id_offset',
+                                          type_=sa.BigInteger())
         else:
             value = sa.type_coerce(column, column_type)
         columns.append(value.label(column.name))

@@ -19,6 +19,19 @@ def cell_url(request):
         yield url
 
 
+@pytest.fixture(params=databases.BACKENDS + ('postgresql+psycopg',))
+def any_driver_url(request):
+    """:func:`cell_url`, and PostgreSQL through psycopg 3 too (which
+    binds parameters server-side, typed)."""
+    backend, _plus, driver = request.param.partition('+')
+    with databases.cell_database(backend) as url:
+        if driver:
+            url = sa.engine.make_url(url).set(
+                drivername='postgresql+' + driver).render_as_string(
+                    hide_password=False)
+        yield url
+
+
 def test_written_and_reread_nodes_come_once_each(cell_url):
     with db_api.target_cell(cell_url):
         cloud = fakes.Cloud()
@@ -73,13 +86,13 @@ def _age(table, host, **columns):
 
 
 def test_a_cells_one_statement_reads_what_the_separate_reads_read(
-        cell_url):
+        any_driver_url):
     """read_cell_changes is the incremental read in one statement: the
     same node and service rows as read_changes, each once, in id order,
     the node ids shifted to cache ids."""
     nodes, services = models.ComputeNode.__table__, models.Service.__table__
     long_ago = models.utcnow() - datetime.timedelta(hours=1)
-    with db_api.target_cell(cell_url):
+    with db_api.target_cell(any_driver_url):
         cloud = fakes.Cloud()
         ids = {host: cloud.add_node(host, stats={'gpu': 1})
                for host in ('old', 'fresh', 'quiet', 'dead', 'never',
