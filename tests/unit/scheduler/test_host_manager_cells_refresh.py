@@ -267,12 +267,15 @@ def test_a_cell_whose_connections_die_is_whole_again_at_the_next_refresh(
         _kill_sessions(backend, urls[CELL2])
 
         first = manager.refresh()
+        down = manager.down_cells()
         second = manager.refresh()
 
-        # At worst the cell is left out of one refresh (its hosts cannot
-        # be claimed on meanwhile), then read whole; the other cell is
-        # scheduled on throughout.
-        assert 'a1' in by_host(first)
+        # The read meets the dead connection: the cell is left out of
+        # that refresh (its hosts cannot be claimed on meanwhile), the
+        # other cell is scheduled on; the next refresh connects again
+        # and reads the cell whole.
+        assert sorted(by_host(first)) == ['a1']
+        assert [cell.uuid for cell in down] == [CELL2]
         assert sorted(by_host(second)) == ['a1', 'b1']
         assert by_host(second)['b1'].total_usable_ram_mb == 2048
         assert manager.down_cells() == []
