@@ -7,6 +7,7 @@ import collections
 import contextlib
 import datetime
 import logging
+import socket
 import time
 
 import pytest
@@ -20,6 +21,7 @@ from scheduler.db import compute_nodes
 from scheduler.db import mappings
 from scheduler.db import models
 from scheduler import host_manager
+from scheduler import host_manager_cells
 from tests.fixtures import databases
 from tests.unit.scheduler import fakes
 
@@ -209,6 +211,38 @@ def test_a_down_api_database_does_not_stop_the_refreshes(
     manager.refresh()
     assert any(r.levelno == logging.INFO and 'API database answers again'
                in r.getMessage() for r in caplog.records)
+
+
+def test_an_api_database_that_does_not_answer_delays_no_refresh(
+        sqlite_cells, make_host_manager, config, monkeypatch, caplog):
+    monkeypatch.setattr(host_manager_cells, 'CELL_TIMEOUT', 0.3)
+    cloud = fakes.Cloud()
+    in_cell(sqlite_cells[CELL1], cloud.add_node, 'a1')
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    # A server that takes the connection and never says a word.
+    silent = socket.socket()
+    silent.bind(('127.0.0.1', 0))
+    silent.listen(8)
+    try:
+        config.config(connection='postgresql+psycopg2://gantt@127.0.0.1:%d/x'
+                      % silent.getsockname()[1], group='api_database')
+        caplog.set_level(logging.WARNING, 'scheduler.host_manager_cells')
+        in_cell(sqlite_cells[CELL1], cloud.add_node, 'a2')
+        started = time.monotonic()
+        table = manager.refresh()
+        time.sleep(0.4)
+        manager.refresh()
+        manager.refresh()
+
+        assert time.monotonic() - started < 2.0
+        assert sorted(by_host(table)) == ['a1', 'a2']
+        assert [r.getMessage() for r in caplog.records] == [
+            'Could not read the cell list (no answer within 0.3 s); the '
+            'host cache keeps reading the 2 cell(s) it knows']
+    finally:
+        silent.close()
+        manager.stop()
 
 
 def test_the_cell_list_reader_is_one_thread_reused_and_stopped(
