@@ -387,7 +387,8 @@ class HostManager(instance_tracking.InstanceTracking):
                 dead = set(self._dead_hosts)
             if host_manager_cells.multi_cell():
                 table = host_manager_cells.refresh(
-                    self, changes, full, reread, dead, began, seen_seq)
+                    self, changes, full, known, reread, dead, began,
+                    seen_seq)
             else:
                 table = self._read_one_cell(changes, first_load, full, known,
                                             reread, dead, seen_seq)
@@ -400,7 +401,7 @@ class HostManager(instance_tracking.InstanceTracking):
             self.stats['services_read'] += len(changes.services)
             self.stats['last_refresh_seconds'] = elapsed
             prometheus.cache_refreshed(
-                elapsed, host_manager_cells.cell_counts(table.states),
+                elapsed, host_manager_cells.cell_counts(table),
                 self._cells.cells_up(), time.time())
             LOG.debug('Host cache refreshed in %.3fs: %d node(s) and %d '
                       'service(s) read, %d node(s) removed', elapsed,

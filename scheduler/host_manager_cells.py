@@ -10,14 +10,24 @@ Each cell's thread is long-lived: started at the cell's first read, fed
 its reads through a queue, stopped with the host manager
 (:meth:`CellGather.stop`) and started again if it died (after a fork,
 for instance), so that a refresh costs what changed in the cells, not a
-new thread per cell. An incremental read of a cell reads what changed
-(:mod:`scheduler.host_reads`).
+new thread per cell. An incremental read of a cell is one statement
+(:func:`scheduler.host_reads.read_cell_changes`): what a refresh costs
+grows with what changed and with the hosts, hardly with the number of
+cells.
 A cell that errors, is unreachable or does not answer in time is left
 out: its hosts leave the table (they cannot be claimed on), a WARNING
 says so once, and the other cells are scheduled on as before. When it
 answers again (INFO), it is read whole, like a cold load, and its hosts
 come back. A cell whose previous read has not finished yet is not read
 again meanwhile.
+
+The cells read are those of the list read from the API database by the
+previous refresh: each refresh reads the list again in the background,
+on a thread of its own (:func:`scheduler.cells.registry.reload_cells`),
+so that a cell created, disabled or moved with ``gantt-manage cell_v2``
+is read by the next refresh but one, and an API database that is down
+or slow neither delays nor stops the refreshes (a WARNING says so once,
+INFO when it answers again; the cells known are read meanwhile).
 
 Each cell keeps its own watermark (when its last read that answered
 began), so that an incremental refresh reads per cell what changed since
@@ -42,14 +52,17 @@ them (a cell that was down at the first load is learnt that way).
 
 import collections
 import datetime
-import queue
+import operator
 import threading
 import time
 import weakref
 
+import numpy as np
 from oslo_log import log as logging
 
 from scheduler import cells
+from scheduler.cells import readers
+from scheduler.cells import registry
 from scheduler.db import api as db_api
 from scheduler import host_reads
 from scheduler import instance_tracking
@@ -112,54 +125,33 @@ class CellRead:
         self.instances = None
 
 
-class _Pending:
-    """One read handed to a cell's reading thread."""
-
-    def __init__(self, job):
-        self.job = job
-        self.done = threading.Event()
-        self.outcome = None        # CellRead, or the exception raised
-
-
-class _Cell:
+class _Cell(readers.Reader):
     """The reading state of one cell, and its reading thread."""
 
     def __init__(self, cell, index):
+        super().__init__('gantt-cell-%s' % cell.label())
         self.cell = cell
         self.index = index
         self.offset = index << ID_BITS
         self.watermark = None      # when its last answered read began
         self.down = False
-        self.thread = None
-        self.jobs = None           # the thread's queue of _Pending
-        self.pending = None        # the last _Pending handed to it
-
-    def submit(self, job):
-        """Hand ``job`` to the reading thread (started if it is not
-        running); the _Pending, or None while the last read runs."""
-        alive = self.thread is not None and self.thread.is_alive()
-        if alive and self.pending is not None and \
-                not self.pending.done.is_set():
-            return None
-        if not alive:
-            self.jobs = queue.Queue()
-            self.thread = threading.Thread(
-                target=_reading_loop, args=(self, self.jobs),
-                name='gantt-cell-%s' % self.cell.label(), daemon=True)
-            self.thread.start()
-        self.pending = _Pending(job)
-        self.jobs.put(self.pending)
-        return self.pending
-
-    def stop(self):
-        if self.jobs is not None:
-            self.jobs.put(None)
-        self.thread = self.jobs = self.pending = None
 
 
-def _stop_readers(states):
+def _stop_readers(states, *api):
     for state in list(states.values()):
         state.stop()
+    for reader in api:
+        reader.stop()
+
+
+class _Round:
+    """The reads one refresh handed to the cells."""
+
+    def __init__(self, listed, pending, latch):
+        self.listed = listed
+        self.pending = pending
+        self.latch = latch
+        self.deadline = time.monotonic() + CELL_TIMEOUT
 
 
 class CellGather:
@@ -170,13 +162,19 @@ class CellGather:
         self._cells = {}           # uuid -> _Cell
         self._by_index = {}        # index -> _Cell
         self._listed = None        # the _Cells of the last gather
+        # Reads the cell list again in the background (see _list_cells).
+        self._api = readers.Reader('gantt-api-db-cells')
+        # Reads the aggregates (in the API database) in the background.
+        self.aggregates = readers.Reader('gantt-api-db-aggregates')
+        self._api_down = False
         # A HostManager dropped without stop() does not leave its cells'
         # threads waiting for reads forever.
-        weakref.finalize(self, _stop_readers, self._cells)
+        weakref.finalize(self, _stop_readers, self._cells, self._api,
+                         self.aggregates)
 
     def stop(self):
-        """Stop the cells' reading threads (the next read starts them)."""
-        _stop_readers(self._cells)
+        """Stop the reading threads (the next read starts them)."""
+        _stop_readers(self._cells, self._api, self.aggregates)
 
     def _cell_state(self, cell):
         with self._lock:
@@ -229,37 +227,79 @@ class CellGather:
             services.extend(more)
         return nodes, services
 
-    def gather(self, job, began, known_ids):
-        """Read every enabled cell but cell0 concurrently; return
-        ``(reads, left_out)``: ``[CellRead]`` of the cells that answered
-        within CELL_TIMEOUT, and the cache ids in ``known_ids`` of the
-        cells that did not (or that are no longer listed).
-
-        ``job(session, cell_read, state)``: what to read in one cell
-        (``state.watermark`` None: read it whole).
-        """
-        listed = [self._cell_state(cell) for cell in cells.get_cells()
+    def start(self, job_for):
+        """Hand every enabled cell but cell0 its read, ``job_for(state)``
+        (a callable run in the cell's thread, returning a CellRead; a
+        cell still in its last read gets none); return the _Round to
+        :meth:`collect`."""
+        listed = [self._cell_state(cell) for cell in self._list_cells()
                   if not cell.is_cell0 and not cell.disabled]
-        # A cell still in its last read gets no new one (None).
-        pending = [state.submit(job) for state in listed]
-        deadline = time.monotonic() + CELL_TIMEOUT
-        reads = []
-        answered = set()
-        for state, read in zip(listed, pending):
+        latch = readers.Latch(len(listed))
+        pending = []
+        for state in listed:
+            read = state.submit(job_for(state), latch)
+            if read is None:
+                latch.count_down()
+            pending.append(read)
+        return _Round(listed, pending, latch)
+
+    def collect(self, round_, began):
+        """Wait for the reads of ``round_`` (at most CELL_TIMEOUT from its
+        start); return ``(reads, answered)``: ``[CellRead]`` of the
+        cells that answered, and their uuids. The others are left out
+        (their watermark dropped: read whole when they answer)."""
+        round_.latch.done.wait(max(0.0, round_.deadline - time.monotonic()))
+        reads, answered = [], set()
+        for state, read in zip(round_.listed, round_.pending):
             outcome = None
-            if read is not None and read.done.wait(
-                    max(0.0, deadline - time.monotonic())):
+            if read is not None and read.done.is_set():
                 outcome = read.outcome
             if isinstance(outcome, CellRead):
                 reads.append(outcome)
-                answered.add(state.index)
+                answered.add(state.cell.uuid)
                 self._answered(state, began)
             else:
                 self._left_out(state, outcome)
-        self._listed = listed
-        left_out = [cache_id for cache_id in known_ids
-                    if cell_index(cache_id) not in answered]
-        return reads, left_out
+        self._listed = round_.listed
+        return reads, answered
+
+    def index_of(self, uuid):
+        state = self._cells.get(uuid)
+        return None if state is None else state.index
+
+    def _list_cells(self):
+        """The cells to read: those the API database listed when last
+        read, read again in the background for the next refresh; read
+        now only when none were read yet (or the list was cleared)."""
+        listed = registry.cached_cells()
+        if listed is None:
+            return cells.get_cells()
+        pending = self._api.pending
+        if pending is not None and pending.done.is_set():
+            self._api_answered(pending.outcome, listed)
+        elif pending is not None and not self._api_down and \
+                time.monotonic() - pending.started > CELL_TIMEOUT:
+            self._api_answered(None, listed)
+        self._api.submit(registry.reload_cells)
+        return listed
+
+    def _api_answered(self, outcome, known):
+        if isinstance(outcome, list):
+            if self._api_down:
+                LOG.info('The API database answers again; the host cache '
+                         'reads the cells it lists')
+            self._api_down = False
+            return
+        if self._api_down:
+            return
+        self._api_down = True
+        reason = 'no answer within %s s' % CELL_TIMEOUT if outcome is None \
+            else outcome
+        LOG.warning('Could not read the cell list (%(reason)s); the host '
+                    'cache keeps reading the %(count)d cell(s) it knows',
+                    {'reason': reason,
+                     'count': sum(1 for cell in known
+                                  if not cell.is_cell0 and not cell.disabled)})
 
     @staticmethod
     def _answered(state, began):
@@ -285,73 +325,149 @@ class CellGather:
                     {'cell': state.cell.label(), 'reason': reason})
 
 
-def _reading_loop(state, jobs):
-    """The body of one cell's reading thread: run the reads handed to it
-    until told to stop (None)."""
-    while True:
-        pending = jobs.get()
-        if pending is None:
-            return
-        pending.outcome = _read_cell(state, pending.job)
-        pending.done.set()
+def _by_cell(cache_ids):
+    """``{cell index: {node id: value}}`` of ``{cache id: value}``, in
+    one pass."""
+    split = collections.defaultdict(dict)
+    for cache_id, value in cache_ids.items():
+        split[cache_id >> ID_BITS][cache_id & NODE_MASK] = value
+    return split
 
 
-def _read_cell(state, job):
-    """One read of a cell: its CellRead, or the exception it raised."""
-    try:
-        read = CellRead()
-        with cells.target(state.cell):
-            with db_api.reader() as session:
-                job(session, read, state)
-        read.nodes = shifted(read.nodes, state.offset)
-        read.removed = [state.offset + node for node in read.removed]
-        return read
-    except Exception as error:
-        return error
+def _dead_by_cell(table, dead):
+    """``{cell uuid: hosts}`` of the dead hosts, by the cell of their
+    nodes in ``table``; those the table has no node of under ``None``
+    (asked of every cell)."""
+    split = collections.defaultdict(set)
+    for host in dead:
+        rows = () if table is None else table.rows_by_host.get(host, ())
+        cell = table.states[rows[0]].cell_uuid if rows else None
+        split[cell].add(host)
+    return split
 
 
-def cell_job(manager, changes, full, known, reread, dead, instances):
-    """The ``job`` of :meth:`CellGather.gather` for one refresh of
-    ``manager`` (see HostManager.refresh for what each read means)."""
+def cell_job(full, known, reread, dead, alive_since, instances):
+    """The ``job_for`` of :meth:`CellGather.start` for one refresh (see
+    HostManager.refresh for what each read means): the split of
+    ``known``, ``reread`` and ``dead`` by cell is done once here, not
+    once per cell."""
     from scheduler import host_manager
+    slack = datetime.timedelta(seconds=host_manager.WRITE_SLACK)
+    known = _by_cell(known or {})
+    reread = _by_cell(dict.fromkeys(reread))
+    anywhere = dead.get(None, set())
 
-    def job(session, read, state):
-        def local(cache_ids):
-            return {node_id(cache_id): value for cache_id, value
-                    in cache_ids if cell_index(cache_id) == state.index}
-        if state.watermark is None or full:
-            generations = {} if state.watermark is None else local(
-                known.items())
-            read.nodes, read.removed, read.services = host_reads.read_full(
+    def job_for(state):
+        cell, index, offset = state.cell, state.index, state.offset
+        since = state.watermark
+        if since is None or full:
+            generations = {} if since is None else known.get(index, {})
+            return lambda: _read_whole(cell, offset, generations, instances)
+        ids = set(reread.get(index, ()))
+        hosts = dead.get(cell.uuid, set()) | anywhere
+        return lambda: _read_changes(cell, offset, since - slack, ids,
+                                     alive_since, hosts)
+    return job_for
+
+
+def _read_whole(cell, offset, generations, instances):
+    """A full read of one cell against its ``{node id: generation}``
+    (empty: every node)."""
+    read = CellRead()
+    with cells.target(cell):
+        with db_api.reader() as session:
+            nodes, removed, read.services = host_reads.read_full(
                 session, generations)
             if instances:
                 read.instances = instance_tracking.read_instances(session)
-            return
-        read.nodes, read.services = host_reads.read_changes(
-            session, state.watermark - datetime.timedelta(
-                seconds=host_manager.WRITE_SLACK),
-            set(local((cache_id, None) for cache_id in reread)),
-            changes.alive_since, dead)
-    return job
+    read.nodes = shifted(nodes, offset)
+    read.removed = [offset + node for node in removed]
+    return read
 
 
-def refresh(manager, changes, full, reread, dead, began, seen_seq):
-    """One refresh of ``manager`` over every cell: read them at once and
-    the aggregates (from the API database), apply; return the table."""
+def _read_changes(cell, offset, since, reread, alive_since, dead):
+    """An incremental read of one cell: one statement."""
+    read = CellRead()
+    with cells.target(cell):
+        with host_reads.statement_connection() as connection:
+            read.nodes, read.services = host_reads.read_cell_changes(
+                connection, since, reread, alive_since, dead, offset)
+    return read
+
+
+def _api_aggregates(manager, changes):
+    """The aggregates, from the API database, into ``changes``.
+
+    The first load reads them at once. Afterwards a refresh takes what
+    the read the previous one started found (when it is done) and starts
+    the next: an API database that hangs delays no refresh (its
+    WARNING is read_api_aggregates'), and a change is seen a refresh
+    later (the fanout of ``update_aggregates`` brings it at once).
+    """
+    if manager._table is None:
+        manager.read_api_aggregates(changes)
+        return
+    reader = manager._cells.aggregates
+    pending = reader.pending
+    if pending is not None and pending.done.is_set() and \
+            not isinstance(pending.outcome, BaseException):
+        read = pending.outcome
+        changes.aggregates = read.aggregates
+        changes.aggregates_fingerprint = read.aggregates_fingerprint
+        # A fanout after that read began voids what it read (_apply).
+        changes.aggregate_seq = read.aggregate_seq
     with manager._lock:
-        known = dict(manager._generations)
-    job = cell_job(manager, changes, full, known, reread, dead,
-                   not manager._instances_loaded)
-    reads, left_out = manager._cells.gather(job, began, known)
-    merge(changes, reads, left_out)
+        seq = manager._aggregate_seq
+
+    def job():
+        from scheduler import host_manager
+        read = host_manager._Changes()
+        read.aggregate_seq = seq
+        manager.read_api_aggregates(read)
+        return read
+    reader.submit(job)
+
+
+def refresh(manager, changes, full, known, reread, dead, began, seen_seq):
+    """One refresh of ``manager`` over every cell: read them at once, and
+    the aggregates (from the API database) in the background
+    (:func:`_api_aggregates`); apply; return the table."""
+    job_for = cell_job(full, known, reread,
+                       _dead_by_cell(manager._table, dead),
+                       changes.alive_since, not manager._instances_loaded)
+    gather = manager._cells
+    round_ = gather.start(job_for)
+    _api_aggregates(manager, changes)
+    reads, answered = gather.collect(round_, began)
+    merge(changes, reads)
     changes.full = full or manager._table is None
-    manager.read_api_aggregates(changes)
+    # Only refreshes change which nodes the table holds, and this one
+    # holds the refresh lock: the cells it holds hosts of are known now.
+    gone = _cells_left_out(manager, answered)
     with manager._lock:
+        if gone:
+            changes.removed.extend(
+                cache_id for cache_id in manager._generations
+                if cell_index(cache_id) in gone)
         manager._apply(changes, seen_seq)
         return manager._table
 
 
-def merge(changes, reads, left_out):
+def _cells_left_out(manager, answered):
+    """The indexes of the cells the table holds hosts of that did not
+    answer (or are no longer listed), from the table's grouping of its
+    rows by cell: no pass over every node when every cell answered."""
+    table = manager._table
+    if table is None or not len(table):
+        return set()
+    codes, keys = table.grouped('cell_uuid',
+                                operator.attrgetter('cell_uuid'))
+    counts = np.bincount(codes, minlength=len(keys))
+    return {manager._cells.index_of(uuid) for uuid, count
+            in zip(keys, counts) if count and uuid not in answered}
+
+
+def merge(changes, reads):
     """Fold the cells' reads into one refresh's changes."""
     instances = None
     for read in reads:
@@ -361,14 +477,23 @@ def merge(changes, reads, left_out):
         if read.instances is not None:
             instances = instances or {}
             instances.update(read.instances)
-    changes.removed.extend(left_out)
     changes.nodes.sort(key=lambda row: row.id)
     changes.instances = instances
 
 
-def cell_counts(states):
-    """``{cell name: hosts}`` of HostStates (without cells, one count:
-    no pass over every host at each refresh)."""
+def cell_counts(table):
+    """``{cell name: hosts}`` of a HostTable, from its grouping by cell
+    (without cells, one count): no pass over every host at each
+    refresh."""
     if not db_api.api_database_configured():
-        return {cells.LOCAL.label(): len(states)}
-    return dict(collections.Counter(state.cell_name for state in states))
+        return {cells.LOCAL.label(): len(table)}
+    if not len(table):
+        return {}
+    codes, keys = table.grouped('cell_name',
+                                operator.attrgetter('cell_name'))
+    counts = np.bincount(codes, minlength=len(keys))
+    found = collections.Counter()
+    for name, count in zip(keys, counts):
+        if count:
+            found[name] += int(count)
+    return dict(found)

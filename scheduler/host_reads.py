@@ -2,17 +2,28 @@
 
 :class:`scheduler.host_manager.HostManager` reads ``[database]`` with
 these when there are no cells, and :mod:`scheduler.host_manager_cells`
-reads each cell's database with the same functions, so that both see
+reads each cell's database with the same queries, so that both see
 the same rows. The nodes written since the watermark and the nodes to
 read again come in one statement (a ``UNION ALL`` of indexed selects)::
 
     with db_api.reader() as session:
         nodes, services = host_reads.read_changes(
             session, since, reread_ids, alive_since, dead_hosts)
+
+A cell's incremental read is one statement: the same node rows and
+service rows, in one ``UNION ALL`` (:func:`read_cell_changes`, on a
+:func:`statement_connection`; one round trip on psycopg2, where it runs
+outside a transaction), so that what a refresh costs per cell does not
+grow with the number of things it asks for.
 """
+
+import collections
+import contextlib
+import functools
 
 import sqlalchemy as sa
 
+from scheduler.db import api as db_api
 from scheduler.db import compute_nodes
 from scheduler.db import models
 
@@ -87,3 +98,114 @@ def _unique(rows):
     parts of a union), in id order."""
     return sorted({row.id: row for row in rows}.values(),
                   key=lambda row: row.id)
+
+
+# -- a cell's incremental read: one statement ---------------------------------
+
+_NODE = models.ComputeNode.__table__
+NODE_FIELDS = tuple(column.name for column in _NODE.columns)
+SERVICE_FIELDS = tuple(column.name for column in _SERVICE_COLUMNS)
+NodeRow = collections.namedtuple('NodeRow', NODE_FIELDS)
+ServiceRow = collections.namedtuple('ServiceRow', SERVICE_FIELDS)
+_ID_AT = NODE_FIELDS.index('id')
+
+
+def _node_columns(real):
+    """The node half of a row of :func:`_changes_statement`: the node's
+    columns (the shared documents as JSON text, the id plus
+    ``:id_offset``), or NULLs of their types."""
+    columns = []
+    for column in _NODE.columns:
+        column_type = sa.Text() if column.name in \
+            compute_nodes.SHARED_DOCUMENTS else column.type
+        if not real:
+            value = sa.type_coerce(sa.null(), column_type)
+        elif column.name == 'id':
+            value = column + sa.bindparam('id_offset',
+                                          type_=sa.BigInteger())
+        else:
+            value = sa.type_coerce(column, column_type)
+        columns.append(value.label(column.name))
+    return columns
+
+
+def _service_columns(real):
+    """The service half: its columns (labelled ``service_*``), or NULLs
+    of their types."""
+    return [(column if real else sa.type_coerce(sa.null(), column.type))
+            .label('service_' + column.name) for column in _SERVICE_COLUMNS]
+
+
+@functools.cache
+def _changes_statement(with_reread, with_revived):
+    """The incremental read of one cell as one ``UNION ALL``, each branch
+    an indexed select, each row a node row or a service row (the other
+    half NULL). Built once per shape (the lists of ids and hosts are
+    expanding parameters), so that executing it costs no compilation."""
+    node_row = (*_node_columns(True), *_service_columns(False))
+    service_row = (*_node_columns(False), *_service_columns(True))
+    compute = _SERVICE.c.binary == COMPUTE_BINARY
+    since = sa.bindparam('since')
+    alive_since = sa.bindparam('alive_since')
+    # A node row, then a service row: together they give every column a
+    # type (PostgreSQL types the columns of a union pairwise, from the
+    # first branches; a NULL in both would be text).
+    branches = [
+        sa.select(*node_row).where(_NODE.c.updated_at >= since),
+        sa.select(*service_row).where(compute,
+                                      _SERVICE.c.updated_at >= since),
+        sa.select(*service_row).where(
+            compute, sa.or_(_SERVICE.c.last_seen_up < alive_since,
+                            _SERVICE.c.last_seen_up.is_(None)))]
+    if with_reread:
+        branches.append(sa.select(*node_row).where(
+            _NODE.c.id.in_(sa.bindparam('reread', expanding=True))))
+    if with_revived:
+        # The hosts believed dead that heartbeated again (those still
+        # dead come with the branch above).
+        branches.append(sa.select(*service_row).where(
+            compute, _SERVICE.c.host.in_(sa.bindparam('dead',
+                                                      expanding=True)),
+            _SERVICE.c.last_seen_up >= alive_since))
+    return sa.union_all(*branches)
+
+
+def read_cell_changes(connection, since, reread, alive_since, dead,
+                      id_offset=0):
+    """``(node rows, service rows)`` of an incremental refresh in one
+    statement: the rows :func:`read_changes` reads, as named tuples, in
+    id order, each once. Node ids come plus ``id_offset`` (a cell's
+    cache ids); ``reread`` holds the node ids of this database."""
+    params = {'since': since, 'alive_since': alive_since,
+              'id_offset': id_offset}
+    if reread:
+        params['reread'] = sorted(reread)
+    if dead:
+        params['dead'] = sorted(dead)
+    statement = _changes_statement(bool(reread), bool(dead))
+    width = len(NODE_FIELDS)
+    nodes, services = {}, {}
+    for row in connection.execute(statement, params).all():
+        if row[_ID_AT] is not None:
+            node = NodeRow._make(row[:width])
+            nodes[node.id] = node
+        else:
+            service = ServiceRow._make(row[width:])
+            services[service.id] = service
+    return ([nodes[key] for key in sorted(nodes)],
+            [services[key] for key in sorted(services)])
+
+
+@contextlib.contextmanager
+def statement_connection():
+    """A Core connection to the targeted database for one read
+    statement. On psycopg2 it runs outside a transaction: no ``BEGIN``
+    and ``ROLLBACK`` round trips around the statement (one statement
+    sees one snapshot anyway)."""
+    engine = db_api.get_engine()
+    if engine.dialect.driver == 'psycopg2':
+        with db_api.autocommit_connection() as connection:
+            yield connection
+        return
+    with engine.connect() as connection:
+        yield connection

@@ -175,7 +175,7 @@ class SchedulerManager(service.Manager):
                         '_table', None)
         if table is None:
             return ''
-        counts = host_manager_cells.cell_counts(table.states)
+        counts = host_manager_cells.cell_counts(table)
         return ''.join(' hosts[%s]=%d' % (name, counts[name])
                        for name in sorted(counts))
 

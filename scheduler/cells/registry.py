@@ -7,6 +7,12 @@ and each host's answer too (a host that is not mapped as well, so that
 requests naming an unknown host do not each cost a query), then read
 again. A change made in this process (``gantt-manage cell_v2``) clears
 the cache at once; other processes see it within :data:`CACHE_SECONDS`.
+The scheduler's host cache sees it sooner: each of its refreshes reads
+the list again in the background (:func:`reload_cells`) and reads the
+cells of the list it had (:func:`cached_cells`), so that a change is
+read by the next refresh but one (within a second, at the default
+``[scheduler] host_state_refresh_interval``) and the API database never
+delays or stops the reading of the cells.
 
 Reads are tried once, never retried: a caller that meets
 :class:`~scheduler.exception.ApiDatabaseUnavailable` decides what to do
@@ -43,13 +49,16 @@ CACHE_SECONDS = 10.0
 _lock = threading.Lock()
 _cells = None           # (expiry, [CellMapping])
 _hosts = {}             # host -> (expiry, CellMapping or None)
+# Bumped by clear_cache(): a read that began before it is not cached.
+_clears = 0
 
 
 def clear_cache():
-    global _cells
+    global _cells, _clears
     with _lock:
         _cells = None
         _hosts.clear()
+        _clears += 1
 
 
 def cell_from_row(row):
@@ -91,18 +100,42 @@ def _read(what, query, api=True):
 
 
 def get_cells():
+    if not db_api.api_database_configured():
+        return [cells.LOCAL]
+    cached = _cells
+    if cached is not None and time.monotonic() < cached[0]:
+        return list(cached[1])
+    return reload_cells()
+
+
+def reload_cells():
+    """Read the cell mappings now (one statement), cache them as
+    :func:`get_cells` does, and return them.
+
+    :raises exception.ApiDatabaseUnavailable: the API database cannot be
+        read (the cache is left as it was).
+    """
     global _cells
     if not db_api.api_database_configured():
         return [cells.LOCAL]
     now = time.monotonic()
-    cached = _cells
-    if cached is not None and now < cached[0]:
-        return list(cached[1])
+    clears = _clears
     found = [cell_from_row(row) for row in
              _read('the cell mappings', mappings.list_cells)]
     with _lock:
-        _cells = (now + CACHE_SECONDS, found)
+        # A mapping changed (and the cache cleared) while this read ran:
+        # what it read may predate the change.
+        if clears == _clears:
+            _cells = (now + CACHE_SECONDS, found)
     return list(found)
+
+
+def cached_cells():
+    """The cell mappings last read, however old (the API database may
+    have been away since); None when none were read since the last
+    :func:`clear_cache`."""
+    cached = _cells
+    return None if cached is None else list(cached[1])
 
 
 def get_cell(uuid):

@@ -4,6 +4,7 @@ each row once, on every backend."""
 import datetime
 
 import pytest
+import sqlalchemy as sa
 
 from scheduler.db import api as db_api
 from scheduler.db import models
@@ -15,6 +16,19 @@ from tests.unit.scheduler import fakes
 @pytest.fixture(params=databases.BACKENDS)
 def cell_url(request):
     with databases.cell_database(request.param) as url:
+        yield url
+
+
+@pytest.fixture(params=databases.BACKENDS + ('postgresql+psycopg',))
+def any_driver_url(request):
+    """:func:`cell_url`, and PostgreSQL through psycopg 3 too (which
+    binds parameters server-side, typed)."""
+    backend, _plus, driver = request.param.partition('+')
+    with databases.cell_database(backend) as url:
+        if driver:
+            url = sa.engine.make_url(url).set(
+                drivername='postgresql+' + driver).render_as_string(
+                    hide_password=False)
         yield url
 
 
@@ -62,3 +76,69 @@ def test_service_changes_are_written_dead_and_revived_hosts_once(cell_url):
                 session, since, alive_since, {'dead'})
     assert sorted(row.host for row in rows) == ['dead', 'quiet', 'revived']
     assert len({row.id for row in rows}) == len(rows) == 3
+
+
+def _age(table, host, **columns):
+    """Set columns of the host's row without moving anything else."""
+    with db_api.writer() as session:
+        session.execute(sa.update(table).where(table.c.host == host)
+                        .values(**columns))
+
+
+def test_a_cells_one_statement_reads_what_the_separate_reads_read(
+        any_driver_url):
+    """read_cell_changes is the incremental read in one statement: the
+    same node and service rows as read_changes, each once, in id order,
+    the node ids shifted to cache ids."""
+    nodes, services = models.ComputeNode.__table__, models.Service.__table__
+    long_ago = models.utcnow() - datetime.timedelta(hours=1)
+    with db_api.target_cell(any_driver_url):
+        cloud = fakes.Cloud()
+        ids = {host: cloud.add_node(host, stats={'gpu': 1})
+               for host in ('old', 'fresh', 'quiet', 'dead', 'never',
+                            'revived', 'reread')}
+        for host in ids:
+            _age(nodes, host, updated_at=long_ago)
+            _age(services, host, updated_at=long_ago)
+        _age(nodes, 'fresh', vcpus=8, updated_at=models.utcnow())
+        _age(services, 'dead', last_seen_up=long_ago, updated_at=long_ago)
+        _age(services, 'never', last_seen_up=None, updated_at=long_ago)
+        cloud.disable('quiet')                    # written since
+        now = models.utcnow()
+        since = now - datetime.timedelta(seconds=30)
+        alive_since = now - datetime.timedelta(seconds=60)
+        # 'revived' and 'dead' are believed dead; 'gone' has no service.
+        believed_dead = {'revived', 'dead', 'gone'}
+        with db_api.reader() as session:
+            expected = host_reads.read_changes(
+                session, since, {ids['reread'], ids['fresh']}, alive_since,
+                believed_dead)
+        with host_reads.statement_connection() as connection:
+            got = host_reads.read_cell_changes(
+                connection, since, {ids['reread'], ids['fresh']},
+                alive_since, believed_dead)
+            offset = 3 << 40
+            shifted = host_reads.read_cell_changes(
+                connection, since, {ids['reread']}, alive_since, set(),
+                offset)
+            nothing = host_reads.read_cell_changes(
+                connection, now + datetime.timedelta(seconds=5), set(),
+                alive_since, set())
+
+    assert [row.host for row in got[0]] == ['fresh', 'reread']
+    assert [row.host for row in got[1]] == ['quiet', 'dead', 'never',
+                                            'revived']
+    assert [tuple(row) for row in got[0]] == [tuple(row)
+                                              for row in expected[0]]
+    assert [tuple(row) for row in got[1]] == [tuple(row)
+                                              for row in expected[1]]
+    # Typed as the separate reads type them, on every backend.
+    assert got[0][0].stats == {'gpu': 1}
+    assert isinstance(got[0][0].cpu_info, (str, type(None)))
+    assert got[1][0].disabled is True
+    assert isinstance(got[1][0].updated_at, datetime.datetime)
+    assert [row.id for row in shifted[0]] == [offset + ids['fresh'],
+                                              offset + ids['reread']]
+    assert [row.host for row in shifted[1]] == ['quiet', 'dead', 'never']
+    # With nothing written since, the dead ones still come.
+    assert nothing == ([], [got[1][1], got[1][2]])

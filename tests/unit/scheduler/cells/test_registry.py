@@ -170,3 +170,52 @@ def test_target_sends_sessions_to_the_cell_database(database):
         assert db_api.targeted_connection() == \
             db_api.CONF.database.connection
     assert db_api.targeted_connection() == db_api.CONF.database.connection
+
+
+def test_reload_reads_now_and_the_last_list_outlives_its_period(
+        api_database, config, monkeypatch):
+    add_cell(CELL1, 'cell1', None)
+    assert registry.cached_cells() is None
+    assert [cell.name for cell in cells.get_cells()] == ['cell1']
+
+    # Mapped elsewhere: get_cells() serves its cache, reload_cells()
+    # reads it now and caches it for everyone.
+    add_cell(CELL2, 'cell2', None)
+    assert [cell.name for cell in cells.get_cells()] == ['cell1']
+    monkeypatch.setattr(registry, 'CACHE_SECONDS', 0.0)
+    assert [cell.name for cell in registry.reload_cells()] == [
+        'cell1', 'cell2']
+    assert [cell.name for cell in registry.cached_cells()] == [
+        'cell1', 'cell2']
+
+    # The API database goes away: reloading says so and keeps the list,
+    # which cached_cells() serves however old it is.
+    config.config(connection=DOWN_API, group='api_database')
+    with pytest.raises(exception.ApiDatabaseUnavailable):
+        registry.reload_cells()
+    with pytest.raises(exception.ApiDatabaseUnavailable):
+        cells.get_cells()
+    assert [cell.name for cell in registry.cached_cells()] == [
+        'cell1', 'cell2']
+    cells.clear_cache()
+    assert registry.cached_cells() is None
+
+
+def test_a_reload_that_began_before_a_change_here_is_not_cached(
+        api_database, monkeypatch):
+    add_cell(CELL1, 'cell1', None)
+    original = mappings.list_cells
+
+    def read_then_a_change(session):
+        rows = original(session)
+        # gantt-manage cell_v2 in this process, while the read runs.
+        add_cell(CELL2, 'cell2', None)
+        cells.clear_cache()
+        return rows
+    monkeypatch.setattr(mappings, 'list_cells', read_then_a_change)
+
+    assert [cell.name for cell in registry.reload_cells()] == ['cell1']
+
+    monkeypatch.setattr(mappings, 'list_cells', original)
+    assert registry.cached_cells() is None
+    assert [cell.name for cell in cells.get_cells()] == ['cell1', 'cell2']
