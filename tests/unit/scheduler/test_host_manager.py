@@ -37,6 +37,21 @@ def _wait_for(predicate, timeout=10.0):
     return False
 
 
+def _hosts_read_by_written_since(monkeypatch):
+    """A list that gets, at each refresh, the hosts whose full rows
+    compute_nodes.written_since returned (the real one runs)."""
+    read = []
+    real = compute_nodes.written_since
+
+    def spy(session, since, **kwargs):
+        rows = real(session, since, **kwargs)
+        read.append(sorted(row.host for row in rows))
+        return rows
+
+    monkeypatch.setattr(compute_nodes, 'written_since', spy)
+    return read
+
+
 def test_snapshot_loads_nodes_services_and_mapping(cloud,
                                                    make_host_manager):
     cloud.add_node('a', memory_mb=4096)
@@ -110,15 +125,7 @@ def test_refresh_reads_the_rows_written_since_the_last(cloud,
             _NODE.c.host == 'e').values(generation=_NODE.c.generation + 5,
                                         updated_at=old))
     manager.refresh(full=True)
-    read = []
-    real = compute_nodes.written_since
-
-    def spy(session, since, **kwargs):
-        rows = real(session, since, **kwargs)
-        read.append(sorted(row.host for row in rows))
-        return rows
-
-    monkeypatch.setattr(compute_nodes, 'written_since', spy)
+    read = _hosts_read_by_written_since(monkeypatch)
     _report(cloud, 'b', memory_mb=1234)
     with db_api.writer() as session:
         session.execute(sa.update(_NODE).where(
@@ -141,15 +148,7 @@ def test_refresh_fetches_a_changed_row_once_within_the_slack(
         cloud.add_node(name)
     manager = make_host_manager(auto_refresh=False)
     manager.snapshot()
-    fetched = []
-    real = compute_nodes.written_since
-
-    def spy(session, since, **kwargs):
-        rows = real(session, since, **kwargs)
-        fetched.append(sorted(row.host for row in rows))
-        return rows
-
-    monkeypatch.setattr(compute_nodes, 'written_since', spy)
+    fetched = _hosts_read_by_written_since(monkeypatch)
     _report(cloud, 'b', memory_mb=1234)
     manager.refresh()
     manager.refresh()

@@ -43,6 +43,17 @@ def zones(table):
     return {state.host: state.availability_zone for state in table.states}
 
 
+def _refresh_until_zone(manager, host, zone, timeout=10.0):
+    """Refresh until ``host`` is in ``zone`` (the aggregates are read in
+    the background) or ``timeout``; the zones of the last refresh."""
+    deadline = time.monotonic() + timeout
+    seen = zones(manager.refresh())
+    while seen[host] != zone and time.monotonic() < deadline:
+        time.sleep(0.02)
+        seen = zones(manager.refresh())
+    return seen
+
+
 def test_zones_come_from_the_api_database_for_every_cell(
         two_cells, make_host_manager):
     fakes.Cloud().aggregate('rack', ['a1', 'b1'], availability_zone='az1',
@@ -70,12 +81,8 @@ def test_a_change_in_the_api_database_is_read_by_the_refreshes(
 
     fakes.Cloud().aggregate('rack', ['b1'], availability_zone='az2')
 
-    deadline = time.monotonic() + 10
-    seen = zones(manager.refresh())
-    while seen['b1'] != 'az2' and time.monotonic() < deadline:
-        time.sleep(0.02)
-        seen = zones(manager.refresh())
-    assert seen == {'a1': 'nova', 'b1': 'az2'}
+    assert _refresh_until_zone(manager, 'b1', 'az2') == {'a1': 'nova',
+                                                        'b1': 'az2'}
 
 
 def test_an_api_schema_without_the_tables_keeps_the_cached_aggregates(
@@ -115,10 +122,6 @@ def test_an_api_schema_without_the_tables_keeps_the_cached_aggregates(
     migration.db_sync(database='api')
     fakes.Cloud().aggregate('rack2', ['b1'], availability_zone='az2')
     with caplog.at_level(logging.INFO):
-        deadline = time.monotonic() + 10
-        seen = zones(manager.refresh())
-        while seen['b1'] != 'az2' and time.monotonic() < deadline:
-            time.sleep(0.02)
-            seen = zones(manager.refresh())
+        seen = _refresh_until_zone(manager, 'b1', 'az2')
     assert seen == {'a1': 'nova', 'b1': 'az2'}
     assert 'The aggregates are read again' in caplog.text
