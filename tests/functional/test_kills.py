@@ -80,11 +80,16 @@ def test_scheduler_killed_mid_requests(tmp_path, rpc_transport):
     # scheduler hang for rpc_response_timeout each: its backlog may exceed
     # the harness's 10 s service_down_time, which would take every host
     # out of ComputeFilter. Nova's default window is 60 s.
+    # The calls the stopped scheduler held are all sent again at about
+    # the same moment, to the two live schedulers, whose claims on the
+    # three hosts then queue behind each other: on the shared 2-core
+    # machine that burst took over 5 s to answer once (the build failed,
+    # its claim released, as it should), so each call gets 10 s.
     with cluster_mod.Cluster(tmp_path, 'mariadb',
                              extra_conf='[DEFAULT]\nservice_down_time = 60\n'
                              ) as c:
         conductor = c.start_conductor_with_conf(
-            'conductor', '[DEFAULT]\nrpc_response_timeout = 5\n')
+            'conductor', '[DEFAULT]\nrpc_response_timeout = 10\n')
         start_cluster(c, ['cmp-1', 'cmp-2', 'cmp-3'])
         schedulers = [c.start_scheduler('sched-%d' % index)
                       for index in range(3)]
