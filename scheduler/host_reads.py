@@ -22,6 +22,7 @@ import contextlib
 import functools
 
 import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from scheduler.db import api as db_api
 from scheduler.db import compute_nodes
@@ -137,11 +138,12 @@ def _service_columns(real):
 
 
 @functools.cache
-def _changes_statement(with_reread, with_revived):
+def _changes_statement(with_reread, with_revived, arrays=False):
     """The incremental read of one cell as one ``UNION ALL``, each branch
     an indexed select, each row a node row or a service row (the other
     half NULL). Built once per shape (the lists of ids and hosts are
-    expanding parameters), so that executing it costs no compilation."""
+    expanding parameters, or with ``arrays`` PostgreSQL arrays compared
+    with ``= ANY``), so that executing it costs no compilation."""
     node_row = (*_node_columns(True), *_service_columns(False))
     service_row = (*_node_columns(False), *_service_columns(True))
     compute = _SERVICE.c.binary == COMPUTE_BINARY
@@ -159,15 +161,60 @@ def _changes_statement(with_reread, with_revived):
                             _SERVICE.c.last_seen_up.is_(None)))]
     if with_reread:
         branches.append(sa.select(*node_row).where(
-            _NODE.c.id.in_(sa.bindparam('reread', expanding=True))))
+            _one_of(_NODE.c.id, 'reread', arrays)))
     if with_revived:
         # The hosts believed dead that heartbeated again (those still
         # dead come with the branch above).
         branches.append(sa.select(*service_row).where(
-            compute, _SERVICE.c.host.in_(sa.bindparam('dead',
-                                                      expanding=True)),
+            compute, _one_of(_SERVICE.c.host, 'dead', arrays),
             _SERVICE.c.last_seen_up >= alive_since))
     return sa.union_all(*branches)
+
+
+def _one_of(column, name, arrays):
+    """``column`` is one of the list parameter ``name``."""
+    if not arrays:
+        return column.in_(sa.bindparam(name, expanding=True))
+    return column == sa.any_(sa.bindparam(
+        name, type_=postgresql.ARRAY(column.type)))
+
+
+# Keyed on the dialect: one per cell engine; bounded, as engines come back.
+@functools.lru_cache(maxsize=64)
+def _driver_changes(with_reread, with_revived, dialect):
+    """``(query string, its fixed parameters, result processors)`` of
+    :func:`_changes_statement` for psycopg2's own cursor: compiled once
+    per shape, the lists as arrays (so that one string serves every
+    length), and ``(index, processor)`` of the columns whose driver's
+    value SQLAlchemy would convert: only our own column types (the JSON
+    documents); psycopg2 gives integers, floats, booleans, text and
+    timestamps as SQLAlchemy's result would."""
+    statement = _changes_statement(with_reread, with_revived, arrays=True)
+    compiled = statement.compile(dialect=dialect)
+    processors = tuple(
+        (index, column.type.result_processor(dialect, None))
+        for index, column in enumerate(statement.selected_columns)
+        if isinstance(column.type, sa.types.TypeDecorator))
+    fixed = {name: value for name, value in compiled.params.items()
+             if value is not None}
+    return str(compiled), fixed, processors
+
+
+def _driver_rows(connection, with_reread, with_revived, params):
+    """The rows of the statement through the driver's own cursor (see
+    :func:`db_api.driver_rows`: SQLAlchemy's execution context and
+    result cost more CPU than the round trip), typed as SQLAlchemy
+    types them."""
+    sql, fixed, processors = _driver_changes(with_reread, with_revived,
+                                             connection.dialect)
+    rows = db_api.driver_rows(connection, sql, {**fixed, **params})
+    typed = []
+    for row in rows:
+        row = list(row)
+        for index, convert in processors:
+            row[index] = convert(row[index])
+        typed.append(row)
+    return typed
 
 
 def read_cell_changes(connection, since, reread, alive_since, dead,
@@ -182,10 +229,14 @@ def read_cell_changes(connection, since, reread, alive_since, dead,
         params['reread'] = sorted(reread)
     if dead:
         params['dead'] = sorted(dead)
-    statement = _changes_statement(bool(reread), bool(dead))
+    if connection.dialect.driver == 'psycopg2':
+        rows = _driver_rows(connection, bool(reread), bool(dead), params)
+    else:
+        rows = connection.execute(
+            _changes_statement(bool(reread), bool(dead)), params).all()
     width = len(NODE_FIELDS)
     nodes, services = {}, {}
-    for row in connection.execute(statement, params).all():
+    for row in rows:
         if row[_ID_AT] is not None:
             node = NodeRow._make(row[:width])
             nodes[node.id] = node
