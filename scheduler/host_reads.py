@@ -111,7 +111,7 @@ ServiceRow = collections.namedtuple('ServiceRow', SERVICE_FIELDS)
 _ID_AT = NODE_FIELDS.index('id')
 
 
-def _node_columns(real):
+def _node_columns(real, arrays=False):
     """The node half of a row of :func:`_changes_statement`: the node's
     columns (the shared documents as JSON text, the id plus
     ``:id_offset``), or NULLs of their types."""
@@ -122,8 +122,11 @@ def _node_columns(real):
         if not real:
             value = sa.type_coerce(sa.null(), column_type)
         elif column.name == 'id':
-            value = column + sa.bindparam('id_offset',
-                                          type_=sa.BigInteger())
+            offset = sa.bindparam('id_offset', type_=sa.BigInteger())
+            if arrays:
+                # Prepared, the offset would be typed as the id column.
+                offset = sa.cast(offset, sa.BigInteger())
+            value = column + offset
         else:
             value = sa.type_coerce(column, column_type)
         columns.append(value.label(column.name))
@@ -144,7 +147,7 @@ def _changes_statement(with_reread, with_revived, arrays=False):
     half NULL). Built once per shape (the lists of ids and hosts are
     expanding parameters, or with ``arrays`` PostgreSQL arrays compared
     with ``= ANY``), so that executing it costs no compilation."""
-    node_row = (*_node_columns(True), *_service_columns(False))
+    node_row = (*_node_columns(True, arrays), *_service_columns(False))
     service_row = (*_node_columns(False), *_service_columns(True))
     compute = _SERVICE.c.binary == COMPUTE_BINARY
     since = sa.bindparam('since')
@@ -179,25 +182,28 @@ def _one_of(column, name, arrays):
         name, type_=postgresql.ARRAY(column.type)))
 
 
+# The parameters each read of a cell gives.
+_READ_PARAMETERS = ('since', 'alive_since', 'id_offset', 'reread', 'dead')
+
+
 # Keyed on the dialect: one per cell engine; bounded, as engines come back.
 @functools.lru_cache(maxsize=64)
 def _driver_changes(with_reread, with_revived, dialect):
-    """``(query string, its fixed parameters, result processors)`` of
-    :func:`_changes_statement` for psycopg2's own cursor: compiled once
-    per shape, the lists as arrays (so that one string serves every
-    length), and ``(index, processor)`` of the columns whose driver's
-    value SQLAlchemy would convert: only our own column types (the JSON
-    documents); psycopg2 gives integers, floats, booleans, text and
-    timestamps as SQLAlchemy's result would."""
+    """``(db_api.Prepared, result processors)`` of
+    :func:`_changes_statement` for psycopg2's own cursor: prepared on
+    each pooled connection (planning the ``UNION ALL`` cost the server
+    more than running it), the lists as arrays (so that one statement
+    serves every length), and ``(index, processor)`` of the columns
+    whose driver's value SQLAlchemy would convert: only our own column
+    types (the JSON documents); psycopg2 gives integers, floats,
+    booleans, text and timestamps as SQLAlchemy's result would."""
     statement = _changes_statement(with_reread, with_revived, arrays=True)
-    compiled = statement.compile(dialect=dialect)
     processors = tuple(
         (index, column.type.result_processor(dialect, None))
         for index, column in enumerate(statement.selected_columns)
         if isinstance(column.type, sa.types.TypeDecorator))
-    fixed = {name: value for name, value in compiled.params.items()
-             if value is not None}
-    return str(compiled), fixed, processors
+    return (db_api.Prepared.of(statement, dialect, _READ_PARAMETERS),
+            processors)
 
 
 def _driver_rows(connection, with_reread, with_revived, params):
@@ -205,9 +211,11 @@ def _driver_rows(connection, with_reread, with_revived, params):
     :func:`db_api.driver_rows`: SQLAlchemy's execution context and
     result cost more CPU than the round trip), typed as SQLAlchemy
     types them."""
-    sql, fixed, processors = _driver_changes(with_reread, with_revived,
-                                             connection.dialect)
-    rows = db_api.driver_rows(connection, sql, {**fixed, **params})
+    prepared, processors = _driver_changes(with_reread, with_revived,
+                                           connection.dialect)
+    db_api.prepare_on(connection, {prepared.name: prepared.prepare})
+    rows = db_api.driver_rows(connection, prepared.execute,
+                              dict(prepared.defaults, **params))
     typed = []
     for row in rows:
         row = list(row)

@@ -50,8 +50,11 @@ with that group's budget. They ignore :func:`target_cell`. Without
         rows = session.execute(sa.select(cell_mappings)).all()
 """
 
+import collections
 import contextlib
 import contextvars
+import hashlib
+import re
 import threading
 import time
 
@@ -426,6 +429,60 @@ def driver_rows(connection, statement, parameters):
             cursor.close()
         except Exception:
             pass
+
+
+# A pyformat parameter of a compiled statement (psycopg2's style).
+_PARAMETER = re.compile(r'%\((\w+)\)s')
+# Connection.info key: the names of the statements prepared on it (gone
+# with the DBAPI connection: a new connection prepares them again).
+_PREPARED = 'gantt_prepared'
+
+
+class Prepared(collections.namedtuple(
+        'Prepared', 'name prepare execute defaults')):
+    """A Core statement as a PostgreSQL prepared statement, for psycopg2's
+    own cursor (see :func:`driver_rows`): the server plans it once per
+    pooled connection, not at each call. ``prepare``: the ``PREPARE``
+    statement (see :func:`prepare_on`); ``execute``: the ``EXECUTE``
+    query string, with pyformat parameters; ``defaults``: the values of
+    the parameters the caller does not give (the statement's own
+    constants)::
+
+        prepared = Prepared.of(statement, dialect, ('node', 'since'))
+        prepare_on(connection, {prepared.name: prepared.prepare})
+        rows = driver_rows(connection, prepared.execute,
+                           dict(prepared.defaults, node=1, since=then))
+    """
+
+    @classmethod
+    def of(cls, statement, dialect, given):
+        """``statement`` prepared, ``given`` the names of the parameters
+        each call gives (expanding lists among the others are rendered
+        as plain parameters)."""
+        given = set(given)
+        expanded = statement.compile(dialect=dialect) \
+            .construct_expanded_state(dict.fromkeys(given))
+        names = list(dict.fromkeys(_PARAMETER.findall(expanded.statement)))
+        positional = _PARAMETER.sub(
+            lambda match: '$%d' % (names.index(match.group(1)) + 1),
+            expanded.statement).replace('%%', '%')
+        name = 'gantt_' + hashlib.sha1(positional.encode()).hexdigest()[:20]
+        execute = 'EXECUTE %s(%s)' % (name, ', '.join(
+            '%%(%s)s' % parameter for parameter in names))
+        defaults = {parameter: value for parameter, value
+                    in expanded.parameters.items() if parameter not in given}
+        return cls(name, 'PREPARE %s AS %s' % (name, positional), execute,
+                   defaults)
+
+
+def prepare_on(connection, prepares):
+    """PREPARE on ``connection`` (a Core connection) what it has not
+    prepared yet of ``{name: PREPARE statement}``."""
+    prepared = connection.info.setdefault(_PREPARED, set())
+    for name, statement in prepares.items():
+        if name not in prepared:
+            connection.exec_driver_sql(statement)
+            prepared.add(name)
 
 
 @contextlib.contextmanager

@@ -28,8 +28,6 @@ instance), and give claims back with :func:`release_in_sql`.
 
 import collections
 import contextlib
-import hashlib
-import re
 
 import sqlalchemy as sa
 
@@ -406,10 +404,10 @@ def _fresh_statement(checked, refuse_settled):
 # prepared once per pooled connection (PREPARE), and the string EXECUTEs
 # them: the server plans the claim once per connection, not per claim.
 _one_trip_sqls = {}
-_PARAMETER = re.compile(r'%\((\w+)\)s')
-# Connection.info key: the names of the statements prepared on it (gone
-# with the DBAPI connection: a new connection prepares them again).
-_PREPARED = 'gantt_prepared'
+# The claim's own parameters (given at each call): the IN lists of
+# constants are rendered as plain parameters around them.
+_CLAIM_PARAMETERS = ('node', 'consumer', 'now') + tuple(
+    'claim_' + field for field in Resources._fields)
 
 
 class _OneTrip(collections.namedtuple(
@@ -420,32 +418,7 @@ class _OneTrip(collections.namedtuple(
 
     def prepare_on(self, connection):
         """PREPARE on ``connection`` what it has not prepared yet."""
-        prepared = connection.info.setdefault(_PREPARED, set())
-        for name, statement in self.prepares.items():
-            if name not in prepared:
-                connection.exec_driver_sql(statement)
-                prepared.add(name)
-
-
-def _prepared(statement, dialect):
-    """(name, PREPARE statement, EXECUTE statement, parameter defaults)
-    for a Core ``statement`` on psycopg2."""
-    # Values for the statement's own parameters (given at each call) let
-    # the IN lists of constants be rendered as plain parameters.
-    own = dict.fromkeys(['node', 'consumer', 'now'] + [
-        'claim_' + field for field in Resources._fields])
-    expanded = statement.compile(dialect=dialect).construct_expanded_state(
-        dict(own))
-    names = list(dict.fromkeys(_PARAMETER.findall(expanded.statement)))
-    positional = _PARAMETER.sub(
-        lambda match: '$%d' % (names.index(match.group(1)) + 1),
-        expanded.statement).replace('%%', '%')
-    name = 'gantt_' + hashlib.sha1(positional.encode()).hexdigest()[:20]
-    execute = 'EXECUTE %s(%s)' % (name, ', '.join(
-        '%%(%s)s' % parameter for parameter in names))
-    defaults = {parameter: value for parameter, value
-                in expanded.parameters.items() if parameter not in own}
-    return name, 'PREPARE %s AS %s' % (name, positional), execute, defaults
+        db_api.prepare_on(connection, self.prepares)
 
 
 def _one_trip_sql(checked, refuse_settled, dialect):
@@ -455,10 +428,10 @@ def _one_trip_sql(checked, refuse_settled, dialect):
         return found
     prepares, executes, defaults = {}, [], {}
     for part in (_LOCK_INSTANCE, statement.returning(_ALLOC.c.id)):
-        name, prepare, execute, part_defaults = _prepared(part, dialect)
-        prepares[name] = prepare
-        executes.append(execute)
-        defaults.update(part_defaults)
+        prepared = db_api.Prepared.of(part, dialect, _CLAIM_PARAMETERS)
+        prepares[prepared.name] = prepared.prepare
+        executes.append(prepared.execute)
+        defaults.update(prepared.defaults)
     found = _OneTrip(prepares, ';\n'.join(executes), defaults)
     if len(_one_trip_sqls) > 64:
         _one_trip_sqls.clear()

@@ -76,7 +76,9 @@ def report(url, host, **inventory):
 @contextlib.contextmanager
 def statements_per_cell(urls):
     """``{cell uuid: statements}`` run on each cell's database inside the
-    block (a transaction's own BEGIN aside), as the driver sees them."""
+    block (a transaction's own BEGIN aside, and the PREPARE that comes
+    once per pooled connection and statement on PostgreSQL, not once per
+    refresh), as the driver sees them."""
     counts = collections.Counter()
     listeners = []
     for uuid, url in urls.items():
@@ -84,7 +86,8 @@ def statements_per_cell(urls):
             engine = db_api.get_engine()
 
         def count(conn, cursor, statement, *args, uuid=uuid):
-            if statement.split(None, 1)[0].upper() != 'BEGIN':
+            if statement.split(None, 1)[0].upper() not in ('BEGIN',
+                                                           'PREPARE'):
                 counts[uuid] += 1
         sa.event.listen(engine, 'before_cursor_execute', count)
         listeners.append((engine, count))
