@@ -16,7 +16,6 @@ import time
 
 import pytest
 
-from tests.fixtures import databases
 from tests.functional import boot_scenario
 from tests.functional import cluster as cluster_mod
 

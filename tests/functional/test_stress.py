@@ -291,7 +291,10 @@ def group_wave(cluster, nodes):
     return members, active
 
 
-@pytest.mark.parametrize('backend', ['postgresql', 'mariadb'])
+# MariaDB, where concurrent claims meet deadlocks and retry: the claims
+# race on every backend in tests/unit/db/test_claims.py; this is the
+# daemons' side, and the suite's time is bounded.
+@pytest.mark.parametrize('backend', ['mariadb'])
 def test_many_schedulers_never_overfill(tmp_path, rpc_transport, backend):
     started = time.monotonic()
     rng = random.Random(backend)
