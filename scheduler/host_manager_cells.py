@@ -13,7 +13,12 @@ for instance), so that a refresh costs what changed in the cells, not a
 new thread per cell. An incremental read of a cell is one statement
 (:func:`scheduler.host_reads.read_cell_changes`): what a refresh costs
 grows with what changed and with the hosts, hardly with the number of
-cells.
+cells. On PostgreSQL (psycopg2) the incremental reads do not go to the
+cells' threads: the refreshing thread sends them all on each cell's
+asynchronous connection and waits on their sockets together
+(:mod:`scheduler.cells.multiplexed`), which costs the process less than
+the threads' hand-offs; whole reads, and every read on other drivers,
+stay on the threads.
 A cell that errors, is unreachable or does not answer in time is left
 out: its hosts leave the table (they cannot be claimed on), a WARNING
 says so once, and the other cells are scheduled on as before. When it
@@ -61,6 +66,7 @@ import numpy as np
 from oslo_log import log as logging
 
 from scheduler import cells
+from scheduler.cells import multiplexed
 from scheduler.cells import readers
 from scheduler.cells import registry
 from scheduler.db import api as db_api
@@ -135,17 +141,44 @@ class _Cell(readers.Reader):
         self.offset = index << ID_BITS
         self.watermark = None      # when its last answered read began
         self.down = False
+        # Its incremental reads on PostgreSQL (see _Incremental).
+        self.connection = None
+
+    def multiplexed_read(self, job):
+        """The generator of ``job`` (an _Incremental) on this cell's
+        multiplexed connection (a new one if its URL changed)."""
+        url = self.cell.database_connection
+        if self.connection is None or self.connection.url != url:
+            self.close_connection()
+            self.connection = multiplexed.CellConnection(url)
+        return self.connection.read(job.since, job.reread, job.alive_since,
+                                    job.dead, self.offset)
+
+    def close_connection(self):
+        connection, self.connection = self.connection, None
+        if connection is not None:
+            connection.close()
 
 
 def _stop_readers(states, *api):
     for state in list(states.values()):
         state.stop()
+        state.close_connection()
     for reader in api:
         reader.stop()
 
 
+class _Incremental(collections.namedtuple(
+        '_Incremental', 'since reread alive_since dead')):
+    """An incremental read of a cell on PostgreSQL (psycopg2): not handed
+    to the cell's thread but run with the others from the refreshing
+    thread (:mod:`scheduler.cells.multiplexed`)."""
+
+
 class _Round:
-    """The reads one refresh handed to the cells."""
+    """The reads one refresh handed to the cells (a Pending of the
+    cell's thread, an _Incremental, or None: the cell's thread was still
+    busy)."""
 
     def __init__(self, listed, pending, latch):
         self.listed = listed
@@ -237,7 +270,12 @@ class CellGather:
         latch = readers.Latch(len(listed))
         pending = []
         for state in listed:
-            read = state.submit(job_for(state), latch)
+            job = job_for(state)
+            if isinstance(job, _Incremental):
+                latch.count_down()
+                pending.append(job)
+                continue
+            read = state.submit(job, latch)
             if read is None:
                 latch.count_down()
             pending.append(read)
@@ -248,11 +286,18 @@ class CellGather:
         start); return ``(reads, answered)``: ``[CellRead]`` of the
         cells that answered, and their uuids. The others are left out
         (their watermark dropped: read whole when they answer)."""
+        together = multiplexed.gather(
+            {state: state.multiplexed_read(read) for state, read
+             in zip(round_.listed, round_.pending)
+             if isinstance(read, _Incremental)},
+            round_.deadline)
         round_.latch.done.wait(max(0.0, round_.deadline - time.monotonic()))
         reads, answered = [], set()
         for state, read in zip(round_.listed, round_.pending):
             outcome = None
-            if read is not None and read.done.is_set():
+            if isinstance(read, _Incremental):
+                outcome = _cell_read(state, together.get(state))
+            elif read is not None and read.done.is_set():
                 outcome = read.outcome
             if isinstance(outcome, CellRead):
                 reads.append(outcome)
@@ -325,6 +370,18 @@ class CellGather:
                     {'cell': state.cell.label(), 'reason': reason})
 
 
+def _cell_read(state, outcome):
+    """The CellRead of a multiplexed read's outcome (rows, an exception,
+    or None: no answer in time); the connection of one that did not
+    answer is closed (the next read opens another)."""
+    if not isinstance(outcome, tuple):
+        state.close_connection()
+        return outcome
+    read = CellRead()
+    read.nodes, read.services = outcome
+    return read
+
+
 def _by_cell(cache_ids):
     """``{cell index: {node id: value}}`` of ``{cache id: value}``, in
     one pass."""
@@ -365,6 +422,8 @@ def cell_job(full, known, reread, dead, alive_since, instances):
             return lambda: _read_whole(cell, offset, generations, instances)
         ids = set(reread.get(index, ()))
         hosts = dead.get(cell.uuid, set()) | anywhere
+        if multiplexed.eligible(cell.database_connection):
+            return _Incremental(since - slack, ids, alive_since, hosts)
         return lambda: _read_changes(cell, offset, since - slack, ids,
                                      alive_since, hosts)
     return job_for

@@ -206,16 +206,34 @@ def _driver_changes(with_reread, with_revived, dialect):
             processors)
 
 
-def _driver_rows(connection, with_reread, with_revived, params):
-    """The rows of the statement through the driver's own cursor (see
-    :func:`db_api.driver_rows`: SQLAlchemy's execution context and
-    result cost more CPU than the round trip), typed as SQLAlchemy
-    types them."""
-    prepared, processors = _driver_changes(with_reread, with_revived,
-                                           connection.dialect)
-    db_api.prepare_on(connection, {prepared.name: prepared.prepare})
-    rows = db_api.driver_rows(connection, prepared.execute,
-                              dict(prepared.defaults, **params))
+def prepared_cell_read(dialect, since, reread, alive_since, dead,
+                       id_offset=0):
+    """``(db_api.Prepared, parameters, result processors)`` of
+    :func:`read_cell_changes` on psycopg2 (see :func:`_driver_changes`),
+    for a caller that runs the query string on a connection of its own
+    (:mod:`scheduler.cells.multiplexed`); :func:`cell_read_rows` makes
+    its rows what :func:`read_cell_changes` returns."""
+    prepared, processors = _driver_changes(bool(reread), bool(dead), dialect)
+    params = _cell_read_parameters(since, reread, alive_since, dead,
+                                   id_offset)
+    return prepared, dict(prepared.defaults, **params), processors
+
+
+def _cell_read_parameters(since, reread, alive_since, dead, id_offset):
+    params = {'since': since, 'alive_since': alive_since,
+              'id_offset': id_offset}
+    if reread:
+        params['reread'] = sorted(reread)
+    if dead:
+        params['dead'] = sorted(dead)
+    return params
+
+
+def _typed(rows, processors):
+    """``rows`` of psycopg2 with our own column types converted as
+    SQLAlchemy converts them."""
+    if not processors:
+        return rows
     typed = []
     for row in rows:
         row = list(row)
@@ -225,26 +243,13 @@ def _driver_rows(connection, with_reread, with_revived, params):
     return typed
 
 
-def read_cell_changes(connection, since, reread, alive_since, dead,
-                      id_offset=0):
-    """``(node rows, service rows)`` of an incremental refresh in one
-    statement: the rows :func:`read_changes` reads, as named tuples, in
-    id order, each once. Node ids come plus ``id_offset`` (a cell's
-    cache ids); ``reread`` holds the node ids of this database."""
-    params = {'since': since, 'alive_since': alive_since,
-              'id_offset': id_offset}
-    if reread:
-        params['reread'] = sorted(reread)
-    if dead:
-        params['dead'] = sorted(dead)
-    if connection.dialect.driver == 'psycopg2':
-        rows = _driver_rows(connection, bool(reread), bool(dead), params)
-    else:
-        rows = connection.execute(
-            _changes_statement(bool(reread), bool(dead)), params).all()
+def cell_read_rows(rows, processors=()):
+    """``(node rows, service rows)`` of the rows of the statement of
+    :func:`read_cell_changes` (its :func:`prepared_cell_read`'s result
+    processors applied first): named tuples, in id order, each once."""
     width = len(NODE_FIELDS)
     nodes, services = {}, {}
-    for row in rows:
+    for row in _typed(rows, processors):
         if row[_ID_AT] is not None:
             node = NodeRow._make(row[:width])
             nodes[node.id] = node
@@ -253,6 +258,29 @@ def read_cell_changes(connection, since, reread, alive_since, dead,
             services[service.id] = service
     return ([nodes[key] for key in sorted(nodes)],
             [services[key] for key in sorted(services)])
+
+
+def read_cell_changes(connection, since, reread, alive_since, dead,
+                      id_offset=0):
+    """``(node rows, service rows)`` of an incremental refresh in one
+    statement: the rows :func:`read_changes` reads, as named tuples, in
+    id order, each once. Node ids come plus ``id_offset`` (a cell's
+    cache ids); ``reread`` holds the node ids of this database."""
+    if connection.dialect.driver == 'psycopg2':
+        # The driver's own cursor (see db_api.driver_rows: SQLAlchemy's
+        # execution context and result cost more CPU than the round
+        # trip), the statement prepared once per pooled connection.
+        prepared, params, processors = prepared_cell_read(
+            connection.dialect, since, reread, alive_since, dead,
+            id_offset)
+        db_api.prepare_on(connection, {prepared.name: prepared.prepare})
+        return cell_read_rows(
+            db_api.driver_rows(connection, prepared.execute, params),
+            processors)
+    params = _cell_read_parameters(since, reread, alive_since, dead,
+                                   id_offset)
+    return cell_read_rows(connection.execute(
+        _changes_statement(bool(reread), bool(dead)), params).all())
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import cells
+from scheduler.cells import multiplexed
 from scheduler.cells import registry
 from scheduler.db import api as db_api
 from scheduler.db import claims
@@ -73,17 +74,39 @@ def report(url, host, **inventory):
                      **inventory))
 
 
+class _CountingCursor:
+    """A psycopg2 cursor of a cell's multiplexed connection that counts
+    the statements sent on it."""
+
+    def __init__(self, cursor, count):
+        self._cursor = cursor
+        self._count = count
+
+    def execute(self, statement, *args):
+        self._count(None, None, statement)
+        return self._cursor.execute(statement, *args)
+
+    def fetchall(self):
+        return self._cursor.fetchall()
+
+    def close(self):
+        return self._cursor.close()
+
+
 @contextlib.contextmanager
 def statements_per_cell(urls):
     """``{cell uuid: statements}`` run on each cell's database inside the
     block (a transaction's own BEGIN aside, and the PREPARE that comes
     once per pooled connection and statement on PostgreSQL, not once per
-    refresh), as the driver sees them."""
+    refresh), as the driver sees them: through SQLAlchemy's engines, and
+    on the cells' multiplexed connections on PostgreSQL."""
     counts = collections.Counter()
     listeners = []
+    by_database = {}
     for uuid, url in urls.items():
         with db_api.target_cell(url):
             engine = db_api.get_engine()
+        by_database[engine.url.database] = uuid
 
         def count(conn, cursor, statement, *args, uuid=uuid):
             if statement.split(None, 1)[0].upper() not in ('BEGIN',
@@ -91,9 +114,17 @@ def statements_per_cell(urls):
                 counts[uuid] += 1
         sa.event.listen(engine, 'before_cursor_execute', count)
         listeners.append((engine, count))
+    cursor_of = multiplexed._cursor
+
+    def counting_cursor(connection):
+        uuid = by_database[connection.info.dbname]
+        return _CountingCursor(cursor_of(connection), listeners[
+            list(urls).index(uuid)][1])
+    multiplexed._cursor = counting_cursor
     try:
         yield counts
     finally:
+        multiplexed._cursor = cursor_of
         for engine, count in listeners:
             sa.event.remove(engine, 'before_cursor_execute', count)
 
