@@ -4,6 +4,7 @@ cells kept apart, claims written in the node's own cell."""
 
 import logging
 import socket
+import time
 
 import pytest
 
@@ -161,6 +162,41 @@ def test_a_cell_slower_than_the_timeout_is_skipped(
         assert 'no answer within 0.5 s' in caplog.text
     finally:
         silent.close()
+
+
+def test_a_cell_that_stops_answering_between_refreshes_is_skipped(
+        two_cells, make_host_manager, monkeypatch, caplog):
+    """An incremental refresh (on PostgreSQL: every cell's read sent at
+    once from the refreshing thread) waits CELL_TIMEOUT for a cell that
+    took the connection and says nothing, leaves it out, and reads it
+    whole when it answers again."""
+    add_node(two_cells[CELL1], 'a1')
+    add_node(two_cells[CELL2], 'b1')
+    monkeypatch.setattr(host_manager_cells, 'CELL_TIMEOUT', 0.5)
+    manager = make_host_manager(auto_refresh=False)
+    assert len(manager.snapshot()) == 2
+    silent = socket.socket()
+    silent.bind(('127.0.0.1', 0))
+    silent.listen(8)
+    try:
+        move_cell(CELL2, 'postgresql+psycopg2://gantt@127.0.0.1:%d/x'
+                  % silent.getsockname()[1])
+        manager.refresh()       # reads the cell list again meanwhile
+        started = time.monotonic()
+        table = manager.refresh()
+        waited = time.monotonic() - started
+    finally:
+        silent.close()
+
+    assert hosts_by_cell(table) == [('cell1', 'a1')]
+    assert 'no answer within 0.5 s' in caplog.text
+    assert waited < 2
+    move_cell(CELL2, two_cells[CELL2])
+    deadline = time.monotonic() + 5
+    while hosts_by_cell(table) != [('cell1', 'a1'), ('cell2', 'b1')] \
+            and time.monotonic() < deadline:
+        table = manager.refresh()
+    assert hosts_by_cell(table) == [('cell1', 'a1'), ('cell2', 'b1')]
 
 
 def test_a_claim_is_written_in_the_nodes_own_cell(two_cells, make_driver):
