@@ -16,7 +16,7 @@ grows with what changed and with the hosts, hardly with the number of
 cells. On PostgreSQL (psycopg2) the incremental reads do not go to the
 cells' threads: the refreshing thread sends them all on each cell's
 asynchronous connection and waits on their sockets together
-(:mod:`scheduler.cells.multiplexed`), which costs the process less than
+(:mod:`scheduler.cell_reads`), which costs the process less than
 the threads' hand-offs; whole reads, and every read on other drivers,
 stay on the threads.
 A cell that errors, is unreachable or does not answer in time is left
@@ -65,8 +65,8 @@ import weakref
 import numpy as np
 from oslo_log import log as logging
 
+from scheduler import cell_reads
 from scheduler import cells
-from scheduler.cells import multiplexed
 from scheduler.cells import readers
 from scheduler.cells import registry
 from scheduler.db import api as db_api
@@ -150,7 +150,7 @@ class _Cell(readers.Reader):
         url = self.cell.database_connection
         if self.connection is None or self.connection.url != url:
             self.close_connection()
-            self.connection = multiplexed.CellConnection(url)
+            self.connection = cell_reads.CellConnection(url)
         return self.connection.read(job.since, job.reread, job.alive_since,
                                     job.dead, self.offset)
 
@@ -172,7 +172,7 @@ class _Incremental(collections.namedtuple(
         '_Incremental', 'since reread alive_since dead')):
     """An incremental read of a cell on PostgreSQL (psycopg2): not handed
     to the cell's thread but run with the others from the refreshing
-    thread (:mod:`scheduler.cells.multiplexed`)."""
+    thread (:mod:`scheduler.cell_reads`)."""
 
 
 class _Round:
@@ -286,7 +286,7 @@ class CellGather:
         start); return ``(reads, answered)``: ``[CellRead]`` of the
         cells that answered, and their uuids. The others are left out
         (their watermark dropped: read whole when they answer)."""
-        together = multiplexed.gather(
+        together = cell_reads.gather(
             {state: state.multiplexed_read(read) for state, read
              in zip(round_.listed, round_.pending)
              if isinstance(read, _Incremental)},
@@ -422,7 +422,7 @@ def cell_job(full, known, reread, dead, alive_since, instances):
             return lambda: _read_whole(cell, offset, generations, instances)
         ids = set(reread.get(index, ()))
         hosts = dead.get(cell.uuid, set()) | anywhere
-        if multiplexed.eligible(cell.database_connection):
+        if cell_reads.eligible(cell.database_connection):
             return _Incremental(since - slack, ids, alive_since, hosts)
         return lambda: _read_changes(cell, offset, since - slack, ids,
                                      alive_since, hosts)

@@ -211,7 +211,7 @@ def prepared_cell_read(dialect, since, reread, alive_since, dead,
     """``(db_api.Prepared, parameters, result processors)`` of
     :func:`read_cell_changes` on psycopg2 (see :func:`_driver_changes`),
     for a caller that runs the query string on a connection of its own
-    (:mod:`scheduler.cells.multiplexed`); :func:`cell_read_rows` makes
+    (:mod:`scheduler.cell_reads`); :func:`cell_read_rows` makes
     its rows what :func:`read_cell_changes` returns."""
     prepared, processors = _driver_changes(bool(reread), bool(dead), dialect)
     params = _cell_read_parameters(since, reread, alive_since, dead,

@@ -31,6 +31,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 CORE = ('scheduler.db', 'scheduler.drivers', 'scheduler.host_manager',
         'scheduler.host_manager_cells', 'scheduler.host_reads',
+        'scheduler.cell_reads',
         'scheduler.manager', 'scheduler.rpc', 'scheduler.rpcapi',
         'scheduler.service', 'scheduler.instance_tracking',
         'scheduler.cmd', 'conductor', 'compute')

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import cells
-from scheduler.cells import multiplexed
+from scheduler import cell_reads
 from scheduler.cells import registry
 from scheduler.db import api as db_api
 from scheduler.db import claims
@@ -114,17 +114,17 @@ def statements_per_cell(urls):
                 counts[uuid] += 1
         sa.event.listen(engine, 'before_cursor_execute', count)
         listeners.append((engine, count))
-    cursor_of = multiplexed._cursor
+    cursor_of = cell_reads._cursor
 
     def counting_cursor(connection):
         uuid = by_database[connection.info.dbname]
         return _CountingCursor(cursor_of(connection), listeners[
             list(urls).index(uuid)][1])
-    multiplexed._cursor = counting_cursor
+    cell_reads._cursor = counting_cursor
     try:
         yield counts
     finally:
-        multiplexed._cursor = cursor_of
+        cell_reads._cursor = cursor_of
         for engine, count in listeners:
             sa.event.remove(engine, 'before_cursor_execute', count)
 

@@ -9,7 +9,7 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from scheduler.cells import multiplexed
+from scheduler import cell_reads
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler import host_reads
@@ -45,11 +45,11 @@ def _pooled_read(url, since, reread, alive_since, dead, offset):
 
 
 def test_only_psycopg2_urls_are_read_together():
-    assert multiplexed.eligible('postgresql+psycopg2://u@h/db')
-    assert not multiplexed.eligible('postgresql+psycopg://u@h/db')
-    assert not multiplexed.eligible('mysql+pymysql://u@h/db')
-    assert not multiplexed.eligible('sqlite:///x.sqlite')
-    assert not multiplexed.eligible('not a url')
+    assert cell_reads.eligible('postgresql+psycopg2://u@h/db')
+    assert not cell_reads.eligible('postgresql+psycopg://u@h/db')
+    assert not cell_reads.eligible('mysql+pymysql://u@h/db')
+    assert not cell_reads.eligible('sqlite:///x.sqlite')
+    assert not cell_reads.eligible('not a url')
 
 
 def test_reads_together_what_each_pooled_read_reads(two_databases):
@@ -60,20 +60,20 @@ def test_reads_together_what_each_pooled_read_reads(two_databases):
         fakes.Cloud().set_last_seen('b1', 3600)
     since, alive_since = _window()
     later = models.utcnow() + datetime.timedelta(seconds=5)
-    connections = [multiplexed.CellConnection(one),
-                   multiplexed.CellConnection(two)]
+    connections = [cell_reads.CellConnection(one),
+                   cell_reads.CellConnection(two)]
     try:
         asks = {
             'one': (one, since, {first['a1']}, alive_since, set(), 1 << 40),
             'two': (two, since, set(), alive_since, {'b1'}, 2 << 40),
         }
-        together = multiplexed.gather(
+        together = cell_reads.gather(
             {key: connection.read(*ask[1:]) for (key, ask), connection
              in zip(asks.items(), connections)},
             time.monotonic() + 10)
         # Again on the same connections (prepared already), and with
         # nothing written since.
-        again = multiplexed.gather(
+        again = cell_reads.gather(
             {'one': connections[0].read(later, set(), alive_since, set(),
                                         1 << 40)},
             time.monotonic() + 10)
@@ -105,16 +105,16 @@ def test_a_silent_database_is_missing_and_the_others_answer(two_databases):
     silent.listen(8)
     since, alive_since = _window()
     connections = {
-        'one': multiplexed.CellConnection(one),
-        'silent': multiplexed.CellConnection(
+        'one': cell_reads.CellConnection(one),
+        'silent': cell_reads.CellConnection(
             'postgresql+psycopg2://gantt@127.0.0.1:%d/x'
             % silent.getsockname()[1]),
-        'refused': multiplexed.CellConnection(
+        'refused': cell_reads.CellConnection(
             'postgresql+psycopg2://gantt@127.0.0.1:1/x'),
     }
     try:
         started = time.monotonic()
-        outcomes = multiplexed.gather(
+        outcomes = cell_reads.gather(
             {key: connection.read(since, set(), alive_since, set(), 0)
              for key, connection in connections.items()},
             started + 0.5)
@@ -135,22 +135,22 @@ def test_a_dead_session_fails_its_read_and_drops_the_pool(two_databases):
     one, _two = two_databases
     _nodes(one, 'a1')
     since, alive_since = _window()
-    connection = multiplexed.CellConnection(one)
+    connection = cell_reads.CellConnection(one)
     with db_api.target_cell(one):
         engine = db_api.get_engine()
         with engine.connect() as pooled:
             pooled.execute(sa.text('SELECT 1'))
     pool_before = engine.pool.checkedin()
     try:
-        first = multiplexed.gather(
+        first = cell_reads.gather(
             {'one': connection.read(since, set(), alive_since, set(), 0)},
             time.monotonic() + 10)
         databases.end_sessions(one)
-        dead = multiplexed.gather(
+        dead = cell_reads.gather(
             {'one': connection.read(since, set(), alive_since, set(), 0)},
             time.monotonic() + 10)
         connection.close()
-        back = multiplexed.gather(
+        back = cell_reads.gather(
             {'one': connection.read(since, set(), alive_since, set(), 0)},
             time.monotonic() + 10)
     finally:
