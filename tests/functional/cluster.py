@@ -39,6 +39,9 @@ import sqlalchemy as sa
 from tests.fixtures import databases
 
 RABBIT = 'rabbit://guest:guest@127.0.0.1:5672/'
+# Each cluster's virtual host on the shared broker is this and a random
+# suffix; it is deleted with the cluster.
+VHOST_PREFIX = 'gantt-test-'
 BIN_DIR = os.path.dirname(sys.executable)
 # The checkout these tests belong to: the daemons run its code, whichever
 # checkout the virtualenv's editable install points at.
@@ -134,7 +137,7 @@ class Cluster:
         self.eventlet = eventlet
         self.vhost = None
         if transport_url is None:
-            self.vhost = 'gantt-test-%s' % uuid.uuid4().hex[:12]
+            self.vhost = VHOST_PREFIX + uuid.uuid4().hex[:12]
             transport_url = RABBIT + self.vhost
         self.transport_url = transport_url
         self.db_url = db_url

@@ -56,7 +56,7 @@ SUPER_CONF = ('[conductor]\nbuild_request_poll_interval = 1\n'
 
 @contextlib.contextmanager
 def vhost():
-    name = 'gantt-test-%s' % uuid.uuid4().hex[:12]
+    name = cluster_mod.VHOST_PREFIX + uuid.uuid4().hex[:12]
     cluster_mod._rabbitmqctl('add_vhost', name)
     try:
         cluster_mod._rabbitmqctl('set_permissions', '-p', name, 'guest',
