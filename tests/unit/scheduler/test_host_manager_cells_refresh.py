@@ -101,7 +101,8 @@ def statements_per_cell(urls):
     refresh), as the driver sees them: through SQLAlchemy's engines, and
     on the cells' multiplexed connections on PostgreSQL."""
     counts = collections.Counter()
-    listeners = []
+    # {cell uuid: (engine, its listener)}
+    listeners = {}
     by_database = {}
     for uuid, url in urls.items():
         with db_api.target_cell(url):
@@ -113,19 +114,18 @@ def statements_per_cell(urls):
                                                            'PREPARE'):
                 counts[uuid] += 1
         sa.event.listen(engine, 'before_cursor_execute', count)
-        listeners.append((engine, count))
+        listeners[uuid] = (engine, count)
     cursor_of = cell_reads._cursor
 
     def counting_cursor(connection):
         uuid = by_database[connection.info.dbname]
-        return _CountingCursor(cursor_of(connection), listeners[
-            list(urls).index(uuid)][1])
+        return _CountingCursor(cursor_of(connection), listeners[uuid][1])
     cell_reads._cursor = counting_cursor
     try:
         yield counts
     finally:
         cell_reads._cursor = cursor_of
-        for engine, count in listeners:
+        for engine, count in listeners.values():
             sa.event.remove(engine, 'before_cursor_execute', count)
 
 
