@@ -27,6 +27,7 @@ spent filtering and weighing, and claiming.
 """
 
 import abc
+import collections
 import threading
 
 from oslo_config import cfg
@@ -47,6 +48,23 @@ from scheduler import prometheus
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
+
+
+def claim_slots():
+    """How many SQL claims of one process may run at once in one
+    database: ``[database] max_pool_size`` less the connection left to
+    the host cache's refresh and the other readers; None (no bound) when
+    the pool has no size limit (0).
+
+    Concurrent requests beyond the pool's size would each take an
+    overflow connection, which the pool closes when it is given back:
+    under load, a new server session (and the claim statement prepared
+    again) for several claims in a hundred.
+    """
+    size = CONF.database.max_pool_size
+    if not size:
+        return None
+    return max(1, size - 1)
 
 
 def make_selection(host_state, resources, claimed):
@@ -75,6 +93,15 @@ class Scheduler(metaclass=abc.ABCMeta):
                       'claims_released': 0,
                       'no_valid_host': 0}
         self.last_timings = {'filter_weigh': 0.0, 'claim': 0.0}
+        # {cell: semaphore}: a process's SQL claims in one database wait
+        # for a pooled connection rather than open one (claim_slots).
+        self._claim_slots = collections.defaultdict(self._new_claim_slots)
+
+    @staticmethod
+    def _new_claim_slots():
+        slots = claim_slots()
+        return (threading.BoundedSemaphore(slots) if slots
+                else _Unbounded())
 
     def _create_host_manager(self, **kwargs):
         """The ``[scheduler] host_manager``, built with ``kwargs``.
@@ -169,8 +196,9 @@ class Scheduler(metaclass=abc.ABCMeta):
             in_flight=True, hardware_request=hardware)
         if on_reserved is not None:
             on_reserved()
+        cell = self.host_manager.cell_of(host_state.id)
         try:
-            with cells.target(self.host_manager.cell_of(host_state.id)):
+            with self._claim_slots[cell.uuid], cells.target(cell):
                 won = claims.claim_in_sql(
                     host_manager_cells.node_id(host_state.id), consumer_uuid,
                     resources, group_uuid, host_state.host,
@@ -234,3 +262,13 @@ class Scheduler(metaclass=abc.ABCMeta):
         self.count('claims_released', len(claimed))
         self.host_manager.forget_instances(claimed)
         self.host_manager.refresh_nodes({node for _uuid, node in claimed})
+
+
+class _Unbounded:
+    """A semaphore that never waits (a pool without a size limit)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        return False

@@ -1,0 +1,125 @@
+"""A scheduler process's concurrent SQL claims stay within its pool.
+
+Requests beyond ``[database] max_pool_size`` used to take overflow
+connections, which the pool closes when they are given back: under load
+a new server session (and the claim statement prepared again) for
+several claims in a hundred. Claims now wait for a pooled connection
+(:func:`scheduler.drivers.base.claim_slots`).
+"""
+
+import contextlib
+import threading
+import time
+
+import pytest
+import sqlalchemy as sa
+
+from scheduler.db import api as db_api
+from scheduler.drivers import base
+from scheduler.drivers import filter_scheduler
+from tests.fixtures import databases
+from tests.unit.scheduler import fakes
+
+REQUESTS = 12
+
+
+@pytest.fixture(params=['postgresql', 'mariadb'])
+def pooled_database(request, config):
+    with databases.migrated_database(request.param, config) as url:
+        yield url
+
+
+class _PoolWatch:
+    """Connections of the engine's pool: new ones, and the most checked
+    out at once; every statement made slow so that claims overlap."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.lock = threading.Lock()
+        self.connects = 0
+        self.out = 0
+        self.most_out = 0
+
+    def connect(self, *args):
+        with self.lock:
+            self.connects += 1
+
+    def checkout(self, *args):
+        with self.lock:
+            self.out += 1
+            self.most_out = max(self.most_out, self.out)
+
+    def checkin(self, *args):
+        with self.lock:
+            self.out -= 1
+
+    @staticmethod
+    def slow(*args):
+        time.sleep(0.03)
+
+    @contextlib.contextmanager
+    def watching(self):
+        events = [(self.engine.pool, 'connect', self.connect),
+                  (self.engine.pool, 'checkout', self.checkout),
+                  (self.engine.pool, 'checkin', self.checkin),
+                  (self.engine, 'before_cursor_execute', self.slow)]
+        for target, name, listener in events:
+            sa.event.listen(target, name, listener)
+        try:
+            yield self
+        finally:
+            for target, name, listener in events:
+                sa.event.remove(target, name, listener)
+
+
+def test_claim_slots_follow_the_pool_size(config):
+    config.config(max_pool_size=5, group='database')
+    assert base.claim_slots() == 4
+    config.config(max_pool_size=1, group='database')
+    assert base.claim_slots() == 1
+    # 0: a pool without a size limit, claims without a bound.
+    config.config(max_pool_size=0, group='database')
+    assert base.claim_slots() is None
+
+
+def test_concurrent_claims_wait_for_a_pooled_connection(
+        pooled_database, config, make_driver):
+    config.config(max_pool_size=3, group='database')
+    config.config(host_state_refresh_interval=3600, group='scheduler')
+    db_api.dispose_engine()
+    cloud = fakes.Cloud()
+    for number in range(4):
+        cloud.add_node('host%d' % number, vcpus=64, memory_mb=65536)
+    driver = make_driver(filter_scheduler.FilterScheduler)
+    driver.start()
+    uuids = fakes.uuids(REQUESTS)
+    placed, errors = [], []
+    start = threading.Barrier(REQUESTS)
+
+    def request(uuid):
+        start.wait()
+        try:
+            placed.append(driver.select_destinations(
+                None, fakes.spec(vcpus=1, memory_mb=512), [uuid], False))
+        except Exception as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=request, args=(uuid,))
+               for uuid in uuids]
+    with _PoolWatch(db_api.get_engine()).watching() as pool:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    assert not errors
+    assert len(placed) == REQUESTS
+    # Two claims at a time (3 pooled connections, one left to the
+    # readers), so no connection beyond the pool's: without the bound,
+    # the twelve slow claims ran at once on twelve connections.
+    assert pool.most_out <= base.claim_slots() == 2
+    assert pool.connects <= 3
+    with db_api.reader() as session:
+        claimed = session.execute(sa.text(
+            'SELECT consumer_uuid FROM allocations')).scalars().all()
+    assert sorted(claimed) == sorted(uuids)
+    assert driver.stats['claims'] == REQUESTS
