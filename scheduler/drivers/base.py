@@ -28,6 +28,7 @@ spent filtering and weighing, and claiming.
 
 import abc
 import collections
+import contextlib
 import threading
 
 from oslo_config import cfg
@@ -101,7 +102,7 @@ class Scheduler(metaclass=abc.ABCMeta):
     def _new_claim_slots():
         slots = claim_slots()
         return (threading.BoundedSemaphore(slots) if slots
-                else _Unbounded())
+                else contextlib.nullcontext())
 
     def _create_host_manager(self, **kwargs):
         """The ``[scheduler] host_manager``, built with ``kwargs``.
@@ -196,8 +197,8 @@ class Scheduler(metaclass=abc.ABCMeta):
             in_flight=True, hardware_request=hardware)
         if on_reserved is not None:
             on_reserved()
-        cell = self.host_manager.cell_of(host_state.id)
         try:
+            cell = self.host_manager.cell_of(host_state.id)
             with self._claim_slots[cell.uuid], cells.target(cell):
                 won = claims.claim_in_sql(
                     host_manager_cells.node_id(host_state.id), consumer_uuid,
@@ -262,13 +263,3 @@ class Scheduler(metaclass=abc.ABCMeta):
         self.count('claims_released', len(claimed))
         self.host_manager.forget_instances(claimed)
         self.host_manager.refresh_nodes({node for _uuid, node in claimed})
-
-
-class _Unbounded:
-    """A semaphore that never waits (a pool without a size limit)."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info):
-        return False
