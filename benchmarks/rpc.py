@@ -21,9 +21,10 @@ the same run, with their ratio and the target:
   GIL is not the limit on the 2-CPU machine: one process of 16 threads
   made as many echo calls per second; ``--caller-processes`` changes it),
   ``--placements`` (3,000) single-instance placements per second against
-  echo calls per second measured just before, one row for each of
-  ``--workers`` (target: at least 0.6x); then ``gantt-manage db check``
-  and the number of overfilled hosts.
+  echo calls per second, echo and select taking turns in three rounds
+  (the rates are of all rounds together; each round's ratio is printed
+  too), one row for each of ``--workers`` (target: at least 0.6x); then
+  ``gantt-manage db check`` and the number of overfilled hosts.
 
 Every request claims for an instance recorded as the conductor records
 one (BUILDING, task ``scheduling``), made before the clock starts, so
@@ -49,8 +50,9 @@ import rig  # noqa: E402
 
 
 WARMUP = 30
-# Latency calls are made in this many rounds, select and echo in turn, so
-# that both see the same load from whatever else runs on the machine.
+# Latency calls and throughput runs are made in this many rounds, select
+# and echo in turn, so that both see the same load from whatever else
+# runs on the machine.
 ROUNDS = 3
 
 
@@ -118,29 +120,41 @@ def throughput(backend, hosts, placements, callers, workers_list,
             rows = []
             notes = []
             for workers in workers_list:
-                # The echo's rate just before, on the same callers.
-                elapsed, echoes = cloud.run_callers(
-                    'echo', callers, placements, processes=processes,
-                    warmup=callers * 4)
-                echo_rate = (len(echoes) - len(_failed(echoes))) / elapsed
                 cloud.start_schedulers(workers)
-                warm = cloud.instances(callers * 4)
-                uuids = cloud.instances(placements)
-                elapsed, selects = cloud.run_callers(
-                    'select', callers, uuids, processes=processes,
-                    warmup=warm)
-                placed = len(selects) - len(_failed(selects))
+                echo_calls = echo_time = placed = select_time = 0
+                ratios, selects, echoes = [], [], []
+                for share in _shares(placements, ROUNDS):
+                    # The echo's rate and the placements' in turn, so that
+                    # both see what else the machine does at that time.
+                    elapsed, answers = cloud.run_callers(
+                        'echo', callers, share, processes=processes,
+                        warmup=callers * 4)
+                    echo_rate = (len(answers) - len(_failed(answers))) \
+                        / elapsed
+                    echo_calls += len(answers) - len(_failed(answers))
+                    echo_time += elapsed
+                    echoes += answers
+                    warm = cloud.instances(callers * 4)
+                    elapsed, answers = cloud.run_callers(
+                        'select', callers, cloud.instances(share),
+                        processes=processes, warmup=warm)
+                    done = len(answers) - len(_failed(answers))
+                    ratios.append((done / elapsed) / echo_rate)
+                    placed += done
+                    select_time += elapsed
+                    selects += answers
                 rows.append(('placements/s vs echo calls/s, %d worker(s)'
-                             % workers, placed / elapsed, echo_rate,
-                             '>= 0.6x'))
+                             % workers, placed / select_time,
+                             echo_calls / echo_time, '>= 0.6x'))
                 stopped = cloud.stop_schedulers()
                 status, _output = cloud.db_check()
                 errors = _errors(selects + echoes)
                 notes.append('%d worker(s): %d placed of %d, %s, claim '
-                             'retries %d%s' % (
+                             'retries %d; ratio per round %s%s' % (
                                  workers, placed, len(selects),
                                  _check(cloud, status),
                                  rig.Rig.claim_retries(stopped)[0],
+                                 ' '.join('%.2fx' % r for r in ratios),
                                  '; errors: ' + errors if errors else ''))
             print('throughput: %d hosts, %s, %d concurrent callers in %d '
                   'processes, %d calls of each kind per row; %s'
@@ -152,6 +166,12 @@ def throughput(backend, hosts, placements, callers, workers_list,
             sys.stdout.flush()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _shares(total, parts):
+    """``total`` split into ``parts`` near-equal counts."""
+    return [total // parts + (index < total % parts)
+            for index in range(parts)]
 
 
 def _failed(results):
