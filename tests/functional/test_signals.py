@@ -203,7 +203,12 @@ def test_sighup_applies_new_filters_without_failing_requests(cluster, api):
                 continue
             nowhere.append(uuid)
             break
-        # Every worker has the new filters, not just the first to reload.
+        # The workers reload one after the other (a request that one of
+        # them took just before its swap still sees the old filters):
+        # wait for both, then every worker has the new filters.
+        reloaded = 'Filters: %s;' % ', '.join(ALL_FILTERS[1:])
+        wait_for(lambda: process.log().count(reloaded) >= 2, 30,
+                 'both workers reloaded')
         for _ in range(8):
             uuid = uuidutils.generate_uuid()
             api.select_destinations(ctxt, tiny_spec('nowhere'), [uuid])
