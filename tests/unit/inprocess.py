@@ -124,6 +124,22 @@ class Cluster:
             time.sleep(0.02)
         raise AssertionError('timed out waiting for %s' % what)
 
+    def wait_scheduler_sees(self, nodename, predicate, what,
+                            timeout=10):
+        """Wait until ``predicate(state)`` holds for ``nodename``'s row in
+        the scheduler's host cache (what another service changed in SQL
+        reaches it at its next refresh)."""
+        scheduler = next(server for server in self.services
+                         if server.binary == 'gantt-scheduler')
+
+        def seen():
+            table = scheduler.manager.driver.host_manager.snapshot()
+            return predicate(
+                table.states[table.rows_by_nodename[nodename][0]])
+
+        self.wait_until(seen, timeout, 'the scheduler to see %s %s'
+                        % (nodename, what))
+
     @staticmethod
     def spec(vcpus, memory_mb, root_gb, count=1, **kwargs):
         return request_spec.RequestSpec(

@@ -35,14 +35,6 @@ def _node_usage():
                                       row.local_gb_used) for row in rows}
 
 
-def _scheduler_sees_free(cluster, nodename):
-    scheduler = next(server for server in cluster.services
-                     if server.binary == 'gantt-scheduler')
-    table = scheduler.manager.driver.host_manager.snapshot()
-    state = table.states[table.rows_by_nodename[nodename][0]]
-    return not state.in_use()
-
-
 def _boot_one(cluster, **flavor):
     [uuid] = cluster.boot(**flavor)
     return cluster.wait_built([uuid])[uuid]
@@ -67,8 +59,8 @@ def test_an_instance_takes_its_node_whole_until_deleted(cluster_config):
         assert _node_usage()[first.node] == (0, 0, 0)
         sql_state.assert_consistent()
         # The compute reports the node empty at its next report.
-        cluster.wait_until(lambda: _scheduler_sees_free(cluster, first.node),
-                           10, 'the scheduler to see %s free' % first.node)
+        cluster.wait_scheduler_sees(first.node,
+                                    lambda state: not state.in_use(), 'free')
         fourth = _boot_one(cluster, vcpus=2, memory_mb=1024, root_gb=10)
         assert (fourth.vm_state, fourth.node) == ('active', first.node)
         assert _node_usage()[first.node] == WHOLE
