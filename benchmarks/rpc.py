@@ -129,9 +129,9 @@ def throughput(backend, hosts, placements, callers, workers_list,
                     elapsed, answers = cloud.run_callers(
                         'echo', callers, share, processes=processes,
                         warmup=callers * 4)
-                    echo_rate = (len(answers) - len(_failed(answers))) \
-                        / elapsed
-                    echo_calls += len(answers) - len(_failed(answers))
+                    answered = len(answers) - len(_failed(answers))
+                    echo_rate = answered / elapsed
+                    echo_calls += answered
                     echo_time += elapsed
                     echoes += answers
                     warm = cloud.instances(callers * 4)
