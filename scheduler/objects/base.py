@@ -71,23 +71,76 @@ class GanttObject(ovo_base.VersionedObject,
     @classmethod
     def _obj_from_primitive(cls, context, objver, primitive):
         """An object from its primitive (see oslo.versionedobjects): the
-        fields the primitive carries are coerced as they are set (a wrong
-        type is refused), the others take their defaults. Unlike the
+        fields the primitive carries are coerced (a wrong type is
+        refused), the others take their defaults. Unlike the
         generic path, no default is set first only to be overwritten:
         every RPC request pays this."""
         self = cls.__new__(cls)
         ovo_base.VersionedObject.__init__(self, context)
         self.VERSION = objver
         data = cls._obj_primitive_field(primitive, 'data')
+        values = self.__dict__
         for name, field in self.fields.items():
             if name in data:
-                setattr(self, name, field.from_primitive(self, name,
-                                                         data[name]))
+                # What the field's setter does, less its bookkeeping (the
+                # changed fields are the primitive's, below).
+                values['_obj_' + name] = field.coerce(
+                    self, name, field.from_primitive(self, name, data[name]))
         self._set_defaults(data)
         changes = cls._obj_primitive_field(primitive, 'changes', [])
         self._changed_fields = {name for name in changes
                                 if name in self.fields}
         return self
+
+    def obj_to_primitive(self, target_version=None, version_manifest=None):
+        """oslo.versionedobjects' primitive, built without its per-field
+        overhead when no other version is asked for (the caller of every
+        request serializes its spec; see obj_what_changed). Another
+        version, or a manifest, takes the generic path."""
+        if (target_version not in (None, self.VERSION)
+                or version_manifest):
+            return super().obj_to_primitive(target_version,
+                                            version_manifest)
+        values = self.__dict__
+        data = {}
+        for name, field in self.fields.items():
+            key = '_obj_' + name
+            if key in values:
+                data[name] = field.to_primitive(self, name, values[key])
+        key = self._obj_primitive_key
+        primitive = {key('name'): self.obj_name(),
+                     key('namespace'): self.OBJ_PROJECT_NAMESPACE,
+                     key('version'): self.VERSION,
+                     key('data'): data}
+        changes = [name for name in self.obj_what_changed() if name in data]
+        if changes:
+            primitive[key('changes')] = changes
+        return primitive
+
+    def obj_what_changed(self):
+        """The fields changed, here or inside a field's object (as
+        oslo.versionedobjects says), reading each set value once."""
+        fields_ = self.fields
+        changes = {name for name in self._changed_fields if name in fields_}
+        values = self.__dict__
+        for name in fields_:
+            value = values.get('_obj_' + name)
+            if (name not in changes
+                    and isinstance(value, ovo_base.VersionedObject)
+                    and value.obj_what_changed()):
+                changes.add(name)
+        return changes
+
+    def obj_attr_is_set(self, attrname):
+        """oslo.versionedobjects' check, without building the list of
+        every field name at each call: serializing a request spec asks
+        it for each field of each object, several times over (its
+        ``obj_what_changed`` too)."""
+        if attrname not in self.fields and (
+                attrname not in self.obj_extra_fields):
+            raise AttributeError("%s object has no attribute '%s'"
+                                 % (self.obj_name(), attrname))
+        return hasattr(self, '_obj_' + attrname)
 
     def obj_get(self, name, default=None):
         """The field's value, or ``default`` when unset or None."""
