@@ -231,6 +231,11 @@ class HostManager(instance_tracking.InstanceTracking):
             self._ensure_thread()
         return table
 
+    def current_table(self):
+        """The HostTable as it is, or None before it was first loaded:
+        unlike :meth:`snapshot`, loads nothing and starts no thread."""
+        return self._table
+
     def filter_names(self):
         """``(option, filter names)``: the filters requests go through
         and the ``[filter_scheduler]`` option that lists them."""

@@ -199,6 +199,12 @@ _DERIVED = {
 }
 
 
+def now_us_utc():
+    """Now, in the microseconds of the ``heartbeat_us`` column."""
+    return host_state.to_microseconds(
+        datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None))
+
+
 class HostTable:
     """HostStates plus aligned NumPy columns.
 
@@ -217,6 +223,10 @@ class HostTable:
     # Instance uuid -> host, built when first asked for (instance_counts)
     # and carried over by replace().
     _instance_index = None
+    # How many times update_in_place wrote into this table: with the
+    # table's identity, what a ranking made earlier depends on (see
+    # scheduler.drivers.ahead).
+    writes = 0
 
     def __init__(self, states, columns, aggregates, indexes=None,
                  previous=None, changed=(), rows=None):
@@ -436,6 +446,9 @@ class HostTable:
         if self._instance_index is not None:
             self._instance_index = self._instance_index.updated(
                 old_states, new_states)
+        # Counted once everything is written: a reader that saw the count
+        # before the write began sees it change.
+        self.writes += 1
         return True
 
     # -- instances on the hosts (see scheduler.host_instances) --------------
@@ -482,15 +495,26 @@ class HostTable:
         """Column: the compute service is up (see HostState.service_up)."""
         if down_time is None:
             down_time = CONF.service_down_time
-        now = now or datetime.datetime.now(
-            datetime.timezone.utc).replace(tzinfo=None)
         window = down_time * 1000000
-        now_us = host_state.to_microseconds(now)
+        now_us = host_state.to_microseconds(now) if now else now_us_utc()
         return (self.has_service & ~self.forced_down
                 & (self.heartbeat_us != host_state.NO_HEARTBEAT)
                 & (self.heartbeat_us >= now_us - window)
                 & ((self.heartbeat_us <= now_us + window)
                    | (self.heartbeat_us == host_state.ALIVE)))
+
+    def liveness_changes_at(self, down_time, now_us):
+        """The first microsecond after ``now_us`` at which
+        :meth:`service_up` may answer differently for some row (a
+        heartbeat leaves the ``down_time`` window, or one from the
+        future enters it), or None if it never will without a write."""
+        window = down_time * 1000000
+        beats = self.heartbeat_us[(self.heartbeat_us != host_state.ALIVE)
+                                  & (self.heartbeat_us
+                                     != host_state.NO_HEARTBEAT)]
+        edges = np.concatenate((beats - window, beats + window + 1))
+        edges = edges[edges > now_us]
+        return int(edges.min()) if len(edges) else None
 
     def in_zone(self, zone):
         """Column: the host is in availability zone ``zone``."""

@@ -134,6 +134,14 @@ class SchedulerManager(service.Manager):
             stop()
         self._log_stats(always=True)
 
+    def idle(self):
+        """The RPC server answered its last message in flight: the driver
+        may do work ahead of the next request (see
+        :mod:`scheduler.drivers.ahead`)."""
+        idle = getattr(self.driver, 'idle', None)
+        if idle is not None:
+            idle()
+
     def reset(self):
         # SIGHUP: read the cell mappings again at once, as Nova's
         # scheduler refreshes its cells caches.

@@ -42,6 +42,7 @@ import logging as std_logging
 import threading
 
 import oslo_messaging as messaging
+from oslo_messaging.rpc import server as rpc_server
 from oslo_log import log as logging
 from oslo_service import backend as service_backend
 
@@ -253,15 +254,50 @@ def get_serializer():
     return RequestContextSerializer(objects_base.GanttObjectSerializer())
 
 
-def get_server(target, endpoints):
-    """An RPC server for ``target``; start() it to consume."""
+class IdleAwareRPCServer(rpc_server.RPCServer):
+    """An RPC server that calls ``on_idle()`` (if set) when it has
+    handled and answered the last message it had in flight: work that
+    may wait for a quiet moment but should not delay a reply."""
+
+    on_idle = None
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._busy = 0
+        self._busy_lock = threading.Lock()
+
+    def _process_incoming(self, incoming):
+        with self._busy_lock:
+            self._busy += 1
+        try:
+            return super()._process_incoming(incoming)
+        finally:
+            with self._busy_lock:
+                self._busy -= 1
+                idle = self._busy == 0
+            if idle and self.on_idle is not None:
+                try:
+                    self.on_idle()
+                except Exception:
+                    LOG.exception('Idle work after a reply failed')
+
+
+def get_server(target, endpoints, on_idle=None):
+    """An RPC server for ``target``; start() it to consume.
+
+    ``on_idle``: called in the thread that sent a reply, when no other
+    message is being handled (see :class:`IdleAwareRPCServer`).
+    """
     assert TRANSPORT is not None, 'rpc.init() was not called'
     kwargs = {}
     if _executor() == 'eventlet':
         kwargs['executor'] = 'eventlet'
-    return messaging.get_rpc_server(
+    server = messaging.get_rpc_server(
         TRANSPORT, target, endpoints, serializer=get_serializer(),
-        access_policy=ExposedRPCAccessPolicy, **kwargs)
+        access_policy=ExposedRPCAccessPolicy,
+        server_cls=IdleAwareRPCServer, **kwargs)
+    server.on_idle = on_idle
+    return server
 
 
 def get_client(target, version_cap=None, transport=None):

@@ -128,7 +128,8 @@ class Service(oslo_service.Service):
         target = messaging.Target(topic=self.topic, server=self.host)
         endpoints = [self.manager] + list(
             getattr(self.manager, 'additional_endpoints', []))
-        self.rpcserver = rpc.get_server(target, endpoints)
+        self.rpcserver = rpc.get_server(
+            target, endpoints, on_idle=getattr(self.manager, 'idle', None))
         self.rpcserver.start()
         if self.reporter is not None:
             self._report_safely()

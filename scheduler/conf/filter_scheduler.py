@@ -73,6 +73,36 @@ Related options:
 * ``host_subset_size``
 * ``[scheduler] max_attempts`` (the alternates)
 """),
+    cfg.BoolOpt('rank_ahead',
+                default=True,
+                mutable=True,
+                help="""
+Rank the last request's shape again while the scheduler is idle.
+
+Once a scheduler worker has answered a request and has no other in
+flight, it filters and weighs the same request again (the same flavor,
+image, project and hints, for another instance) on the host cache as it
+is now, its own claim included. If the next request has that shape and
+nothing it depends on changed meanwhile (no write to the host cache, no
+compute service's heartbeat leaving ``service_down_time``, no reload of
+the filters, weighers or options), it uses that ranking and still draws
+its pick among the best hosts when it arrives: the same answer, without
+its filtering and weighing time.
+
+Only single-instance requests without a server group are ranked ahead,
+not with ``hosts_to_score_percent``, and only when every enabled filter
+and weigher declares that its answer depends on nothing but the host
+cache, the request and the options (``pure = True``; Gantt's own do).
+
+Possible values:
+
+* True (the default): rank ahead when idle.
+* False: every request filters and weighs when it arrives, as Nova does.
+
+Related options:
+
+* ``enabled_filters``, ``weight_classes``
+"""),
     cfg.BoolOpt('shuffle_best_same_weighed_hosts',
                 default=False,
                 mutable=True,

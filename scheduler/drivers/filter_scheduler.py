@@ -36,9 +36,11 @@ weigher's part in the ranking (``gantt-manage explain``)::
     print(driver.last_timings, driver.stats['claim_retries'])
 """
 
+import contextlib
 import itertools
 import math
 import operator
+import threading
 import time
 
 from oslo_log import log as logging
@@ -47,6 +49,7 @@ import numpy as np
 
 from scheduler import conf
 from scheduler.db import claims
+from scheduler.drivers import ahead as ahead_mod
 from scheduler.drivers import base
 from scheduler.drivers import explain as explain_mod
 from scheduler.drivers import ranking as ranking_mod
@@ -179,6 +182,13 @@ class FilterScheduler(base.Scheduler):
         self.weight_handler = weights.HostWeightHandler()
         # The step that removed the last host in the latest NoValidHost.
         self.last_no_valid_host = None
+        # The last request's shape, ranked again in the background while
+        # its claim waits for the database (see scheduler.drivers.ahead).
+        self.ahead = ahead_mod.Ahead(self.host_manager.current_table,
+                                     self._rank_shape, self._busy,
+                                     lambda: self.count('ranked_ahead'))
+        self._active = 0
+        self._active_lock = threading.Lock()
 
     @property
     def enabled_filters(self):
@@ -210,8 +220,10 @@ class FilterScheduler(base.Scheduler):
 
         Multipliers and ``host_subset_size`` are read per request. If a
         name is unknown or broken, the error is logged and the previous
-        filters and weighers stay.
+        filters and weighers stay. Either way the ranking made ahead is
+        dropped: the options it was made with may have changed.
         """
+        self.ahead.forget()
         try:
             plugins = self._load_plugins()
         except (exception.PluginNotFound, exception.PluginLoadFailed) as e:
@@ -225,6 +237,29 @@ class FilterScheduler(base.Scheduler):
 
     def _host_table(self, context):
         return self.host_manager.request_snapshot()
+
+    def idle(self):
+        """No request is in flight and the last one was answered: rank
+        its shape again if the host cache changed since it was ranked
+        (see :mod:`scheduler.drivers.ahead`)."""
+        self.ahead.soon()
+
+    def stop(self):
+        self.ahead.stop()
+        super().stop()
+
+    def _busy(self):
+        # A ranking made while other requests are in flight would be
+        # stale when used: their claims write the host cache.
+        return self._active > 1
+
+    def _rank_shape(self, shape, table):
+        request = _Request(self, shape.spec, None, shape.alternates, table)
+        if (request.need != shape.need
+                or request.plugins is not shape.plugins):
+            # The options or plugins changed since: not this shape.
+            return None
+        return request.rank_first()
 
     def explain(self, context, spec):
         """How ``spec`` would be placed now, claiming nothing: an
@@ -245,26 +280,40 @@ class FilterScheduler(base.Scheduler):
         spec.validate()
         self.count('requests')
         self._warn_if_retries_unfiltered(spec)
-        request = _Request(self, spec, instance_uuids, return_alternates,
-                           self._host_table(context))
+        with self._counted():
+            request = _Request(self, spec, instance_uuids, return_alternates,
+                               self._host_table(context))
+            try:
+                return request.run()
+            except exception.NoValidHost:
+                self.last_no_valid_host = request.last_filter
+                self.count('no_valid_host')
+                prometheus.no_valid_host(request.last_filter)
+                raise
+            finally:
+                self._timed(request, started)
+
+    @contextlib.contextmanager
+    def _counted(self):
+        with self._active_lock:
+            self._active += 1
         try:
-            return request.run()
-        except exception.NoValidHost:
-            self.last_no_valid_host = request.last_filter
-            self.count('no_valid_host')
-            prometheus.no_valid_host(request.last_filter)
-            raise
+            yield
         finally:
-            totals = request.timer.totals
-            self.last_timings = dict(totals)
-            prometheus.request_timed(
-                {phase: totals[phase] for phase in ('filter', 'weigh',
-                                                     'claim')},
-                time.perf_counter() - started)
-            if request.claim_retries:
-                LOG.info('Request for instance(s) %s retried %d lost '
-                         'claim(s)', ', '.join(request.uuids),
-                         request.claim_retries)
+            with self._active_lock:
+                self._active -= 1
+
+    def _timed(self, request, started):
+        totals = request.timer.totals
+        self.last_timings = dict(totals)
+        prometheus.request_timed(
+            {phase: totals[phase] for phase in ('filter', 'weigh',
+                                                 'claim')},
+            time.perf_counter() - started)
+        if request.claim_retries:
+            LOG.info('Request for instance(s) %s retried %d lost '
+                     'claim(s)', ', '.join(request.uuids),
+                     request.claim_retries)
 
     def _warn_if_retries_unfiltered(self, spec):
         """A reschedule names the hosts it tried; without RetryFilter they
@@ -322,9 +371,16 @@ class _Request:
         image = spec.obj_get('image')
         self.instance_info = host_instances.info_from_flavor_and_image(
             spec.flavor, image.obj_get('properties') if image else None)
+        self.return_alternates = return_alternates
         self.num_alts = (CONF.scheduler.max_attempts - 1
                          if return_alternates else 0)
-        self.filters, self.weighers = driver._plugins
+        # How many of the best hosts the ranking sorts up front.
+        self.need = CONF.filter_scheduler.host_subset_size + self.num_alts + 1
+        self.plugins = driver._plugins
+        self.filters, self.weighers = self.plugins
+        # The request's shape if it may take a ranking made ahead and
+        # leave one for the next request (see run).
+        self.shape = None
         if self.count > 1:
             # The request accounts for its earlier instances itself, on a
             # table of its own: the shared one also takes each claim, in
@@ -349,8 +405,29 @@ class _Request:
             self.placed_uuids = self.uuids or [
                 uuidutils.generate_uuid() for _ in range(self.count)]
 
+    def ahead_shape(self):
+        """This request's :class:`ahead_mod.Shape` if it may take (and
+        leave for the next) a ranking made ahead, else None."""
+        options = CONF.filter_scheduler
+        if (not options.rank_ahead or self.count != 1
+                or self.group is not None or self.observer is not None
+                or options.hosts_to_score_percent
+                or not all(map(ahead_mod.pure, itertools.chain(
+                    self.filters, self.weighers)))):
+            return None
+        return ahead_mod.Shape(self.spec, self.return_alternates, self.need,
+                               self.plugins, CONF.service_down_time)
+
+    def rank_first(self):
+        """Filter and rank for the first instance, claiming nothing:
+        ``(result, ranking)``."""
+        mask, steps, skip_filters = restrict_candidates(self.table,
+                                                        self.spec)
+        return self._filter_and_rank(0, mask, steps, skip_filters)
+
     def run(self):
         started = time.perf_counter()
+        self.shape = self.ahead_shape()
         mask, steps, skip_filters = restrict_candidates(self.table,
                                                         self.spec)
         self.timer.add('filter_weigh', started)
@@ -378,8 +455,15 @@ class _Request:
                 for row in chosen]
 
     def _filter_and_rank(self, index, mask, steps, skip_filters):
+        if index == 0 and self.shape is not None:
+            # In the request's turn (see _place_one): a ranking made
+            # before an earlier request's reservation no longer holds.
+            ranked = self.driver.ahead.take(self.shape, self.table)
+            if ranked is not None:
+                self.driver.count('ranked_ahead_used')
+                return ranked
         started = time.perf_counter()
-        need = CONF.filter_scheduler.host_subset_size + self.num_alts + 1
+        need = self.need
         if skip_filters:
             result = filters.FilterResult(self.total, steps, mask)
         else:
@@ -427,7 +511,13 @@ class _Request:
             if not result.passed:
                 raise exception.NoValidHost(reason=self._reason(index,
                                                                 result))
-            row = self._claim_first(index, order, ranking, turn.release)
+
+            def reserved():
+                turn.release()
+                self._rank_next()
+            row = self._claim_first(index, order, ranking, reserved)
+        if not self.claiming:
+            self._rank_next()
         if row is None:
             raise exception.NoValidHost(reason=self._reason(
                 index, result, claims_failed=True))
@@ -441,6 +531,13 @@ class _Request:
         if self.group is not None:
             self._join_group(index, row)
         return result.mask, order, row
+
+    def _rank_next(self):
+        """The host is reserved in the host cache: rank this request's
+        shape again for the next one, in the background, while the claim
+        waits for the database (see scheduler.drivers.ahead)."""
+        if self.shape is not None:
+            self.driver.ahead.soon(self.shape)
 
     def _join_group(self, index, row):
         """Instance ``index`` is on ``row``'s host, for the instances of

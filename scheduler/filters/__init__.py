@@ -11,9 +11,19 @@ contract is Nova's::
         def host_passes(self, host_state, spec):
             return host_state.stats.get('gpu') == 'yes'
 
-``host_passes`` must be pure: it reads the HostState and the RequestSpec
-and changes neither. That is all a third-party filter needs. The built-in
-filters also give the batch path the handler prefers,
+``host_passes`` reads the HostState and the RequestSpec and changes
+neither. That is all a third-party filter needs. A filter whose answer
+depends on nothing but them and the options says so with ``pure =
+True``: the scheduler may then run it ahead of a request, while idle, on
+the host cache as it is then, and use the answer as long as the cache
+was not written (see :mod:`scheduler.drivers.ahead`). Gantt's own
+filters are pure (ComputeFilter reads the clock too, through
+``service_up``, which the scheduler accounts for); one that asks a
+service, a database or the clock is not, and the default, False, keeps
+such a filter running when each request arrives. A subclass that reads
+more than its pure parent must set it back to False.
+
+The built-in filters also give the batch path the handler prefers,
 ``filter_all(host_table, mask, spec) -> mask``: given the whole
 :class:`scheduler.host_table.HostTable` and a boolean mask of the hosts
 still in the running, return the mask of those that pass, computed over
@@ -61,6 +71,10 @@ class BaseHostFilter:
     # Nova's default: a rebuild keeps the instance on its host and its
     # resources, so filters run on rebuild only if they set this to True.
     RUN_ON_REBUILD = False
+
+    # True: the answer depends only on the host table, the spec and the
+    # options (see the module docstring).
+    pure = False
 
     def host_passes(self, host_state, spec):
         """True if the host may take one instance of ``spec``."""
@@ -110,6 +124,8 @@ class CapacityFilter(BaseHostFilter):
     reserved``, and a request fits if ``used + requested <= capacity``;
     nothing requested always fits.
     """
+
+    pure = True
 
     resource = None
     unit = ''

@@ -75,6 +75,8 @@ def conflict(aggregates, properties, prefix):
 class AggregateImagePropertiesIsolation(filters.BaseHostFilter):
     """Passes hosts whose aggregates accept the image's properties."""
 
+    pure = True
+
     # Aggregates and images do not change within a request.
     run_filter_once_per_request = True
 

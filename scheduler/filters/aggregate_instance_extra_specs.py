@@ -52,6 +52,8 @@ def unmet(aggregates, wanted):
 class AggregateInstanceExtraSpecsFilter(filters.BaseHostFilter):
     """Passes hosts whose aggregates meet the flavor's extra specs."""
 
+    pure = True
+
     # Aggregates and flavors do not change within a request.
     run_filter_once_per_request = True
 

@@ -40,6 +40,8 @@ def admits(aggregates, project_id):
 class AggregateMultiTenancyIsolation(filters.BaseHostFilter):
     """Passes hosts whose aggregates admit the request's project."""
 
+    pure = True
+
     # Aggregates and the project do not change within a request.
     run_filter_once_per_request = True
 

@@ -29,6 +29,8 @@ def admits(aggregates, flavor_name):
 class AggregateTypeAffinityFilter(filters.BaseHostFilter):
     """Passes hosts whose aggregates admit the request's flavor."""
 
+    pure = True
+
     # Aggregates and the flavor do not change within a request.
     run_filter_once_per_request = True
 

@@ -12,6 +12,8 @@ from scheduler import filters
 class AllHostsFilter(filters.BaseHostFilter):
     """No-op filter: every host passes."""
 
+    pure = True
+
     # The answer cannot change within a request.
     run_filter_once_per_request = True
 

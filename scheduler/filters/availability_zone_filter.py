@@ -21,6 +21,8 @@ LOG = logging.getLogger(__name__)
 class AvailabilityZoneFilter(filters.BaseHostFilter):
     """Passes hosts in the zone the request asks for."""
 
+    pure = True
+
     # Zones do not change within a request.
     run_filter_once_per_request = True
 

@@ -116,6 +116,8 @@ def _meets(value, requirement):
 class ComputeCapabilitiesFilter(filters.BaseHostFilter):
     """Passes hosts that meet the flavor's capability extra specs."""
 
+    pure = True
+
     # Flavors and host capabilities do not change within a request.
     run_filter_once_per_request = True
 

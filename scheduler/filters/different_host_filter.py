@@ -19,6 +19,8 @@ HINT = 'different_host'
 class DifferentHostFilter(filters.BaseHostFilter):
     """Passes hosts that run none of the ``different_host`` instances."""
 
+    pure = True
+
     # The hint and the instances it names do not change within a request.
     run_filter_once_per_request = True
 

@@ -19,6 +19,8 @@ LOG = logging.getLogger(__name__)
 class ExactCoreFilter(filters.BaseHostFilter):
     """Passes hosts whose free vCPUs equal the flavor's vCPUs."""
 
+    pure = True
+
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec):

@@ -25,6 +25,8 @@ def requested_disk_mb(flavor):
 class ExactDiskFilter(filters.BaseHostFilter):
     """Passes hosts whose free disk equals the flavor's disk."""
 
+    pure = True
+
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec):

@@ -19,6 +19,8 @@ LOG = logging.getLogger(__name__)
 class ExactRamFilter(filters.BaseHostFilter):
     """Passes hosts whose free RAM equals the flavor's memory."""
 
+    pure = True
+
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec):

@@ -152,6 +152,8 @@ class ImagePropertiesFilter(filters.BaseHostFilter):
     """Passes hosts that support the image's architecture, hypervisor
     type, vm mode and hypervisor version."""
 
+    pure = True
+
     RUN_ON_REBUILD = True
 
     # Images and host capabilities do not change within a request.

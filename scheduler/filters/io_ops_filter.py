@@ -21,6 +21,8 @@ LOG = logging.getLogger(__name__)
 class IoOpsFilter(filters.BaseHostFilter):
     """Passes hosts with fewer I/O operations under way than the limit."""
 
+    pure = True
+
     RUN_ON_REBUILD = False
 
     def max_io_ops(self, host_state):

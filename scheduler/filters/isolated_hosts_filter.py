@@ -49,6 +49,8 @@ def _image_isolated(spec):
 class IsolatedHostsFilter(filters.BaseHostFilter):
     """Passes hosts as the isolated images and hosts options say."""
 
+    pure = True
+
     # The options are read once per request.
     run_filter_once_per_request = True
 

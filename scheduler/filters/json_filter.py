@@ -68,6 +68,8 @@ def _query(spec):
 class JsonFilter(filters.BaseHostFilter):
     """Passes hosts for which the ``query`` hint is true."""
 
+    pure = True
+
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec):

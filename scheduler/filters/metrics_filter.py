@@ -32,6 +32,8 @@ def wanted():
 class MetricsFilter(filters.BaseHostFilter):
     """Passes hosts that report the weighed metrics."""
 
+    pure = True
+
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec):

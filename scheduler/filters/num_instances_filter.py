@@ -20,6 +20,8 @@ LOG = logging.getLogger(__name__)
 class NumInstancesFilter(filters.BaseHostFilter):
     """Passes hosts with fewer instances than the limit."""
 
+    pure = True
+
     RUN_ON_REBUILD = False
 
     def max_instances(self, host_state):

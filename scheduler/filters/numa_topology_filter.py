@@ -107,6 +107,8 @@ def _numa_request(spec):
 class NUMATopologyFilter(filters.BaseHostFilter):
     """Passes hosts whose NUMA cells can take the instance."""
 
+    pure = True
+
     # As Nova's: a rebuild with a new image may change the topology.
     RUN_ON_REBUILD = True
 

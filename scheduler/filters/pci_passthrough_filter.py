@@ -75,6 +75,8 @@ def _supports(host_state, requests):
 class PciPassthroughFilter(filters.BaseHostFilter):
     """Passes hosts with free PCI devices for the flavor's aliases."""
 
+    pure = True
+
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec):

@@ -29,6 +29,8 @@ def tried(spec):
 class RetryFilter(filters.BaseHostFilter):
     """Passes nodes the request has not tried yet."""
 
+    pure = True
+
     # Where an instance was tried says nothing about rebuilding it.
     RUN_ON_REBUILD = False
 

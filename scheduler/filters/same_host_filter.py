@@ -27,6 +27,8 @@ def hint_uuids(spec, name):
 class SameHostFilter(filters.BaseHostFilter):
     """Passes hosts that run one of the ``same_host`` instances."""
 
+    pure = True
+
     # The hint and the instances it names do not change within a request.
     run_filter_once_per_request = True
 

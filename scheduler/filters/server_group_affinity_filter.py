@@ -31,6 +31,8 @@ def affinity_hosts(spec):
 class ServerGroupAffinityFilter(filters.BaseHostFilter):
     """Passes the hosts of the members of an affinity server group."""
 
+    pure = True
+
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec):

@@ -48,6 +48,8 @@ class ServerGroupAntiAffinityFilter(filters.BaseHostFilter):
     """Passes hosts with room for one more member of an anti-affinity
     server group."""
 
+    pure = True
+
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec):

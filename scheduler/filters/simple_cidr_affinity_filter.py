@@ -61,6 +61,8 @@ def _address_parts(host_state):
 class SimpleCIDRAffinityFilter(filters.BaseHostFilter):
     """Passes hosts in the network of the ``build_near_host_ip`` hint."""
 
+    pure = True
+
     # A host's address does not change within a request.
     run_filter_once_per_request = True
 

@@ -34,6 +34,8 @@ def flavors_on_host(host_state):
 class TypeAffinityFilter(filters.BaseHostFilter):
     """Passes hosts that run no instance of another flavor."""
 
+    pure = True
+
     RUN_ON_REBUILD = False
 
     def host_passes(self, host_state, spec):

@@ -28,7 +28,10 @@ host weighs the same for this request (it changes no ranking: the handler
 does not run it), and ``weight_multipliers(host_table, rows)``
 the multiplier (a number, or an array when aggregates override it). The
 base class implements both with ``_weigh_object``/``weight_multiplier``,
-so a weigher with only ``_weigh_object`` works::
+so a weigher with only ``_weigh_object`` works. As for filters, ``pure =
+True`` says that the weights depend only on the host table, the spec and
+the options, so that a request may be ranked ahead (see
+:mod:`scheduler.filters`); the default is False::
 
     weights = weights.HostWeightHandler().weigh(weighers, table, rows, spec)
     best_row = rows[weights.argmax()]
@@ -69,6 +72,9 @@ class BaseHostWeigher:
     # Name of the [filter_scheduler] option holding the multiplier, also
     # the aggregate metadata key that overrides it; None: multiplier 1.0.
     multiplier_option = None
+    # True: the weights depend only on the host table, the spec and the
+    # options (see the module docstring).
+    pure = False
 
     def _weigh_object(self, host_state, spec):
         """Raw weight of one host; higher weights win."""

@@ -24,6 +24,8 @@ def failed_builds(host_state):
 class BuildFailureWeigher(weights.BaseHostWeigher):
     """Weighs hosts down by their recent failed builds."""
 
+    pure = True
+
     multiplier_option = 'build_failure_weight_multiplier'
 
     def weight_multiplier(self, host_state):

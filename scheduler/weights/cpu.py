@@ -15,6 +15,8 @@ from scheduler import weights
 class CPUWeigher(weights.BaseHostWeigher):
     """Weighs hosts by free vCPUs; higher weights win."""
 
+    pure = True
+
     minval = 0
     multiplier_option = 'cpu_weight_multiplier'
 

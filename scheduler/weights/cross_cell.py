@@ -35,6 +35,8 @@ def preferred_cell(spec):
 class CrossCellWeigher(weights.BaseHostWeigher):
     """Weighs up the hosts of a move's source cell."""
 
+    pure = True
+
     multiplier_option = 'cross_cell_move_weight_multiplier'
 
     def uniform(self, spec):

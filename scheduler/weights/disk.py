@@ -14,6 +14,8 @@ from scheduler import weights
 class DiskWeigher(weights.BaseHostWeigher):
     """Weighs hosts by free disk; higher weights win."""
 
+    pure = True
+
     minval = 0
     multiplier_option = 'disk_weight_multiplier'
 

@@ -22,6 +22,8 @@ def hypervisor_version(host_state):
 class HypervisorVersionWeigher(weights.BaseHostWeigher):
     """Weighs hosts by their hypervisor version."""
 
+    pure = True
+
     multiplier_option = 'hypervisor_version_weight_multiplier'
 
     def _weigh_object(self, host_state, spec):

@@ -70,6 +70,8 @@ def _counter(name, value):
 class ImagePropertiesWeigher(weights.BaseHostWeigher):
     """Weighs hosts by their instances' images alike the requested one."""
 
+    pure = True
+
     multiplier_option = 'image_props_weight_multiplier'
 
     def _weigh_object(self, host_state, spec):

@@ -15,6 +15,8 @@ from scheduler import weights
 class IoOpsWeigher(weights.BaseHostWeigher):
     """Weighs hosts by their I/O operations under way."""
 
+    pure = True
+
     minval = 0
     multiplier_option = 'io_ops_weight_multiplier'
 

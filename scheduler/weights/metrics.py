@@ -98,6 +98,8 @@ def _metric_value(name):
 class MetricsWeigher(weights.BaseHostWeigher):
     """Weighs hosts by the weighted sum of their metrics."""
 
+    pure = True
+
     # The aggregate metadata key; the option is [metrics] weight_multiplier.
     multiplier_option = 'metrics_weight_multiplier'
 

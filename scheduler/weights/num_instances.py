@@ -18,6 +18,8 @@ from scheduler import weights
 class NumInstancesWeigher(weights.BaseHostWeigher):
     """Weighs hosts by their number of instances."""
 
+    pure = True
+
     multiplier_option = 'num_instances_weight_multiplier'
 
     def _weigh_object(self, host_state, spec):

@@ -32,6 +32,8 @@ MAX_DEVS = 100
 class PCIWeigher(weights.BaseHostWeigher):
     """Weighs hosts by how few free PCI devices they have."""
 
+    pure = True
+
     multiplier_option = 'pci_weight_multiplier'
 
     def _weigh_object(self, host_state, spec):

@@ -14,6 +14,8 @@ from scheduler import weights
 class RAMWeigher(weights.BaseHostWeigher):
     """Weighs hosts by free RAM; higher weights win."""
 
+    pure = True
+
     minval = 0
     multiplier_option = 'ram_weight_multiplier'
 

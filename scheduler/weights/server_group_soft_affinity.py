@@ -20,6 +20,8 @@ class SoftAffinityWeigherBase(weights.BaseHostWeigher):
     """Weighs the members of a ``policy`` server group on each host;
     ``sign`` -1 turns gathering into spreading."""
 
+    pure = True
+
     policy = None
     sign = 1
 

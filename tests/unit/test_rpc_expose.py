@@ -23,7 +23,7 @@ MISSING = '00000000-0000-4000-8000-000000000000'
 NOT_RPC = {
     'scheduler': ('init_host', 'cleanup_host', 'reset', 'periodic_tasks',
                   '_log_stats', '_discover_hosts_in_cells', 'driver',
-                  '_validated_spec'),
+                  '_validated_spec', 'idle'),
     'conductor': ('init_host', 'cleanup_host', 'reset', 'periodic_tasks',
                   'compute_task_mgr'),
     'compute_task': ('init_host', 'run_periodic_tasks', 'build_task'),

@@ -162,6 +162,8 @@ def test_stats_line_counts_lost_claims_and_no_valid_host(
     """The periodic line appears only after something changed; the line
     at stop always does; both parse to the driver's figures."""
     config.config(host_state_refresh_interval=3600, group='scheduler')
+    # No ranking ahead: its thread counts at its own pace.
+    config.config(rank_ahead=False, group='filter_scheduler')
     cloud.add_node('best', vcpus=8, memory_mb=16384, local_gb=100,
                    ram_allocation_ratio=1.0)
     cloud.add_node('second', vcpus=8, memory_mb=8192, local_gb=100,

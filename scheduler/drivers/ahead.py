@@ -1,0 +1,237 @@
+"""Ranking a request's shape ahead of the next request of that shape.
+
+A caller that asks for one instance at a time waits, in every request,
+for the filters and weighers to run over the whole host cache: 1-2 ms at
+10,000 hosts in a busy daemon, several at 100,000. Most such requests
+have the shape of the one before: the same flavor, image, project and
+hints, for another instance. So once a request has reserved its host in
+the host cache, while its claim waits for the database, a thread of the
+driver filters and weighs that shape again on the cache as it is now
+(the reservation included), and keeps the ranking with what it depends
+on:
+
+* the request spec, but for its instance uuid (field by field);
+* the host table: the same object, written no more times since
+  (:attr:`scheduler.host_table.HostTable.writes`): a lost claim, another
+  request's reservation or a refresh that changed a row ends it;
+* the time: until the first compute service's heartbeat leaves the
+  ``service_down_time`` window or enters it
+  (:meth:`~scheduler.host_table.HostTable.liveness_changes_at`), the one
+  input of a filter that changes by itself;
+* the filters and weighers loaded, and the size of the ranking (the best
+  ``host_subset_size`` plus the alternates).
+
+The next request of that shape that arrives while all of these hold
+takes the ranking (:meth:`Ahead.take`) instead of filtering and weighing,
+and still draws its pick among the best in its own turn, as it would
+have: its answer is the one it would have computed. Anything else ranks
+on arrival, as before. When the RPC server has answered its last request
+the ranking is made again if the cache changed meanwhile; none is made
+while other requests are in flight (their claims would make it stale),
+and a reload of the filters, weighers or options (SIGHUP) forgets it.
+
+The driver decides which requests qualify (``[filter_scheduler]
+rank_ahead``; one instance, no server group, no partial scoring, plugins
+that declare ``pure = True``: see :func:`pure`)::
+
+    ahead = Ahead(host_manager.current_table, rank_shape, busy)
+    ranked = ahead.take(shape, table)       # None: rank now
+    ...
+    ahead.soon(shape)       # host reserved: rank it again, in the thread
+"""
+
+import collections
+import os
+import threading
+
+from oslo_log import log as logging
+from oslo_versionedobjects import base as ovo_base
+
+from scheduler import host_table as host_table_mod
+
+LOG = logging.getLogger(__name__)
+
+
+def pure(plugin):
+    """Whether a filter or weigher declares (``pure = True``) that its
+    answer depends only on the host table, the request spec and the
+    options, so that it may run ahead of a request."""
+    return getattr(plugin, 'pure', False) is True
+
+
+def same_values(first, second, skip=()):
+    """Whether two versioned objects hold the same field values (nested
+    objects compared the same way), ignoring the fields in ``skip``."""
+    if type(first) is not type(second):
+        return False
+    for name in first.fields:
+        if name in skip:
+            continue
+        is_set = first.obj_attr_is_set(name)
+        if is_set != second.obj_attr_is_set(name):
+            return False
+        if is_set and not _same(getattr(first, name),
+                                getattr(second, name)):
+            return False
+    return True
+
+
+def _same(first, second):
+    if isinstance(first, ovo_base.VersionedObject):
+        return same_values(first, second)
+    if isinstance(first, (list, tuple)):
+        return (type(first) is type(second) and len(first) == len(second)
+                and all(_same(a, b) for a, b in zip(first, second)))
+    if isinstance(first, dict):
+        return (isinstance(second, dict) and first.keys() == second.keys()
+                and all(_same(value, second[key])
+                        for key, value in first.items()))
+    return type(first) is type(second) and first == second
+
+
+class Shape:
+    """What a request's ranking depends on, besides the host table and
+    the time: its spec (less the instance uuid), whether it asked for
+    alternates and how many hosts its ranking sorts, the plugins loaded
+    (one object per load) and ``service_down_time``."""
+
+    __slots__ = ('spec', 'alternates', 'need', 'plugins', 'down_time')
+
+    def __init__(self, spec, alternates, need, plugins, down_time):
+        self.spec = spec
+        self.alternates = alternates
+        self.need = need
+        self.plugins = plugins
+        self.down_time = down_time
+
+    def matches(self, other):
+        return (self.need == other.need
+                and self.alternates == other.alternates
+                and self.plugins is other.plugins
+                and self.down_time == other.down_time
+                and same_values(self.spec, other.spec,
+                                skip=('instance_uuid',)))
+
+
+_Held = collections.namedtuple('_Held', 'shape table writes until ranked')
+
+
+class Ahead:
+    """One ranking made ahead of time, the shape to make it for, and the
+    thread that makes it (started when first needed, in each process)."""
+
+    def __init__(self, snapshot, rank_shape, busy=None, on_ranked=None):
+        """``snapshot()``: the current host table (None: not loaded);
+        ``rank_shape(shape, table)``: the ranking (None: not this shape
+        any more); ``busy()``: True while requests are in flight that
+        would make a ranking stale before it is used (default: never);
+        ``on_ranked()``: called for each ranking kept."""
+        self._snapshot = snapshot
+        self._rank_shape = rank_shape
+        self._busy = busy or (lambda: False)
+        self._on_ranked = on_ranked
+        self._next = None
+        self._held = None
+        # One ranking at a time.
+        self._ranking = threading.Lock()
+        self._wake = threading.Event()
+        self._thread = None
+        self._pid = None
+        self._stopped = False
+
+    def soon(self, shape=None):
+        """Rank ``shape`` (None: the last one given) in the background,
+        unless it is ranked on the current table already."""
+        if shape is not None:
+            self._next = shape
+        if self._next is None or self._stopped:
+            return
+        if self._pid != os.getpid():
+            # First use, or a forked worker (the parent's thread is not
+            # in the child).
+            self._pid = os.getpid()
+            self._thread = threading.Thread(
+                target=self._run, name='rank-ahead', daemon=True)
+            self._thread.start()
+        self._wake.set()
+
+    def stop(self):
+        """End the thread (after the ranking under way, if any)."""
+        self._stopped = True
+        self._wake.set()
+        thread = self._thread
+        if (thread is not None and self._pid == os.getpid()
+                and thread is not threading.current_thread()):
+            thread.join(timeout=10)
+
+    def holds(self, table):
+        """Whether a ranking is held for ``table`` as it is now."""
+        held = self._held
+        return (held is not None and held.table is table
+                and held.writes == table.writes)
+
+    def _run(self):
+        while True:
+            self._wake.wait()
+            self._wake.clear()
+            if self._stopped:
+                return
+            if self.rank() and self._on_ranked is not None:
+                self._on_ranked()
+
+    def forget(self):
+        """Drop the shape and the ranking (the plugins or options were
+        reloaded), after any ranking under way."""
+        with self._ranking:
+            self._next = self._held = None
+
+    def take(self, shape, table, now_us=None):
+        """The ranking made for ``shape`` on ``table`` if it still holds,
+        else None."""
+        held = self._held
+        if (held is None or held.table is not table
+                or held.writes != table.writes):
+            return None
+        if held.until is not None:
+            if now_us is None:
+                now_us = host_table_mod.now_us_utc()
+            if now_us >= held.until:
+                return None
+        if not held.shape.matches(shape):
+            return None
+        return held.ranked
+
+    def rank(self):
+        """Rank the last shape given on the current host table, unless
+        it is ranked there already or requests are busy; skipped while
+        another thread ranks. True if a ranking was made and kept."""
+        shape = self._next
+        if (shape is None or self._busy()
+                or not self._ranking.acquire(blocking=False)):
+            return False
+        try:
+            table = self._snapshot()
+            if table is None:
+                return False
+            held = self._held
+            writes = table.writes
+            if (held is not None and held.table is table
+                    and held.writes == writes and held.shape.matches(shape)):
+                return False
+            until = table.liveness_changes_at(shape.down_time,
+                                              host_table_mod.now_us_utc())
+            ranked = self._rank_shape(shape, table)
+            if ranked is None:
+                return False
+            if table.writes != writes:
+                # Written meanwhile: the ranking may mix rows from before
+                # and after.
+                return False
+            self._held = _Held(shape, table, writes, until, ranked)
+            return True
+        except Exception:
+            # Ranking ahead is an optimisation: the request ranks itself.
+            LOG.exception('Could not rank the last request ahead')
+            return False
+        finally:
+            self._ranking.release()

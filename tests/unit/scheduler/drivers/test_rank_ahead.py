@@ -1,0 +1,298 @@
+"""[filter_scheduler] rank_ahead: a request's shape ranked again while the
+scheduler waits, and used by the next request of that shape."""
+
+import datetime
+import logging
+import random
+import time
+
+import numpy as np
+import pytest
+
+from scheduler.drivers import ahead
+from scheduler.drivers import filter_scheduler
+from scheduler import filters
+from scheduler import host_state
+from scheduler import placement_types
+from scheduler import weights
+from tests.unit.scheduler import fakes
+from tests.unit.scheduler import group_fakes
+
+
+def _driver(make_driver, make_host_manager, seed=7):
+    # No background refresh: the cache changes only by the requests'
+    # own claims, so that two runs start from the same host states.
+    return make_driver(filter_scheduler.FilterScheduler,
+                       host_manager=make_host_manager(auto_refresh=False),
+                       tie_breaks=random.Random(seed))
+
+
+def _wait_ranked(driver, timeout=10):
+    """Wait until the background thread holds a ranking made on the
+    host cache as it is now."""
+    deadline = time.monotonic() + timeout
+    while not driver.ahead.holds(driver.host_manager.current_table()):
+        assert time.monotonic() < deadline, 'no ranking made ahead'
+        time.sleep(0.005)
+
+
+def _place(driver, cloud, memories, wait=False):
+    answers, claimed = [], []
+    for uuid, memory in zip(fakes.uuids(len(memories)), memories):
+        [selection] = driver.select_destinations(
+            None, fakes.spec(memory_mb=memory), [uuid], True)
+        answers.append([s.service_host for s in selection])
+        claimed.append((uuid, cloud.nodes[selection[0].service_host]))
+        if wait:
+            _wait_ranked(driver)
+    return answers, claimed
+
+
+def _cloud(cloud, hosts=12):
+    for number in range(hosts):
+        cloud.add_node('h%02d' % number,
+                       memory_mb=4096 * (1 + (7 * number) % 12),
+                       vcpus=8 + number % 3)
+
+
+# Runs of one shape, then another: each run's first request ranks itself.
+MEMORIES = [1024] * 8 + [2048] * 6 + [1024] * 6 + [3072] * 4
+
+
+def test_places_exactly_as_without_it(cloud, make_driver,
+                                      make_host_manager, config):
+    config.config(max_attempts=3, group='scheduler')
+    _cloud(cloud)
+    ranked = _driver(make_driver, make_host_manager)
+    with_ahead, claimed = _place(ranked, cloud, MEMORIES, wait=True)
+    ranked.release(claimed)
+    # Every request but the first of each run of one shape used a
+    # ranking made ahead: 24 requests, 4 runs.
+    assert ranked.stats['ranked_ahead_used'] == len(MEMORIES) - 4
+    assert ranked.stats['ranked_ahead'] >= len(MEMORIES) - 4
+
+    config.config(rank_ahead=False, group='filter_scheduler')
+    plain = _driver(make_driver, make_host_manager)
+    without, _claimed = _place(plain, cloud, MEMORIES)
+    assert plain.stats.get('ranked_ahead_used', 0) == 0
+    assert with_ahead == without
+    # Hosts were claimed more than once: the rankings were not stale.
+    assert len({hosts[0] for hosts in without}) < len(MEMORIES)
+
+
+def test_the_ranking_made_ahead_is_the_one_made_on_arrival(
+        cloud, make_driver, make_host_manager):
+    _cloud(cloud)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [2048], wait=True)
+    table = driver.host_manager.current_table()
+    spec = fakes.spec(memory_mb=2048)
+    request = filter_scheduler._Request(driver, spec, fakes.uuids(1), True,
+                                        table)
+    shape = request.ahead_shape()
+    result, ranking = driver.ahead.take(shape, table)
+    fresh_result, fresh_ranking = request.rank_first()
+    assert result is not fresh_result
+    assert np.array_equal(result.mask, fresh_result.mask)
+    assert result.steps == fresh_result.steps
+    assert np.array_equal(ranking.head, fresh_ranking.head)
+    assert np.array_equal(ranking.head_weights, fresh_ranking.head_weights)
+    assert ranking.rest() == fresh_ranking.rest()
+
+
+def test_a_write_to_the_cache_or_another_shape_is_not_served(
+        cloud, make_driver, make_host_manager):
+    _cloud(cloud)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [2048], wait=True)
+    table = driver.host_manager.current_table()
+
+    def shape(**kwargs):
+        return filter_scheduler._Request(
+            driver, fakes.spec(**kwargs), fakes.uuids(1), True,
+            table).ahead_shape()
+    assert driver.ahead.take(shape(memory_mb=2048), table) is not None
+    # Another flavor, another project: not this ranking.
+    assert driver.ahead.take(shape(memory_mb=4096), table) is None
+    other = shape(memory_mb=2048)
+    other.spec.project_id = 'another'
+    assert driver.ahead.take(other, table) is None
+    # A claim of another scheduler lands in the cache: stale.
+    driver.host_manager.consume(cloud.nodes['h03'],
+                                placement_types.Resources(1, 1024, 0))
+    assert table.writes > 0
+    assert driver.ahead.take(shape(memory_mb=2048), table) is None
+    # And the next request ranks on arrival, then leaves a fresh one.
+    before = driver.stats.get('ranked_ahead_used', 0)
+    _place(driver, cloud, [2048], wait=True)
+    assert driver.stats.get('ranked_ahead_used', 0) == before
+    _place(driver, cloud, [2048])
+    assert driver.stats['ranked_ahead_used'] == before + 1
+
+
+def test_a_heartbeat_leaving_the_window_ends_the_ranking():
+    # The host cache judges liveness at each refresh (a change is a
+    # write); a table of raw heartbeats depends on the time itself.
+    now = fakes.now()
+    table = fakes.table([
+        fakes.host_state('h1', svc=fakes.service('h1', seen_ago=30,
+                                                 when=now)),
+        fakes.host_state('h2', svc=fakes.service('h2', seen_ago=5,
+                                                 when=now))])
+    made = object()
+    held = ahead.Ahead(lambda: table, lambda shape, table: made)
+    shape = ahead.Shape(fakes.spec(), True, 3, (), 60)
+    # No thread: the test ranks itself.
+    held.stop()
+    held.soon(shape)
+    assert held.rank() is True
+    # h1 is up until its heartbeat is 60 s old.
+    expires = host_state.to_microseconds(now) + 30 * 1000000 + 1
+    assert held.take(shape, table, now_us=expires - 1) is made
+    assert held.take(shape, table, now_us=expires) is None
+
+
+def test_liveness_changes_at_the_first_heartbeat_crossing_the_window():
+    rng = np.random.default_rng(3)
+    now = fakes.now()
+    window = 60
+    states = []
+    for number in range(40):
+        # Some seen in the future (a compute's clock ahead): they come
+        # into the window later.
+        states.append(fakes.host_state('h%d' % number, svc=fakes.service(
+            'h%d' % number, seen_ago=float(rng.uniform(-90, 150)),
+            when=now)))
+    table = fakes.table(states)
+    now_us = host_state.to_microseconds(now)
+    edge = table.liveness_changes_at(window, now_us)
+    assert edge is not None and edge > now_us
+
+    def up(at_us):
+        when = host_state.EPOCH + datetime.timedelta(microseconds=at_us)
+        return table.service_up(window, now=when)
+    before = up(now_us)
+    for at_us in (now_us + 1, (now_us + edge) // 2, edge - 1):
+        assert np.array_equal(up(at_us), before)
+    assert not np.array_equal(up(edge), before)
+
+
+def test_no_heartbeat_to_cross_means_no_end():
+    now_us = host_state.to_microseconds(fakes.now())
+    never = fakes.table([
+        fakes.host_state('h1', svc=fakes.service('h1', seen_ago=None)),
+        fakes.host_state('h2', svc=None)])
+    assert never.liveness_changes_at(60, now_us) is None
+    # A heartbeat long gone has crossed already.
+    gone = fakes.table([fakes.host_state('h1', svc=fakes.service(
+        'h1', seen_ago=3600))])
+    assert gone.liveness_changes_at(60, now_us) is None
+
+
+class _Clock(filters.BaseHostFilter):
+    """A third-party filter that does not say it is pure."""
+
+    def host_passes(self, host_state, spec):
+        return True
+
+
+class _PureWeigher(weights.BaseHostWeigher):
+    pure = True
+
+    def _weigh_object(self, host_state, spec):
+        return 0
+
+
+@pytest.mark.parametrize('option, value', [
+    ('rank_ahead', False), ('hosts_to_score_percent', 50)])
+def test_off_by_option(cloud, make_driver, make_host_manager, config,
+                       option, value):
+    config.config(**{option: value, 'group': 'filter_scheduler'})
+    _cloud(cloud, hosts=3)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [1024] * 3)
+    assert driver.stats.get('ranked_ahead', 0) == 0
+    assert driver.stats.get('ranked_ahead_used', 0) == 0
+
+
+def test_an_impure_plugin_or_a_group_or_several_instances_rank_on_arrival(
+        cloud, make_driver, make_host_manager):
+    _cloud(cloud, hosts=3)
+    driver = _driver(make_driver, make_host_manager)
+    table = driver.host_manager.snapshot()
+
+    def shape(spec, uuids=1):
+        return filter_scheduler._Request(driver, spec, fakes.uuids(uuids),
+                                         False, table).ahead_shape()
+    assert shape(fakes.spec()) is not None
+    assert shape(fakes.spec(num_instances=2), uuids=2) is None
+    grouped = fakes.spec()
+    grouped.instance_group = group_fakes.group('anti-affinity')
+    assert shape(grouped) is None
+    filters_, weighers_ = driver._plugins
+    driver._plugins = (filters_ + [_Clock()], weighers_)
+    assert shape(fakes.spec()) is None
+    driver._plugins = (filters_, weighers_ + [_PureWeigher()])
+    assert shape(fakes.spec()) is not None
+    assert not ahead.pure(_Clock()) and ahead.pure(_PureWeigher())
+
+
+def test_reload_forgets_the_ranking(cloud, make_driver, make_host_manager):
+    _cloud(cloud, hosts=3)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [1024], wait=True)
+    assert driver.reload_plugins() is True
+    assert not driver.ahead.holds(driver.host_manager.current_table())
+    before = driver.stats.get('ranked_ahead_used', 0)
+    _place(driver, cloud, [1024])
+    assert driver.stats.get('ranked_ahead_used', 0) == before
+
+
+def test_not_while_other_requests_are_in_flight(cloud, make_driver,
+                                                make_host_manager):
+    _cloud(cloud, hosts=3)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [1024], wait=True)
+    driver.ahead.forget()
+    driver.ahead.soon(filter_scheduler._Request(
+        driver, fakes.spec(memory_mb=1024), fakes.uuids(1), True,
+        driver.host_manager.current_table()).ahead_shape())
+    with driver._counted(), driver._counted():
+        assert driver.ahead.rank() is False
+    assert driver.ahead.rank() is True
+
+
+def test_a_failed_ranking_is_logged_and_the_request_ranks_itself(
+        cloud, make_driver, make_host_manager, caplog, monkeypatch):
+    _cloud(cloud, hosts=3)
+    driver = _driver(make_driver, make_host_manager)
+
+    def broken(shape, table):
+        raise RuntimeError('weigher exploded')
+    monkeypatch.setattr(driver.ahead, '_rank_shape', broken)
+    with caplog.at_level(logging.ERROR):
+        answers, _claimed = _place(driver, cloud, [1024] * 3)
+        deadline = time.monotonic() + 10
+        while 'weigher exploded' not in caplog.text:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+    assert len(answers) == 3
+    assert 'Could not rank the last request ahead' in caplog.text
+    assert driver.stats.get('ranked_ahead_used', 0) == 0
+
+
+def test_same_values_ignores_only_the_instance():
+    first = fakes.spec(memory_mb=1024)
+    second = fakes.spec(memory_mb=1024)
+    first.instance_uuid, second.instance_uuid = fakes.uuids(2)
+    assert ahead.same_values(first, second, skip=('instance_uuid',))
+    assert not ahead.same_values(first, second)
+    second.flavor.extra_specs = {'hw:cpu_policy': 'dedicated'}
+    assert not ahead.same_values(first, second, skip=('instance_uuid',))
+    third = fakes.spec(memory_mb=1024)
+    third.scheduler_hints = {'group': ['x']}
+    fourth = fakes.spec(memory_mb=1024)
+    fourth.scheduler_hints = {'group': ['y']}
+    assert not ahead.same_values(third, fourth)
+    fourth.scheduler_hints = {'group': ['x']}
+    assert ahead.same_values(third, fourth)
