@@ -67,8 +67,7 @@ host_state_refresh_interval = 0.5
 # Service.start logs this in each worker once its RPC server consumes.
 READY = 'gantt-scheduler on scheduler is ready'
 # oslo.log's default format: '<date> <time> <pid> <LEVEL> <logger> ...'.
-STATS_LINE = re.compile(r' (?P<pid>\d+) INFO \S+ .*Scheduler stats: .*'
-                        r'\bclaim_retries=(?P<retries>\d+)')
+STATS_LINE = re.compile(r' (?P<pid>\d+) INFO \S+ .*Scheduler stats: ')
 RETRIED_LINE = re.compile(r'retried (\d+) lost claim')
 
 
@@ -249,18 +248,26 @@ class Rig:
         the second checks it (a worker killed before its last stats line
         would make them differ).
         """
+        per_request = sum(
+            int(retried.group(1)) for process in processes
+            for retried in RETRIED_LINE.finditer(process.log()))
+        return Rig.counter(processes, 'claim_retries'), per_request
+
+    @staticmethod
+    def counter(processes, name):
+        """The total of the driver counter ``name`` over the stopped
+        scheduler daemons ``processes``: the last ``Scheduler stats:``
+        line of each process id holds its own (0 if it never counted)."""
         by_pid = {}
-        per_request = 0
+        pattern = re.compile(r'\b%s=(\d+)' % re.escape(name))
         for process in processes:
             for line in process.log().splitlines():
                 stats = STATS_LINE.search(line)
                 if stats:
+                    found = pattern.search(line)
                     by_pid[(process.name, stats.group('pid'))] = int(
-                        stats.group('retries'))
-                retried = RETRIED_LINE.search(line)
-                if retried:
-                    per_request += int(retried.group(1))
-        return sum(by_pid.values()), per_request
+                        found.group(1)) if found else 0
+        return sum(by_pid.values())
 
     def placements_per_host(self):
         rows = self.cluster.query(

@@ -100,9 +100,19 @@ def latency(backend, hosts, calls):
             print('  %s; claim retries %d%s' % (
                 _check(cloud, status), rig.Rig.claim_retries(stopped)[0],
                 '; errors: ' + errors if errors else ''))
+            print('  %s' % _ranked_ahead(stopped))
             sys.stdout.flush()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _ranked_ahead(stopped):
+    """How many requests took a ranking made ahead of them
+    ([filter_scheduler] rank_ahead)."""
+    return ('ranked ahead %d times, used by %d of %d requests'
+            % (rig.Rig.counter(stopped, 'ranked_ahead'),
+               rig.Rig.counter(stopped, 'ranked_ahead_used'),
+               rig.Rig.counter(stopped, 'requests')))
 
 
 def _check(cloud, status):
@@ -150,12 +160,13 @@ def throughput(backend, hosts, placements, callers, workers_list,
                 status, _output = cloud.db_check()
                 errors = _errors(selects + echoes)
                 notes.append('%d worker(s): %d placed of %d, %s, claim '
-                             'retries %d; ratio per round %s%s' % (
+                             'retries %d; ratio per round %s%s; %s' % (
                                  workers, placed, len(selects),
                                  _check(cloud, status),
                                  rig.Rig.claim_retries(stopped)[0],
                                  ' '.join('%.2fx' % r for r in ratios),
-                                 '; errors: ' + errors if errors else ''))
+                                 '; errors: ' + errors if errors else '',
+                                 _ranked_ahead(stopped)))
             print('throughput: %d hosts, %s, %d concurrent callers in %d '
                   'processes, %d calls of each kind per row; %s'
                   % (hosts, backend, callers, min(callers, processes),
