@@ -59,19 +59,28 @@ def pure(plugin):
     return getattr(plugin, 'pure', False) is True
 
 
+_UNSET = object()
+
+
 def same_values(first, second, skip=()):
     """Whether two versioned objects hold the same field values (nested
     objects compared the same way), ignoring the fields in ``skip``."""
     if type(first) is not type(second):
         return False
+    # oslo.versionedobjects keeps a set field's value in ``_obj_<name>``:
+    # read it there rather than through the field's property (this runs
+    # on the request's path).
+    ours, theirs = first.__dict__, second.__dict__
     for name in first.fields:
         if name in skip:
             continue
-        is_set = first.obj_attr_is_set(name)
-        if is_set != second.obj_attr_is_set(name):
-            return False
-        if is_set and not _same(getattr(first, name),
-                                getattr(second, name)):
+        key = '_obj_' + name
+        value = ours.get(key, _UNSET)
+        other = theirs.get(key, _UNSET)
+        if value is _UNSET or other is _UNSET:
+            if value is not other:
+                return False
+        elif not _same(value, other):
             return False
     return True
 
@@ -114,6 +123,11 @@ class Shape:
 
 
 _Held = collections.namedtuple('_Held', 'shape table writes until ranked')
+
+
+class Superseded(Exception):
+    """Raised by a ranking made ahead that a request overtook: that
+    request ranks itself, and the two would share the CPU for nothing."""
 
 
 class Ahead:
@@ -229,6 +243,8 @@ class Ahead:
                 return False
             self._held = _Held(shape, table, writes, until, ranked)
             return True
+        except Superseded:
+            return False
         except Exception:
             # Ranking ahead is an optimisation: the request ranks itself.
             LOG.exception('Could not rank the last request ahead')

@@ -188,7 +188,9 @@ class FilterScheduler(base.Scheduler):
                                      self._rank_shape, self._busy,
                                      lambda: self.count('ranked_ahead'))
         self._active = 0
+        self._arrivals = 0
         self._active_lock = threading.Lock()
+        self._purity = None
 
     @property
     def enabled_filters(self):
@@ -248,6 +250,15 @@ class FilterScheduler(base.Scheduler):
         self.ahead.stop()
         super().stop()
 
+    def all_pure(self, plugins):
+        """Whether every filter and weigher of ``plugins`` (a
+        ``(filters, weighers)`` load) is pure (see ahead.pure)."""
+        known = self._purity
+        if known is None or known[0] is not plugins:
+            known = self._purity = (plugins, all(map(
+                ahead_mod.pure, itertools.chain(*plugins))))
+        return known[1]
+
     def _busy(self):
         # A ranking made while other requests are in flight would be
         # stale when used: their claims write the host cache.
@@ -259,6 +270,12 @@ class FilterScheduler(base.Scheduler):
                 or request.plugins is not shape.plugins):
             # The options or plugins changed since: not this shape.
             return None
+        arrivals = self._arrivals
+
+        def overtaken(*_args):
+            if self._arrivals != arrivals:
+                raise ahead_mod.Superseded()
+        request.between_steps = overtaken
         return request.rank_first()
 
     def explain(self, context, spec):
@@ -297,6 +314,7 @@ class FilterScheduler(base.Scheduler):
     def _counted(self):
         with self._active_lock:
             self._active += 1
+            self._arrivals += 1
         try:
             yield
         finally:
@@ -381,6 +399,9 @@ class _Request:
         # The request's shape if it may take a ranking made ahead and
         # leave one for the next request (see run).
         self.shape = None
+        # Called between filters and between weighers (a ranking made
+        # ahead stops when a request arrives).
+        self.between_steps = None
         if self.count > 1:
             # The request accounts for its earlier instances itself, on a
             # table of its own: the shared one also takes each claim, in
@@ -412,8 +433,7 @@ class _Request:
         if (not options.rank_ahead or self.count != 1
                 or self.group is not None or self.observer is not None
                 or options.hosts_to_score_percent
-                or not all(map(ahead_mod.pure, itertools.chain(
-                    self.filters, self.weighers)))):
+                or not self.driver.all_pure(self.plugins)):
             return None
         return ahead_mod.Shape(self.spec, self.return_alternates, self.need,
                                self.plugins, CONF.service_down_time)
@@ -475,13 +495,15 @@ class _Request:
             result = self.driver.filter_handler.run_filters(
                 self.filters, self.table, mask, self.spec, index=index,
                 steps=steps, total=self.total,
-                on_filter=self.observer and self.observer.filtered,
+                on_filter=(self.observer and self.observer.filtered
+                           or self.between_steps),
                 wanted=wanted)
         self.timer.add('filter', started)
         started = time.perf_counter()
         rows = np.flatnonzero(result.mask)
         host_weights = self.driver.weight_handler.weigh(
-            self.weighers, self.table, rows, self.spec)
+            self.weighers, self.table, rows, self.spec,
+            between=self.between_steps)
         ranking = ranking_mod.Ranking(rows, host_weights, need,
                                      self.table.ids, self.driver.tie_breaks)
         self.timer.add('weigh', started)

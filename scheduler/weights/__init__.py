@@ -179,17 +179,20 @@ def _scaled(raw, minval, maxval, multiplier=1.0):
 class HostWeightHandler:
     """Combines weighers into one total weight per host."""
 
-    def weigh(self, weighers, host_table, rows, spec):
+    def weigh(self, weighers, host_table, rows, spec, between=None):
         """Total weights of the table's ``rows`` (an array of row numbers).
 
         One host or none: all weights are 0, as in Nova, and no weigher
-        runs.
+        runs. ``between()``, if given, is called after each weigher (a
+        ranking made ahead stops there when a request arrives).
         """
         totals = np.zeros(len(rows))
         for _weigher, weighted in self.contributions(
                 weighers, host_table, rows, spec, skip_zero=True):
             if weighted is not None:
                 totals += weighted
+            if between is not None:
+                between()
         return totals
 
     def contributions(self, weighers, host_table, rows, spec,

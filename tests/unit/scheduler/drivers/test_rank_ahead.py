@@ -4,6 +4,7 @@ scheduler waits, and used by the next request of that shape."""
 import datetime
 import logging
 import random
+import threading
 import time
 
 import numpy as np
@@ -296,3 +297,48 @@ def test_same_values_ignores_only_the_instance():
     assert not ahead.same_values(third, fourth)
     fourth.scheduler_hints = {'group': ['x']}
     assert ahead.same_values(third, fourth)
+
+
+class _GatedWeigher(weights.BaseHostWeigher):
+    """Pure; waits for ``gate`` while weighing (once ``armed``)."""
+    pure = True
+
+    def __init__(self):
+        self.armed = False
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def weigh_all(self, host_table, rows, spec):
+        if self.armed:
+            self.entered.set()
+            self.gate.wait(10)
+        return np.zeros(len(rows))
+
+    def _weigh_object(self, host_state, spec):
+        return 0
+
+
+def test_a_request_arriving_stops_the_ranking_under_way(
+        cloud, make_driver, make_host_manager):
+    _cloud(cloud, hosts=3)
+    driver = _driver(make_driver, make_host_manager)
+    gated = _GatedWeigher()
+    filters_, weighers_ = driver._plugins
+    driver._plugins = (filters_, weighers_ + [gated])
+    _place(driver, cloud, [1024], wait=True)
+    driver.ahead.forget()
+    driver.ahead.stop()         # the test ranks in its own thread
+    driver.ahead.soon(filter_scheduler._Request(
+        driver, fakes.spec(memory_mb=1024), fakes.uuids(1), True,
+        driver.host_manager.current_table()).ahead_shape())
+    gated.armed = True
+    outcome = []
+    ranking = threading.Thread(
+        target=lambda: outcome.append(driver.ahead.rank()))
+    ranking.start()
+    assert gated.entered.wait(10)
+    with driver._counted():     # a request arrives meanwhile
+        gated.gate.set()
+        ranking.join(10)
+    assert outcome == [False]
+    assert not driver.ahead.holds(driver.host_manager.current_table())
