@@ -4,11 +4,13 @@ A caller that asks for one instance at a time waits, in every request,
 for the filters and weighers to run over the whole host cache: 1-2 ms at
 10,000 hosts in a busy daemon, several at 100,000. Most such requests
 have the shape of the one before: the same flavor, image, project and
-hints, for another instance. So once a request has reserved its host in
-the host cache, while its claim waits for the database, a thread of the
-driver filters and weighs that shape again on the cache as it is now
-(the reservation included), and keeps the ranking with what it depends
-on:
+hints, for another instance. So once a request that repeats the shape
+of the one before it (:meth:`Ahead.note`: a run of one shape, as a batch
+of boots makes, not a mix of flavors where the work would be wasted) has
+reserved its host in the host cache, while its claim waits for the
+database, a thread of the driver filters and weighs that shape again on
+the cache as it is now (the reservation included), and keeps the ranking
+with what it depends on:
 
 * the request spec, but for its instance uuid (field by field);
 * the host table: the same object, written no more times since
@@ -35,9 +37,11 @@ rank_ahead``; one instance, no server group, no partial scoring, plugins
 that declare ``pure = True``: see :func:`pure`)::
 
     ahead = Ahead(host_manager.current_table, rank_shape, busy)
-    ranked = ahead.take(shape, table)       # None: rank now
+    repeats = ahead.note(shape)             # on arrival
+    ranked = ahead.take(shape, table)       # in its turn; None: rank now
     ...
-    ahead.soon(shape)       # host reserved: rank it again, in the thread
+    if repeats:
+        ahead.soon(shape)   # host reserved: rank it again, in the thread
 """
 
 import collections
@@ -146,12 +150,26 @@ class Ahead:
         self._on_ranked = on_ranked
         self._next = None
         self._held = None
+        # The shape of the last request noted (see note()).
+        self._last = None
         # One ranking at a time.
         self._ranking = threading.Lock()
         self._wake = threading.Event()
         self._thread = None
         self._pid = None
         self._stopped = False
+
+    def note(self, shape):
+        """A request of ``shape`` arrived: True if the request before it
+        had the same shape. Only then is it worth ranking ahead for the
+        next one (a run of one flavor, as a batch of boots makes); a
+        shape that does not repeat the last one drops the shape to rank
+        when idle."""
+        last, self._last = self._last, shape
+        repeats = last is not None and last.matches(shape)
+        if not repeats:
+            self._next = None
+        return repeats
 
     def soon(self, shape=None):
         """Rank ``shape`` (None: the last one given) in the background,

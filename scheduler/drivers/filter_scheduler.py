@@ -397,8 +397,10 @@ class _Request:
         self.plugins = driver._plugins
         self.filters, self.weighers = self.plugins
         # The request's shape if it may take a ranking made ahead and
-        # leave one for the next request (see run).
+        # leave one for the next request (see run), and whether it has
+        # the shape of the request before it.
         self.shape = None
+        self.repeats = False
         # Called between filters and between weighers (a ranking made
         # ahead stops when a request arrives).
         self.between_steps = None
@@ -448,6 +450,8 @@ class _Request:
     def run(self):
         started = time.perf_counter()
         self.shape = self.ahead_shape()
+        if self.shape is not None:
+            self.repeats = self.driver.ahead.note(self.shape)
         mask, steps, skip_filters = restrict_candidates(self.table,
                                                         self.spec)
         self.timer.add('filter_weigh', started)
@@ -557,8 +561,9 @@ class _Request:
     def _rank_next(self):
         """The host is reserved in the host cache: rank this request's
         shape again for the next one, in the background, while the claim
-        waits for the database (see scheduler.drivers.ahead)."""
-        if self.shape is not None:
+        waits for the database, if it repeats the shape of the request
+        before it (see scheduler.drivers.ahead)."""
+        if self.shape is not None and self.repeats:
             self.driver.ahead.soon(self.shape)
 
     def _join_group(self, index, row):

@@ -38,14 +38,18 @@ def _wait_ranked(driver, timeout=10):
 
 
 def _place(driver, cloud, memories, wait=False):
+    """Place one instance per memory size; with ``wait``, wait after each
+    request that repeats the size before it for its ranking ahead."""
     answers, claimed = [], []
+    last = None
     for uuid, memory in zip(fakes.uuids(len(memories)), memories):
         [selection] = driver.select_destinations(
             None, fakes.spec(memory_mb=memory), [uuid], True)
         answers.append([s.service_host for s in selection])
         claimed.append((uuid, cloud.nodes[selection[0].service_host]))
-        if wait:
+        if wait and memory == last:
             _wait_ranked(driver)
+        last = memory
     return answers, claimed
 
 
@@ -67,10 +71,11 @@ def test_places_exactly_as_without_it(cloud, make_driver,
     ranked = _driver(make_driver, make_host_manager)
     with_ahead, claimed = _place(ranked, cloud, MEMORIES, wait=True)
     ranked.release(claimed)
-    # Every request but the first of each run of one shape used a
-    # ranking made ahead: 24 requests, 4 runs.
-    assert ranked.stats['ranked_ahead_used'] == len(MEMORIES) - 4
-    assert ranked.stats['ranked_ahead'] >= len(MEMORIES) - 4
+    # Every request but the first two of each run of one shape used a
+    # ranking made ahead (the second is the first to repeat a shape):
+    # 24 requests, 4 runs.
+    assert ranked.stats['ranked_ahead_used'] == len(MEMORIES) - 8
+    assert ranked.stats['ranked_ahead'] >= len(MEMORIES) - 8
 
     config.config(rank_ahead=False, group='filter_scheduler')
     plain = _driver(make_driver, make_host_manager)
@@ -85,7 +90,7 @@ def test_the_ranking_made_ahead_is_the_one_made_on_arrival(
         cloud, make_driver, make_host_manager):
     _cloud(cloud)
     driver = _driver(make_driver, make_host_manager)
-    _place(driver, cloud, [2048], wait=True)
+    _place(driver, cloud, [2048] * 2, wait=True)
     table = driver.host_manager.current_table()
     spec = fakes.spec(memory_mb=2048)
     request = filter_scheduler._Request(driver, spec, fakes.uuids(1), True,
@@ -105,7 +110,7 @@ def test_a_write_to_the_cache_or_another_shape_is_not_served(
         cloud, make_driver, make_host_manager):
     _cloud(cloud)
     driver = _driver(make_driver, make_host_manager)
-    _place(driver, cloud, [2048], wait=True)
+    _place(driver, cloud, [2048] * 2, wait=True)
     table = driver.host_manager.current_table()
 
     def shape(**kwargs):
@@ -125,8 +130,9 @@ def test_a_write_to_the_cache_or_another_shape_is_not_served(
     assert driver.ahead.take(shape(memory_mb=2048), table) is None
     # And the next request ranks on arrival, then leaves a fresh one.
     before = driver.stats.get('ranked_ahead_used', 0)
-    _place(driver, cloud, [2048], wait=True)
+    _place(driver, cloud, [2048])
     assert driver.stats.get('ranked_ahead_used', 0) == before
+    _wait_ranked(driver)
     _place(driver, cloud, [2048])
     assert driver.stats['ranked_ahead_used'] == before + 1
 
@@ -241,7 +247,7 @@ def test_an_impure_plugin_or_a_group_or_several_instances_rank_on_arrival(
 def test_reload_forgets_the_ranking(cloud, make_driver, make_host_manager):
     _cloud(cloud, hosts=3)
     driver = _driver(make_driver, make_host_manager)
-    _place(driver, cloud, [1024], wait=True)
+    _place(driver, cloud, [1024] * 2, wait=True)
     assert driver.reload_plugins() is True
     assert not driver.ahead.holds(driver.host_manager.current_table())
     before = driver.stats.get('ranked_ahead_used', 0)
@@ -253,7 +259,7 @@ def test_not_while_other_requests_are_in_flight(cloud, make_driver,
                                                 make_host_manager):
     _cloud(cloud, hosts=3)
     driver = _driver(make_driver, make_host_manager)
-    _place(driver, cloud, [1024], wait=True)
+    _place(driver, cloud, [1024] * 2, wait=True)
     driver.ahead.forget()
     driver.ahead.soon(filter_scheduler._Request(
         driver, fakes.spec(memory_mb=1024), fakes.uuids(1), True,
@@ -325,7 +331,7 @@ def test_a_request_arriving_stops_the_ranking_under_way(
     gated = _GatedWeigher()
     filters_, weighers_ = driver._plugins
     driver._plugins = (filters_, weighers_ + [gated])
-    _place(driver, cloud, [1024], wait=True)
+    _place(driver, cloud, [1024] * 2, wait=True)
     driver.ahead.forget()
     driver.ahead.stop()         # the test ranks in its own thread
     driver.ahead.soon(filter_scheduler._Request(
@@ -342,3 +348,14 @@ def test_a_request_arriving_stops_the_ranking_under_way(
         ranking.join(10)
     assert outcome == [False]
     assert not driver.ahead.holds(driver.host_manager.current_table())
+
+
+def test_a_mix_of_shapes_ranks_nothing_ahead(cloud, make_driver,
+                                             make_host_manager):
+    # Each request's shape differs from the one before: a ranking made
+    # for it would never be used.
+    _cloud(cloud, hosts=3)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [1024, 2048, 1024, 3072, 2048])
+    driver.ahead.stop()
+    assert driver.stats.get('ranked_ahead', 0) == 0
