@@ -47,6 +47,7 @@ that declare ``pure = True``: see :func:`pure`)::
 import collections
 import os
 import threading
+import weakref
 
 from oslo_log import log as logging
 from oslo_versionedobjects import base as ovo_base
@@ -126,6 +127,8 @@ class Shape:
                                 skip=('instance_uuid',)))
 
 
+# ``table``: a weak reference, so that a ranking held after the host
+# cache was rebuilt (a full read every 300 s) does not keep the old table.
 _Held = collections.namedtuple('_Held', 'shape table writes until ranked')
 
 
@@ -187,6 +190,13 @@ class Ahead:
             self._thread.start()
         self._wake.set()
 
+    def start(self):
+        """Rank ahead again after :meth:`stop` (a service restarted in
+        the same process): the next :meth:`soon` starts a thread."""
+        self._stopped = False
+        self._pid = None
+        self._wake.clear()
+
     def stop(self):
         """End the thread (after the ranking under way, if any)."""
         self._stopped = True
@@ -198,9 +208,14 @@ class Ahead:
 
     def holds(self, table):
         """Whether a ranking is held for ``table`` as it is now."""
+        return self._held_for(table) is not None
+
+    def _held_for(self, table):
         held = self._held
-        return (held is not None and held.table is table
-                and held.writes == table.writes)
+        if (held is None or held.table() is not table
+                or held.writes != table.writes):
+            return None
+        return held
 
     def _run(self):
         while True:
@@ -220,9 +235,8 @@ class Ahead:
     def take(self, shape, table, now_us=None):
         """The ranking made for ``shape`` on ``table`` if it still holds,
         else None."""
-        held = self._held
-        if (held is None or held.table is not table
-                or held.writes != table.writes):
+        held = self._held_for(table)
+        if held is None:
             return None
         if held.until is not None:
             if now_us is None:
@@ -245,10 +259,9 @@ class Ahead:
             table = self._snapshot()
             if table is None:
                 return False
-            held = self._held
             writes = table.writes
-            if (held is not None and held.table is table
-                    and held.writes == writes and held.shape.matches(shape)):
+            held = self._held_for(table)
+            if held is not None and held.shape.matches(shape):
                 return False
             until = table.liveness_changes_at(shape.down_time,
                                               host_table_mod.now_us_utc())
@@ -259,7 +272,8 @@ class Ahead:
                 # Written meanwhile: the ranking may mix rows from before
                 # and after.
                 return False
-            self._held = _Held(shape, table, writes, until, ranked)
+            self._held = _Held(shape, weakref.ref(table), writes, until,
+                               ranked)
             return True
         except Superseded:
             return False

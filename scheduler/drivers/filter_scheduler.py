@@ -246,6 +246,10 @@ class FilterScheduler(base.Scheduler):
         (see :mod:`scheduler.drivers.ahead`)."""
         self.ahead.soon()
 
+    def start(self):
+        self.ahead.start()
+        super().start()
+
     def stop(self):
         self.ahead.stop()
         super().stop()

@@ -2,10 +2,12 @@
 scheduler waits, and used by the next request of that shape."""
 
 import datetime
+import gc
 import logging
 import random
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -359,3 +361,28 @@ def test_a_mix_of_shapes_ranks_nothing_ahead(cloud, make_driver,
     _place(driver, cloud, [1024, 2048, 1024, 3072, 2048])
     driver.ahead.stop()
     assert driver.stats.get('ranked_ahead', 0) == 0
+
+
+def test_a_rebuilt_table_is_not_kept_for_the_ranking(
+        cloud, make_driver, make_host_manager):
+    _cloud(cloud, hosts=3)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [1024] * 2, wait=True)
+    old = weakref.ref(driver.host_manager.current_table())
+    # A new node: the host manager builds a new table.
+    cloud.add_node('h99')
+    driver.host_manager.refresh(full=True)
+    assert driver.host_manager.current_table() is not old()
+    gc.collect()
+    assert old() is None
+    assert not driver.ahead.holds(driver.host_manager.current_table())
+
+
+def test_rank_ahead_again_after_a_restart_in_the_same_process(
+        cloud, make_driver, make_host_manager):
+    _cloud(cloud, hosts=3)
+    driver = _driver(make_driver, make_host_manager)
+    driver.stop()
+    driver.start()
+    _place(driver, cloud, [1024] * 2, wait=True)
+    assert driver.stats['ranked_ahead'] >= 1
