@@ -77,26 +77,30 @@ Related options:
                 default=True,
                 mutable=True,
                 help="""
-Rank the last request's shape again while the scheduler is idle.
+Rank a request's shape again, ahead of the next request of that shape.
 
-Once a scheduler worker has answered a request and has no other in
-flight, it filters and weighs the same request again (the same flavor,
-image, project and hints, for another instance) on the host cache as it
-is now, its own claim included. If the next request has that shape and
-nothing it depends on changed meanwhile (no write to the host cache, no
-compute service's heartbeat leaving ``service_down_time``, no reload of
+Once a request has reserved its host in the host cache, and while its
+claim waits for the database, a thread of the scheduler worker filters
+and weighs the same request again (the same flavor, image, project and
+hints, for another instance) on the host cache as it is now, that
+reservation included. If the next request has that shape and nothing the
+ranking depends on changed meanwhile (no write to the host cache, no
+compute service's heartbeat crossing ``service_down_time``, no reload of
 the filters, weighers or options), it uses that ranking and still draws
 its pick among the best hosts when it arrives: the same answer, without
-its filtering and weighing time.
+its filtering and weighing time. No ranking is made while other
+requests are in flight, and one under way stops when a request arrives.
 
 Only single-instance requests without a server group are ranked ahead,
-not with ``hosts_to_score_percent``, and only when every enabled filter
-and weigher declares that its answer depends on nothing but the host
-cache, the request and the options (``pure = True``; Gantt's own do).
+when the request before had the same shape, not with
+``hosts_to_score_percent``, not under eventlet (the database call would
+block the ranking thread too), and only when every enabled filter and
+weigher declares that its answer depends on nothing but the host cache,
+the request and the options (``pure = True``; Gantt's own do).
 
 Possible values:
 
-* True (the default): rank ahead when idle.
+* True (the default): rank ahead.
 * False: every request filters and weighs when it arrives, as Nova does.
 
 Related options:

@@ -50,11 +50,22 @@ import threading
 import weakref
 
 from oslo_log import log as logging
+from oslo_service import backend as service_backend
 from oslo_versionedobjects import base as ovo_base
 
 from scheduler import host_table as host_table_mod
 
 LOG = logging.getLogger(__name__)
+
+
+def overlaps_io():
+    """Whether a ranking thread can run while a request waits for the
+    database: with native threads (Gantt's default), yes; under eventlet
+    (``GANTT_USE_EVENTLET``) the database driver blocks every green
+    thread, so a ranking would only run at the request's next pause and
+    delay its reply."""
+    return (service_backend.get_backend_type()
+            != service_backend.BackendType.EVENTLET)
 
 
 def pure(plugin):

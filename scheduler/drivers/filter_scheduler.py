@@ -439,7 +439,8 @@ class _Request:
         if (not options.rank_ahead or self.count != 1
                 or self.group is not None or self.observer is not None
                 or options.hosts_to_score_percent
-                or not self.driver.all_pure(self.plugins)):
+                or not self.driver.all_pure(self.plugins)
+                or not ahead_mod.overlaps_io()):
             return None
         return ahead_mod.Shape(self.spec, self.return_alternates, self.need,
                                self.plugins, CONF.service_down_time)

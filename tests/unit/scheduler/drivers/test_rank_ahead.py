@@ -386,3 +386,16 @@ def test_rank_ahead_again_after_a_restart_in_the_same_process(
     driver.start()
     _place(driver, cloud, [1024] * 2, wait=True)
     assert driver.stats['ranked_ahead'] >= 1
+
+
+def test_not_under_eventlet(cloud, make_driver, make_host_manager,
+                            monkeypatch):
+    _cloud(cloud, hosts=3)
+    driver = _driver(make_driver, make_host_manager)
+    table = driver.host_manager.snapshot()
+    request = filter_scheduler._Request(driver, fakes.spec(), fakes.uuids(1),
+                                        True, table)
+    assert request.ahead_shape() is not None
+    monkeypatch.setattr(ahead.service_backend, 'get_backend_type',
+                        lambda: ahead.service_backend.BackendType.EVENTLET)
+    assert request.ahead_shape() is None
