@@ -14,9 +14,10 @@ contract is Nova's::
 ``host_passes`` reads the HostState and the RequestSpec and changes
 neither. That is all a third-party filter needs. A filter whose answer
 depends on nothing but them and the options says so with ``pure =
-True``: the scheduler may then run it ahead of a request, while idle, on
-the host cache as it is then, and use the answer as long as the cache
-was not written (see :mod:`scheduler.drivers.ahead`). Gantt's own
+True``: the scheduler may then run it ahead of a request (while the
+request before it waits for its claim), on the host cache as it is then,
+and use the answer as long as the cache was not written (see
+:mod:`scheduler.drivers.ahead`). Gantt's own
 filters are pure (ComputeFilter reads the clock too, through
 ``service_up``, which the scheduler accounts for); one that asks a
 service, a database or the clock is not, and the default, False, keeps
