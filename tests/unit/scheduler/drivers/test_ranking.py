@@ -76,3 +76,38 @@ def test_seeded_drivers_order_equal_hosts_by_their_seed(cloud, make_driver,
     assert len(first) == 4
     assert ranked(1) == first
     assert ranked(2) != first
+
+
+def test_nth_largest_is_what_a_full_selection_gives():
+    rng = np.random.default_rng(11)
+    for trial in range(400):
+        size = int(rng.integers(1, 20000))
+        n = int(rng.integers(1, min(size, 40) + 1))
+        if trial % 3 == 0:
+            # Many hosts of a few shapes: weights tie.
+            values = rng.choice(rng.random(int(rng.integers(1, 6))), size)
+        else:
+            values = rng.normal(size=size)
+        assert ranking.nth_largest(values, n) == np.partition(
+            values, size - n)[size - n]
+
+
+def test_nth_largest_with_weights_that_are_not_numbers():
+    values = np.arange(5000, dtype=np.float64)
+    values[::7] = np.nan
+    expected = np.partition(values, 5000 - 3)[5000 - 3]
+    assert np.isnan(expected)
+    assert np.isnan(ranking.nth_largest(values, 3))
+
+
+def test_a_large_ranking_heads_with_the_best_and_their_ties():
+    rows = np.arange(10000)
+    weights_ = np.zeros(10000)
+    weights_[[17, 4000, 9999]] = [3.0, 2.0, 2.0]
+    weights_[5000] = 1.0
+    ranked = ranking.Ranking(rows, weights_, 2, rows + 1,
+                             ranking.TieBreaks(random.Random(1)))
+    assert ranked.head[0] == 17
+    # Both hosts tied for second place are in the head.
+    assert sorted(ranked.head[1:].tolist()) == [4000, 9999]
+    assert ranked.rest()[0] == 5000
