@@ -4,7 +4,9 @@ scheduler waits, and used by the next request of that shape."""
 import datetime
 import gc
 import logging
+import os
 import random
+import sys
 import threading
 import time
 import weakref
@@ -399,3 +401,20 @@ def test_not_under_eventlet(cloud, make_driver, make_host_manager,
     monkeypatch.setattr(ahead.service_backend, 'get_backend_type',
                         lambda: ahead.service_backend.BackendType.EVENTLET)
     assert request.ahead_shape() is None
+
+
+@pytest.mark.skipif(not sys.platform.startswith('linux'),
+                    reason='a thread of its own nice value: Linux')
+def test_the_ranking_thread_runs_at_the_lowest_priority(
+        cloud, make_driver, make_host_manager):
+    _cloud(cloud, hosts=3)
+    driver = _driver(make_driver, make_host_manager)
+    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    _place(driver, cloud, [1024] * 2, wait=True)
+    thread = driver.ahead._thread
+    assert thread is not None and thread.is_alive()
+    assert os.getpriority(os.PRIO_PROCESS,
+                          thread.native_id) == ahead.RANK_NICE
+    # The requests' threads (and the rest of the process) keep theirs.
+    assert os.getpriority(os.PRIO_PROCESS,
+                          threading.get_native_id()) == mine
