@@ -17,6 +17,7 @@ returns its argument: the floor any RPC service on this machine stands
 on.
 """
 
+import argparse
 import json
 import multiprocessing
 import os
@@ -92,12 +93,31 @@ def table(rows):
     sys.stdout.flush()
 
 
+def parse_option(text):
+    """``SECTION.OPTION=VALUE`` (a ``--set`` argument) as a tuple; an
+    argparse error for anything else."""
+    name, equals, value = text.partition('=')
+    section, dot, option = name.strip().rpartition('.')
+    if not (equals and dot and section and option):
+        raise argparse.ArgumentTypeError(
+            'expected SECTION.OPTION=VALUE, got %r' % text)
+    return section, option, value.strip()
+
+
+def options_conf(options):
+    """The ``(section, option, value)`` of ``options`` as config file
+    sections, one section header per option (oslo.config merges them)."""
+    return ''.join('[%s]\n%s = %s\n' % option for option in options)
+
+
 class Rig:
     def __init__(self, workdir, backend, hosts, host_sizes=None,
-                 seed=11):
+                 seed=11, options=()):
+        """``options``: ``(section, option, value)`` given to the
+        daemons on top of :data:`DAEMON_CONF` (``--set``)."""
         self.workdir = workdir
-        self.cluster = cluster_mod.Cluster(workdir, backend,
-                                           extra_conf=DAEMON_CONF)
+        self.cluster = cluster_mod.Cluster(
+            workdir, backend, extra_conf=DAEMON_CONF + options_conf(options))
         self.hosts = hosts
         self.host_sizes = host_sizes
         self.rng = random.Random(seed)

@@ -34,6 +34,12 @@ that ``db check`` finds every claim owned. Hosts have 32-96 vCPUs and
     python benchmarks/rpc.py --db postgresql --workers 1 2 3
     python benchmarks/rpc.py --db mariadb --latency-hosts 2000 --skip \
         throughput
+
+``--set SECTION.OPTION=VALUE`` (repeatable) gives the scheduler daemons
+an option on top of the benchmark's, to compare two settings::
+
+    python benchmarks/rpc.py --skip throughput \
+        --set filter_scheduler.rank_ahead=false
 """
 
 import argparse
@@ -67,10 +73,10 @@ def _sizes():
         select, echo)
 
 
-def latency(backend, hosts, calls):
+def latency(backend, hosts, calls, options=()):
     workdir = tempfile.mkdtemp(prefix='gantt-bench-rpc-')
     try:
-        with rig.Rig(workdir, backend, hosts) as cloud:
+        with rig.Rig(workdir, backend, hosts, options=options) as cloud:
             cloud.start_schedulers(1)
             cloud.start_echo()
             selects, echoes = [], []
@@ -122,10 +128,10 @@ def _check(cloud, status):
 
 
 def throughput(backend, hosts, placements, callers, workers_list,
-               processes):
+               processes, options=()):
     workdir = tempfile.mkdtemp(prefix='gantt-bench-rpc-')
     try:
-        with rig.Rig(workdir, backend, hosts) as cloud:
+        with rig.Rig(workdir, backend, hosts, options=options) as cloud:
             cloud.start_echo()
             rows = []
             notes = []
@@ -206,12 +212,22 @@ def main(argv=None):
                         help='processes the concurrent callers are spread '
                         'over (threads in each)')
     parser.add_argument('--skip', choices=['latency', 'throughput'])
+    parser.add_argument('--set', dest='options', action='append',
+                        type=rig.parse_option, default=[],
+                        metavar='SECTION.OPTION=VALUE',
+                        help='an option for the scheduler daemons, on top '
+                        'of the benchmark\'s (repeatable), e.g. '
+                        'filter_scheduler.rank_ahead=false')
     args = parser.parse_args(argv)
+    if args.options:
+        print('daemon options: %s' % ', '.join(
+            '%s.%s=%s' % option for option in args.options))
     if args.skip != 'latency':
-        latency(args.db, args.latency_hosts, args.calls)
+        latency(args.db, args.latency_hosts, args.calls, args.options)
     if args.skip != 'throughput':
         throughput(args.db, args.throughput_hosts, args.placements,
-                   args.callers, args.workers, args.caller_processes)
+                   args.callers, args.workers, args.caller_processes,
+                   args.options)
 
 
 if __name__ == '__main__':
