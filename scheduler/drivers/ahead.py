@@ -35,9 +35,10 @@ and a reload of the filters, weighers or options (SIGHUP) forgets it.
 The thread runs at the lowest CPU priority (on Linux, where a thread has
 its own nice value): a ranking ahead is worth the CPU time nobody else
 wants, not the time of the claim it overlaps, of the database or of the
-broker. On the 2-CPU benchmark machine, six alternating latency runs
-(``benchmarks/rpc.py``) gave 2.05-2.42x the echo's p50 with it against
-2.35-2.71x without.
+broker. On the 2-CPU benchmark machine, six latency runs
+(``benchmarks/rpc.py``) each beside one at the normal priority gave
+2.05-2.65x the echo's p50 (nice 10, then 19) against 2.35-2.71x, the
+lower priority ahead in every pair.
 
 The driver decides which requests qualify (``[filter_scheduler]
 rank_ahead``; one instance, no server group, no partial scoring, plugins
