@@ -23,9 +23,11 @@ import multiprocessing
 import os
 import random
 import re
+import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import uuid
 import warnings
@@ -110,6 +112,23 @@ def options_conf(options):
     return ''.join('[%s]\n%s = %s\n' % option for option in options)
 
 
+def _terminated(signum, _frame):
+    raise SystemExit(128 + signum)
+
+
+def exit_on_sigterm():
+    """Make SIGTERM (``timeout``, a ``kill``) end this process as Ctrl-C
+    does, through its ``with`` blocks, so that a benchmark stopped that
+    way still stops its daemons and drops its database and virtual host
+    (by default SIGTERM ends Python at once and leaves them running).
+    Returns the handler it replaced, or None when it left it alone (not
+    the main thread, or a handler of someone else's)."""
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL):
+        return None
+    return signal.signal(signal.SIGTERM, _terminated)
+
+
 class Rig:
     def __init__(self, workdir, backend, hosts, host_sizes=None,
                  seed=11, options=()):
@@ -124,6 +143,7 @@ class Rig:
         self.echo = None
 
     def __enter__(self):
+        self._sigterm = exit_on_sigterm()
         self.cluster.__enter__()
         try:
             self._populate()
@@ -133,10 +153,14 @@ class Rig:
         return self
 
     def __exit__(self, *exc_info):
-        if self.echo is not None and self.echo.poll() is None:
-            self.echo.terminate()
-            self.echo.wait(30)
-        self.cluster.__exit__(*exc_info)
+        try:
+            if self.echo is not None and self.echo.poll() is None:
+                self.echo.terminate()
+                self.echo.wait(30)
+            self.cluster.__exit__(*exc_info)
+        finally:
+            if self._sigterm is not None:
+                signal.signal(signal.SIGTERM, self._sigterm)
 
     # -- the cloud ------------------------------------------------------------
 

@@ -1,9 +1,11 @@
-"""``benchmarks/rpc.py --set SECTION.OPTION=VALUE``: options for the
-benchmark's scheduler daemons."""
+"""The benchmarks' rig: ``--set SECTION.OPTION=VALUE`` options for the
+scheduler daemons, and a SIGTERM that still cleans up."""
 
 import argparse
 import os
+import signal
 import sys
+import threading
 
 from oslo_config import cfg
 import pytest
@@ -46,3 +48,38 @@ def test_the_options_follow_the_benchmarks_own_in_the_daemons_file(
     assert conf.filter_scheduler.rank_ahead is False
     # The benchmark sets 0.5; given again, the later value wins.
     assert conf.scheduler.host_state_refresh_interval == 2.0
+
+
+def test_sigterm_ends_the_benchmark_through_its_with_blocks():
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    cleaned = []
+    try:
+        replaced = rig.exit_on_sigterm()
+        assert replaced is signal.SIG_DFL
+        # (Checked before the signal is sent: the default would end the
+        # test run.)
+        assert signal.getsignal(signal.SIGTERM) is rig._terminated
+        with pytest.raises(SystemExit) as ended:
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)
+                # The handler runs at the next instruction of this thread.
+                for _ in range(1000):
+                    pass
+            finally:
+                cleaned.append(True)
+        assert ended.value.code == 128 + signal.SIGTERM
+        assert cleaned == [True]
+        # Someone else's handler is left alone.
+        assert rig.exit_on_sigterm() is None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def test_sigterm_is_left_alone_outside_the_main_thread():
+    found = []
+    thread = threading.Thread(target=lambda: found.append(
+        rig.exit_on_sigterm()))
+    thread.start()
+    thread.join()
+    assert found == [None]
