@@ -144,11 +144,15 @@ class Rig:
 
     def __enter__(self):
         self._sigterm = exit_on_sigterm()
-        self.cluster.__enter__()
         try:
-            self._populate()
+            self.cluster.__enter__()
+            try:
+                self._populate()
+            except BaseException:
+                self.cluster.__exit__(None, None, None)
+                raise
         except BaseException:
-            self.cluster.__exit__(None, None, None)
+            self._restore_sigterm()
             raise
         return self
 
@@ -159,8 +163,11 @@ class Rig:
                 self.echo.wait(30)
             self.cluster.__exit__(*exc_info)
         finally:
-            if self._sigterm is not None:
-                signal.signal(signal.SIGTERM, self._sigterm)
+            self._restore_sigterm()
+
+    def _restore_sigterm(self):
+        if self._sigterm is not None:
+            signal.signal(signal.SIGTERM, self._sigterm)
 
     # -- the cloud ------------------------------------------------------------
 
