@@ -125,6 +125,11 @@ def _columns_of(states):
 # update_in_place compares and writes this many rows or fewer one by one.
 _ROW_BY_ROW = 8
 
+# How many in-place writes a table remembers the rows of (see
+# HostTable.rows_written_since), and how many columns' constancy it keeps.
+_WRITE_LOG = 32
+_CONSTANTS = 64
+
 
 def _row_values(state):
     """``[(column name, value)]`` of one state: its row of
@@ -270,6 +275,13 @@ class HostTable:
         # Values computed from each HostState on demand (state_column,
         # grouped); replace() carries them over, recomputing changed rows.
         self._per_state = per_state.Cache()
+        # ((write number, rows), ...) of the last in-place writes, oldest
+        # first: replaced whole, never changed, so readers need no lock.
+        self._write_log = ()
+        # id(column) -> (column, value, proof): see constant().
+        self._constants = {}
+        # The service_up column and how long it holds (_Liveness).
+        self._liveness = None
 
     def __len__(self):
         return len(self.states)
@@ -446,10 +458,71 @@ class HostTable:
         if self._instance_index is not None:
             self._instance_index = self._instance_index.updated(
                 old_states, new_states)
-        # Counted once everything is written: a reader that saw the count
-        # before the write began sees it change.
+        # Logged and counted once everything is written: a reader that saw
+        # the count before the write began sees it change, and finds the
+        # rows in the log.
+        self._write_log = self._write_log[1 - _WRITE_LOG:] + (
+            (self.writes + 1, rows),)
         self.writes += 1
         return True
+
+    def rows_written_since(self, writes):
+        """The rows :meth:`update_in_place` wrote since the table's
+        :attr:`writes` count was ``writes`` (an array, a row may repeat),
+        or None when the table no longer remembers all of them (it keeps
+        the last few writes' rows)."""
+        # The count first: its write is logged before it is counted.
+        if self.writes == writes:
+            return np.empty(0, dtype=np.intp)
+        log = self._write_log
+        if not log or log[0][0] > writes + 1:
+            return None
+        return np.concatenate([rows for number, rows in log
+                               if number > writes])
+
+    # -- facts kept while the table is written in place ----------------------
+
+    def constant(self, column):
+        """The value every element of ``column`` holds, or None: two
+        differ (NaN differs from itself, as in
+        :func:`scheduler.weights.constant`) or it is empty.
+
+        ``column`` is one of this table's columns, derived columns or
+        :meth:`state_column` columns, written in place only by
+        :meth:`update_in_place`. The answer is kept with its proof: two
+        rows that differ, or the count of writes it was found at, so that
+        a later call checks those two rows, or the rows written since,
+        instead of the whole column.
+        """
+        if not len(column):
+            return None
+        key = id(column)
+        entry = self._constants.get(key)
+        if entry is not None and entry[0] is column:
+            _column, value, proof = entry
+            if value is None:
+                first, other = proof
+                if column[first] != column[other]:
+                    return None
+            else:
+                writes = self.writes
+                rows = self.rows_written_since(proof)
+                if rows is not None and bool((column[rows] == value).all()):
+                    self._constants[key] = (column, value, writes)
+                    return value
+        writes = self.writes
+        differs = column != column[0]
+        if differs.any():
+            value, proof = None, (0, int(differs.argmax()))
+        else:
+            value, proof = column[0].item(), writes
+        constants = self._constants
+        if len(constants) >= _CONSTANTS:
+            # Columns built and dropped: start again (a new dict, for the
+            # readers holding the old one).
+            constants = self._constants = {}
+        constants[key] = (column, value, proof)
+        return value
 
     # -- instances on the hosts (see scheduler.host_instances) --------------
 
@@ -492,28 +565,71 @@ class HostTable:
         return self.mask_of_rows(np.concatenate(rows) if rows else [])
 
     def service_up(self, down_time=None, now=None):
-        """Column: the compute service is up (see HostState.service_up)."""
+        """Column: the compute service is up (see HostState.service_up).
+
+        Read-only. Without ``now`` it is kept until a heartbeat crosses
+        the window (see :meth:`liveness_changes_at`); rows written in
+        place meanwhile are recomputed alone.
+        """
         if down_time is None:
             down_time = CONF.service_down_time
-        window = down_time * 1000000
-        now_us = host_state.to_microseconds(now) if now else now_us_utc()
-        return (self.has_service & ~self.forced_down
-                & (self.heartbeat_us != host_state.NO_HEARTBEAT)
-                & (self.heartbeat_us >= now_us - window)
-                & ((self.heartbeat_us <= now_us + window)
-                   | (self.heartbeat_us == host_state.ALIVE)))
+        if now:
+            return self._service_up(down_time,
+                                    host_state.to_microseconds(now))
+        return self._live(down_time, now_us_utc()).up
 
     def liveness_changes_at(self, down_time, now_us):
         """The first microsecond after ``now_us`` at which
         :meth:`service_up` may answer differently for some row (a
         heartbeat leaves the ``down_time`` window, or one from the
-        future enters it), or None if it never will without a write."""
+        future enters it), or None if it never will without a write.
+        It may come earlier than that: the edge of a heartbeat written
+        over since the column was computed still counts."""
+        return self._live(down_time, now_us).until
+
+    def _live(self, down_time, now_us):
+        """The :class:`_Liveness` that holds at ``now_us``."""
+        live = self._liveness
+        if (live is not None and live.down_time == down_time
+                and live.since_us <= now_us):
+            writes = self.writes
+            if live.writes != writes:
+                rows = self.rows_written_since(live.writes)
+                live = (None if rows is None
+                        else live.patched(self, rows, writes))
+            if live is not None and (live.until is None
+                                     or now_us < live.until):
+                self._liveness = live
+                return live
+        writes = self.writes
+        live = _Liveness(down_time, now_us, writes,
+                         self._service_up(down_time, now_us),
+                         self._first_edge(down_time, now_us))
+        self._liveness = live
+        return live
+
+    def _service_up(self, down_time, now_us, rows=None):
+        """service_up at ``now_us`` of ``rows`` (None: every row)."""
         window = down_time * 1000000
-        beats = self.heartbeat_us[(self.heartbeat_us != host_state.ALIVE)
-                                  & (self.heartbeat_us
-                                     != host_state.NO_HEARTBEAT)]
+        pick = (lambda column: column) if rows is None else (
+            lambda column: column[rows])
+        beats = pick(self.heartbeat_us)
+        return (pick(self.has_service) & ~pick(self.forced_down)
+                & (beats != host_state.NO_HEARTBEAT)
+                & (beats >= now_us - window)
+                & ((beats <= now_us + window)
+                   | (beats == host_state.ALIVE)))
+
+    def _first_edge(self, down_time, after_us, rows=None):
+        """The first microsecond after ``after_us`` at which a heartbeat
+        of ``rows`` (None: every row) crosses the window, or None."""
+        window = down_time * 1000000
+        beats = (self.heartbeat_us if rows is None
+                 else self.heartbeat_us[rows])
+        beats = beats[(beats != host_state.ALIVE)
+                      & (beats != host_state.NO_HEARTBEAT)]
         edges = np.concatenate((beats - window, beats + window + 1))
-        edges = edges[edges > now_us]
+        edges = edges[edges > after_us]
         return int(edges.min()) if len(edges) else None
 
     def in_zone(self, zone):
@@ -594,6 +710,33 @@ class HostTable:
         aggregates (:class:`scheduler.db.aggregates.Aggregate`)."""
         codes, keys = self.grouped('aggregates', per_state.AggregateSet)
         return codes, [key.aggregates for key in keys]
+
+
+class _Liveness:
+    """The service_up column of a table at ``since_us``, which holds
+    until ``until`` (None: until a write) for every row not written
+    since the table's ``writes`` count."""
+
+    __slots__ = ('down_time', 'since_us', 'writes', 'up', 'until')
+
+    def __init__(self, down_time, since_us, writes, up, until):
+        self.down_time = down_time
+        self.since_us = since_us
+        self.writes = writes
+        up.flags.writeable = False
+        self.up = up
+        self.until = until
+
+    def patched(self, table, rows, writes):
+        """The same, with ``rows`` (written in place up to ``writes``)
+        judged again at ``since_us``: what holds from then on holds for
+        them too, until their own first edge after it."""
+        up = self.up.copy()
+        up[rows] = table._service_up(self.down_time, self.since_us, rows)
+        edge = table._first_edge(self.down_time, self.since_us, rows)
+        until = self.until if edge is None else (
+            edge if self.until is None else min(self.until, edge))
+        return _Liveness(self.down_time, self.since_us, writes, up, until)
 
 
 def parse_multiplier(value):

@@ -43,7 +43,7 @@ class BuildFailureWeigher(weights.BaseHostWeigher):
         return host_state.failed_builds
 
     def constant_weight(self, host_table):
-        return weights.constant(self._column(host_table))
+        return host_table.constant(self._column(host_table))
 
     def weigh_all(self, host_table, rows, spec):
         return self._column(host_table)[rows]

@@ -30,7 +30,7 @@ class HypervisorVersionWeigher(weights.BaseHostWeigher):
         return hypervisor_version(host_state)
 
     def constant_weight(self, host_table):
-        return weights.constant(self._column(host_table))
+        return host_table.constant(self._column(host_table))
 
     def weigh_all(self, host_table, rows, spec):
         return self._column(host_table)[rows]

@@ -24,7 +24,7 @@ class IoOpsWeigher(weights.BaseHostWeigher):
         return host_state.num_io_ops
 
     def constant_weight(self, host_table):
-        return weights.constant(host_table.io_workload)
+        return host_table.constant(host_table.io_workload)
 
     def weigh_all(self, host_table, rows, spec):
         return host_table.io_workload[rows].astype('float64')

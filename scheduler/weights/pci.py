@@ -41,7 +41,7 @@ class PCIWeigher(weights.BaseHostWeigher):
         return MAX_DEVS - min(free, MAX_DEVS - 1)
 
     def constant_weight(self, host_table):
-        free = weights.constant(host_table.pci_free)
+        free = host_table.constant(host_table.pci_free)
         return None if free is None else MAX_DEVS - min(max(free, 0),
                                                         MAX_DEVS - 1)
 

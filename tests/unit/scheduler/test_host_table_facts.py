@@ -1,0 +1,169 @@
+"""Facts a HostTable keeps across its in-place writes: whether a column
+is constant, and the service_up column with how long it holds. Each is
+checked against a computation from scratch after random writes."""
+
+import copy
+import datetime
+import random
+
+import numpy as np
+import pytest
+
+from scheduler import host_state
+from scheduler import host_table
+from scheduler import weights
+from tests.unit.scheduler import fakes
+
+
+def _rewritten(state, **changes):
+    """A copy of ``state`` (same node) with ``changes`` to its values."""
+    new = copy.copy(state)
+    for name, value in changes.items():
+        setattr(new, name, value)
+    return new
+
+
+def _nan_when_seven(state):
+    return np.nan if state.io_workload == 7 else float(state.io_workload)
+
+
+def test_rows_written_since_remembers_the_last_writes_only():
+    table = fakes.table([fakes.host_state('h%d' % i) for i in range(4)])
+    assert table.rows_written_since(0).tolist() == []
+    table.update_in_place({2: _rewritten(table.states[2], io_workload=1)})
+    table.update_in_place({0: _rewritten(table.states[0], io_workload=1),
+                           3: _rewritten(table.states[3], io_workload=1)})
+    assert sorted(table.rows_written_since(0).tolist()) == [0, 2, 3]
+    assert sorted(table.rows_written_since(1).tolist()) == [0, 3]
+    assert table.rows_written_since(2).tolist() == []
+    for value in range(host_table._WRITE_LOG):
+        table.update_in_place({1: _rewritten(table.states[1],
+                                             io_workload=value + 2)})
+    assert table.rows_written_since(1) is None
+    assert table.rows_written_since(2).tolist() == [1] * host_table._WRITE_LOG
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_constant_follows_random_writes_in_place(seed):
+    """The kept answer matches weights.constant over the whole column
+    after every burst of writes: short bursts (checked against the rows
+    written), long ones (more than the table remembers), values that
+    make the column constant and not, NaN (never constant)."""
+    rng = random.Random(seed)
+    count = rng.choice([1, 2, 5, 40])
+    table = fakes.table([fakes.host_state('h%d' % i, io_workload=0)
+                         for i in range(count)])
+
+    def columns():
+        # A base column, a derived one and a per-state one.
+        return [table.io_workload, table.free_ram_mb,
+                table.state_column('nan7', _nan_when_seven)]
+
+    for _step in range(150):
+        burst = rng.choice([0, 1, 1, 2, 3, host_table._WRITE_LOG + 2])
+        values = rng.choice([(0,), (0, 1), (7,), (0, 7), (3,)])
+        for _ in range(burst):
+            rows = rng.sample(range(count), rng.randint(1, count))
+            new = {}
+            for row in rows:
+                value = rng.choice(values)
+                new[row] = _rewritten(table.states[row], io_workload=value,
+                                      memory_mb_used=value * 512)
+            assert table.update_in_place(new)
+        for column in columns():
+            expected = weights.constant(column)
+            found = table.constant(column)
+            assert found == expected, (column.tolist(), found, expected)
+
+
+def test_constant_of_a_column_written_elsewhere_is_not_taken_from_another():
+    # A detached copy shares nothing: its answers are its own.
+    table = fakes.table([fakes.host_state('h%d' % i) for i in range(3)])
+    assert table.constant(table.io_workload) == 0
+    detached = table.detached()
+    detached.update_in_place({1: _rewritten(detached.states[1],
+                                            io_workload=4)})
+    assert detached.constant(detached.io_workload) is None
+    assert table.constant(table.io_workload) == 0
+
+
+class _Clock:
+    """What host_table reads as now, moved by the test."""
+
+    def __init__(self, now):
+        self.now = now
+
+    def us(self):
+        return host_state.to_microseconds(self.now)
+
+
+def _expected_up(table, now, down_time):
+    return [state.service_up(down_time, now=now) for state in table.states]
+
+
+def _expected_edge(table, now, down_time):
+    """The first microsecond after now when some host's answer may
+    change, from every heartbeat (None: never without a write)."""
+    edges = []
+    for state in table.states:
+        beat = host_state.to_microseconds(
+            host_state.last_heartbeat(state.service))
+        if beat in (host_state.ALIVE, host_state.NO_HEARTBEAT):
+            continue
+        for edge in (beat - down_time * 10 ** 6,
+                     beat + down_time * 10 ** 6 + 1):
+            if edge > host_state.to_microseconds(now):
+                edges.append(edge)
+    return min(edges) if edges else None
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_service_up_kept_matches_every_host_as_time_and_writes_go(
+        seed, config, monkeypatch):
+    """Time moves (across heartbeats' edges or not, and back) and rows
+    are written (new heartbeats, some from the future, forced down, no
+    heartbeat): the kept column always answers as computed from every
+    host at that moment, and liveness_changes_at never comes after the
+    first edge."""
+    down_time = 60
+    config.config(service_down_time=down_time)
+    rng = random.Random(seed)
+    clock = _Clock(datetime.datetime(2030, 1, 1, 12, 0, 0))
+    monkeypatch.setattr(host_table, 'now_us_utc', clock.us)
+
+    def service(host):
+        kind = rng.random()
+        if kind < 0.1:
+            return fakes.service(host, seen_ago=None, when=clock.now)
+        return fakes.service(host, seen_ago=rng.uniform(-70, 70),
+                             forced_down=kind > 0.9, when=clock.now)
+
+    count = rng.choice([1, 3, 30])
+    table = fakes.table([fakes.host_state('h%d' % i,
+                                          svc=service('h%d' % i))
+                         for i in range(count)])
+    for _step in range(120):
+        clock.now += datetime.timedelta(seconds=rng.choice(
+            [0, 0.5, rng.uniform(0, 30), rng.uniform(0, 120),
+             -rng.uniform(0, 30)]))
+        for _ in range(rng.choice([0, 0, 1, 2, host_table._WRITE_LOG + 1])):
+            row = rng.randrange(count)
+            state = table.states[row]
+            assert table.update_in_place({row: _rewritten(
+                state, service=service(state.host))})
+        up = table.service_up()
+        assert not up.flags.writeable
+        assert up.tolist() == _expected_up(table, clock.now, down_time)
+        # Never later than the first edge; earlier only by the edge of a
+        # heartbeat written over since the column was computed.
+        until = table.liveness_changes_at(down_time, clock.us())
+        first = _expected_edge(table, clock.now, down_time)
+        assert until is None or until > clock.us()
+        assert first is None or (until is not None and until <= first)
+        # A table built now knows the first edge exactly.
+        assert fakes.table(table.states).liveness_changes_at(
+            down_time, clock.us()) == first
+    # Another window is judged on its own.
+    assert table.service_up(30).tolist() == _expected_up(table, clock.now, 30)
+    assert table.service_up().tolist() == _expected_up(table, clock.now,
+                                                       down_time)
