@@ -175,6 +175,22 @@ def _capacity(resource):
             lambda c: c[total] * c[ratio] - c[reserved])
 
 
+def _room(resource):
+    total, used, reserved, ratio = _RESOURCE_COLUMNS[resource]
+    # An amount of whole units fits where used + amount <= capacity, that
+    # is where floor(capacity) - used >= amount: integers, exact in
+    # float64 below 2**53 (NaN and infinite capacities compare alike).
+    return ((total, ratio, reserved, used),
+            lambda c: np.floor(c[total] * c[ratio] - c[reserved]) - c[used])
+
+
+def _least_disk_room(c):
+    return np.where(c['has_disk_least'],
+                    c['disk_total'] * c['disk_ratio']
+                    - (c['disk_total'] - c['disk_least_gb']),
+                    np.inf)
+
+
 # Derived column -> (the columns it is computed from, how).
 _DERIVED = {
     'candidates': (('mapped', 'has_service'),
@@ -191,12 +207,16 @@ _DERIVED = {
     # DiskFilter's disk_available_least bound, infinite where a host
     # reports none: the operations of filters.free_disk.room, in its order.
     'least_disk_room': (('disk_total', 'disk_ratio', 'has_disk_least',
-                         'disk_least_gb'),
-                        lambda c: np.where(
-                            c['has_disk_least'],
-                            c['disk_total'] * c['disk_ratio']
-                            - (c['disk_total'] - c['disk_least_gb']),
-                            np.inf)),
+                         'disk_least_gb'), _least_disk_room),
+    # Whole units of each resource a claim may still take (see _room),
+    # and of disk with DiskFilter's least-disk bound too.
+    'room_vcpus': _room('vcpus'),
+    'room_memory_mb': _room('memory_mb'),
+    'room_disk_gb': _room('disk_gb'),
+    'disk_filter_room': (
+        _room('disk_gb')[0] + ('has_disk_least', 'disk_least_gb'),
+        lambda c: np.minimum(_room('disk_gb')[1](c),
+                             np.floor(_least_disk_room(c)))),
     'vcpus_free': (('vcpus_total', 'cpu_ratio', 'reserved_vcpus',
                     'vcpus_used'),
                    lambda c: (c['vcpus_total'] * c['cpu_ratio']

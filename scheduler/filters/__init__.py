@@ -147,6 +147,10 @@ class CapacityFilter(BaseHostFilter):
         amount = getattr(spec.resources(), self.resource)
         if amount <= 0:
             return mask
+        if float(amount).is_integer():
+            # The same test in one pass (see host_table._room).
+            return mask & (host_table.derived['room_' + self.resource]
+                           >= amount)
         return mask & (host_table.used[self.resource] + amount
                        <= host_table.capacity[self.resource])
 

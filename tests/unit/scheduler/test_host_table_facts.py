@@ -167,3 +167,28 @@ def test_service_up_kept_matches_every_host_as_time_and_writes_go(
     assert table.service_up(30).tolist() == _expected_up(table, clock.now, 30)
     assert table.service_up().tolist() == _expected_up(table, clock.now,
                                                        down_time)
+
+
+@pytest.mark.parametrize('used,amount', [
+    (10, 2), (10, 3), (0, 12), (0, 13), (13, 1), (12, 1), (2 ** 40, 1)])
+def test_capacity_filters_read_whole_units_of_room(used, amount):
+    """Room of 12.5 vCPUs, RAM MB and disk GB (10 * 1.25): whole units
+    fit up to 12, as ``used + amount <= capacity`` says per host."""
+    from scheduler.filters import core_filter
+    from scheduler.filters import disk_filter
+    from scheduler.filters import ram_filter
+    state = fakes.host_state(vcpus=10, cpu_ratio=1.25, vcpus_used=used,
+                             memory_mb=10, ram_ratio=1.25,
+                             memory_mb_used=used, local_gb=10,
+                             disk_ratio=1.25, local_gb_used=used)
+    least = fakes.host_state(local_gb=10, disk_ratio=1.25,
+                             local_gb_used=used, disk_available_least=3)
+    table = fakes.table([state, least])
+    spec = fakes.spec(vcpus=amount, memory_mb=amount, root_gb=amount)
+    mask = np.ones(2, dtype=np.bool_)
+    for filt in (core_filter.CoreFilter(), ram_filter.RamFilter(),
+                 disk_filter.DiskFilter()):
+        expected = [filt.host_passes(s, spec) for s in table.states]
+        assert filt.filter_all(table, mask, spec).tolist() == expected
+    assert (disk_filter.DiskFilter().filter_all(table, mask, spec)[0]
+            == (used + amount <= 12.5))
