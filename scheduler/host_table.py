@@ -469,8 +469,17 @@ class HostTable:
                     column[rows] = values
                     changed.add(name)
         for name, (inputs, compute) in _DERIVED.items():
-            if not changed.isdisjoint(inputs):
-                self.derived[name][rows] = compute(
+            if changed.isdisjoint(inputs):
+                continue
+            column = self.derived[name]
+            if len(new_states) <= _ROW_BY_ROW:
+                # NumPy scalars: the same float64 operations, without
+                # building arrays of one element.
+                for row in new_states:
+                    column[row] = compute(
+                        {key: self.columns[key][row] for key in inputs})
+            else:
+                column[rows] = compute(
                     {key: self.columns[key][rows] for key in inputs})
         for row, state in new_states.items():
             self.states[row] = state
@@ -482,7 +491,7 @@ class HostTable:
         # the count before the write began sees it change, and finds the
         # rows in the log.
         self._write_log = self._write_log[1 - _WRITE_LOG:] + (
-            (self.writes + 1, rows),)
+            (self.writes + 1, rows, frozenset(changed)),)
         self.writes += 1
         return True
 
@@ -491,14 +500,22 @@ class HostTable:
         :attr:`writes` count was ``writes`` (an array, a row may repeat),
         or None when the table no longer remembers all of them (it keeps
         the last few writes' rows)."""
+        written = self.written_since(writes)
+        return None if written is None else written[0]
+
+    def written_since(self, writes):
+        """``(rows, names)``: :meth:`rows_written_since`, and the names
+        of the (base) columns whose values those writes changed; None
+        when the table no longer remembers them."""
         # The count first: its write is logged before it is counted.
         if self.writes == writes:
-            return np.empty(0, dtype=np.intp)
+            return np.empty(0, dtype=np.intp), frozenset()
         log = self._write_log
         if not log or log[0][0] > writes + 1:
             return None
-        return np.concatenate([rows for number, rows in log
-                               if number > writes])
+        entries = [entry for entry in log if entry[0] > writes]
+        return (np.concatenate([rows for _number, rows, _names in entries]),
+                frozenset().union(*(names for _n, _r, names in entries)))
 
     # -- facts kept while the table is written in place ----------------------
 
@@ -614,9 +631,14 @@ class HostTable:
                 and live.since_us <= now_us):
             writes = self.writes
             if live.writes != writes:
-                rows = self.rows_written_since(live.writes)
-                live = (None if rows is None
-                        else live.patched(self, rows, writes))
+                written = self.written_since(live.writes)
+                if written is None:
+                    live = None
+                elif written[1].isdisjoint(_LIVENESS_INPUTS):
+                    # A claim: usage changed, not liveness.
+                    live = live.patched(self, None, writes)
+                else:
+                    live = live.patched(self, written[0], writes)
             if live is not None and (live.until is None
                                      or now_us < live.until):
                 self._liveness = live
@@ -732,6 +754,10 @@ class HostTable:
         return codes, [key.aggregates for key in keys]
 
 
+# The columns service_up is computed from.
+_LIVENESS_INPUTS = frozenset(('has_service', 'forced_down', 'heartbeat_us'))
+
+
 class _Liveness:
     """The service_up column of a table at ``since_us``, which holds
     until ``until`` (None: until a write) for every row not written
@@ -748,9 +774,13 @@ class _Liveness:
         self.until = until
 
     def patched(self, table, rows, writes):
-        """The same, with ``rows`` (written in place up to ``writes``)
-        judged again at ``since_us``: what holds from then on holds for
-        them too, until their own first edge after it."""
+        """The same, with ``rows`` (written in place up to ``writes``;
+        None: none whose liveness inputs changed) judged again at
+        ``since_us``: what holds from then on holds for them too, until
+        their own first edge after it."""
+        if rows is None:
+            return _Liveness(self.down_time, self.since_us, writes, self.up,
+                             self.until)
         up = self.up.copy()
         up[rows] = table._service_up(self.down_time, self.since_us, rows)
         edge = table._first_edge(self.down_time, self.since_us, rows)

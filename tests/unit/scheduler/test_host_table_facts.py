@@ -41,6 +41,9 @@ def test_rows_written_since_remembers_the_last_writes_only():
                                              io_workload=value + 2)})
     assert table.rows_written_since(1) is None
     assert table.rows_written_since(2).tolist() == [1] * host_table._WRITE_LOG
+    rows, names = table.written_since(table.writes - 1)
+    assert rows.tolist() == [1] and names == {'io_workload'}
+    assert table.written_since(table.writes)[1] == frozenset()
 
 
 @pytest.mark.parametrize('seed', range(6))
@@ -149,8 +152,12 @@ def test_service_up_kept_matches_every_host_as_time_and_writes_go(
         for _ in range(rng.choice([0, 0, 1, 2, host_table._WRITE_LOG + 1])):
             row = rng.randrange(count)
             state = table.states[row]
-            assert table.update_in_place({row: _rewritten(
-                state, service=service(state.host))})
+            if rng.random() < 0.3:
+                # A claim: usage only.
+                new = _rewritten(state, io_workload=state.io_workload + 1)
+            else:
+                new = _rewritten(state, service=service(state.host))
+            assert table.update_in_place({row: new})
         up = table.service_up()
         assert not up.flags.writeable
         assert up.tolist() == _expected_up(table, clock.now, down_time)
