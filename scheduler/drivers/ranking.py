@@ -36,6 +36,8 @@ class TieBreaks:
     def __init__(self, source=None):
         self._given = source
         self._pid = None
+        # (ids column, salt, its keys): see keys_of.
+        self._kept = None
         self._source = self._salt = None
         if source is not None:
             self._reset(source)
@@ -61,6 +63,19 @@ class TieBreaks:
         self._fresh()
         keys = np.asarray(node_ids).astype(np.uint64) * self._salt
         return keys ^ (keys >> np.uint64(31))
+
+    def keys_of(self, ids):
+        """:meth:`keys` of a whole id column (a host table's ``ids``),
+        kept for the last column asked for while it is the same array
+        and the salt the same: a ranking gathers its rows' keys from it
+        instead of hashing them again."""
+        self._fresh()
+        kept = self._kept
+        if kept is not None and kept[0] is ids and kept[1] == self._salt:
+            return kept[2]
+        keys = self.keys(ids)
+        self._kept = (ids, self._salt, keys)
+        return keys
 
 
 # nth_largest samples every SAMPLE_STRIDE-th weight.
@@ -89,6 +104,26 @@ def nth_largest(values, n):
     return np.partition(values, count - n)[count - n]
 
 
+def _smallest(keys, count):
+    """Positions of the ``count`` smallest ``keys`` (None: the first
+    ``count`` positions), in any order."""
+    if keys is None:
+        return np.arange(count)
+    if count > 8:
+        return np.argpartition(keys, count - 1)[:count]
+    # A few: one pass each, no selection over all of them.
+    left = keys.copy()
+    found = []
+    for _ in range(count):
+        position = int(left.argmin())
+        if position in found:
+            # A key was the largest value itself: select instead.
+            return np.argpartition(keys, count - 1)[:count]
+        found.append(position)
+        left[position] = np.iinfo(left.dtype).max
+    return np.array(found, dtype=np.intp)
+
+
 def _best_first(weights_, keys):
     """Indices sorting ``weights_`` best first, ties by ``keys``."""
     if keys is None:
@@ -101,10 +136,12 @@ class Ranking:
     their nodes (``ids``: the table's node ids, by row) or else in table
     order.
 
-    Only the best ``need`` rows (and any tied with the last of them) are
-    sorted up front, and only they get tie keys; :meth:`rest` sorts the
-    others when a request runs out of hosts to try (many lost claim
-    races).
+    Only the best ``need`` rows are sorted up front (``head``: the first
+    ``need`` of the whole order), and only they get tie keys; :meth:`rest`
+    sorts the others when a request runs out of hosts to try (many lost
+    claim races). When many hosts tie for the last places (a cloud of
+    identical nodes), the head takes those of them with the smallest tie
+    keys, without sorting all of them.
     """
 
     def __init__(self, rows, weights_, need, ids=None, tie_breaks=None):
@@ -112,21 +149,49 @@ class Ranking:
         self.weights = weights_
         self.ids = ids
         self.tie_breaks = tie_breaks or TieBreaks()
+        # The weight of the tie the head cut through, else None.
+        self._cut_weight = None
         count = len(rows)
         if count <= max(FULL_SORT_LIMIT, 4 * need):
             top = _best_first(weights_, self._keys(None))
         else:
-            top = np.flatnonzero(weights_ >= nth_largest(weights_, need))
+            top = self._top(need)
             top = top[_best_first(weights_[top], self._keys(top))]
         self.head = rows[top]
         self.head_weights = weights_[top]
         self.complete = len(top) == count
 
+    def _top(self, need):
+        """Positions of the best ``need`` weights, in any order."""
+        weights_ = self.weights
+        threshold = weights_.max()
+        tied = np.flatnonzero(weights_ == threshold)
+        if len(tied) >= need:
+            # As many tied for the best as needed (identical hosts): no
+            # selection.
+            above = tied[:0]
+        else:
+            threshold = nth_largest(weights_, need)
+            tied = np.flatnonzero(weights_ == threshold)
+            if not len(tied):
+                # Not a number: as many as compare at least as large.
+                return np.flatnonzero(weights_ >= threshold)
+            above = np.flatnonzero(weights_ > threshold)
+        wanted = need - len(above)
+        if len(tied) > wanted:
+            tied = tied[_smallest(self._keys(tied), wanted)]
+            self._cut_weight = threshold
+        return np.concatenate((above, tied))
+
     def _keys(self, positions):
         if self.ids is None:
             return None
         rows = self.rows if positions is None else self.rows[positions]
-        return self.tie_breaks.keys(self.ids[rows])
+        if len(rows) * 8 < len(self.ids):
+            # A few: hashed here (a request's own table would not be
+            # asked again).
+            return self.tie_breaks.keys(self.ids[rows])
+        return self.tie_breaks.keys_of(self.ids)[rows]
 
     def rest(self):
         if self.complete:
@@ -141,6 +206,15 @@ class Ranking:
         if not head:
             return head
         source = self.tie_breaks.source
+        if shuffle_best and self._cut_weight == self.head_weights[0]:
+            # Every host tied for the best, as a full sort holds them; the
+            # head grows to all of them (rest() comes after).
+            tied = np.flatnonzero(self.weights == self._cut_weight)
+            tied = tied[_best_first(self.weights[tied], self._keys(tied))]
+            self.head = self.rows[tied]
+            self.head_weights = self.weights[tied]
+            self._cut_weight = None
+            head = self.head.tolist()
         if shuffle_best:
             best = int(np.count_nonzero(self.head_weights
                                         == self.head_weights[0]))

@@ -100,14 +100,72 @@ def test_nth_largest_with_weights_that_are_not_numbers():
     assert np.isnan(ranking.nth_largest(values, 3))
 
 
-def test_a_large_ranking_heads_with_the_best_and_their_ties():
+def test_a_large_ranking_heads_with_the_first_of_the_full_order():
     rows = np.arange(10000)
     weights_ = np.zeros(10000)
     weights_[[17, 4000, 9999]] = [3.0, 2.0, 2.0]
     weights_[5000] = 1.0
-    ranked = ranking.Ranking(rows, weights_, 2, rows + 1,
-                             ranking.TieBreaks(random.Random(1)))
+    breaks = ranking.TieBreaks(random.Random(1))
+    ranked = ranking.Ranking(rows, weights_, 2, rows + 1, breaks)
     assert ranked.head[0] == 17
-    # Both hosts tied for second place are in the head.
-    assert sorted(ranked.head[1:].tolist()) == [4000, 9999]
-    assert ranked.rest()[0] == 5000
+    # One of the two tied for second, the one with the smaller key; the
+    # other comes first in the rest.
+    keys = dict(zip([4000, 9999], breaks.keys(np.array([4001, 10000]))))
+    second, third = sorted(keys, key=keys.get)
+    assert ranked.head.tolist() == [17, second]
+    assert ranked.rest()[:2] == [third, 5000]
+
+
+@pytest.mark.parametrize('seed', range(20))
+def test_a_large_ranking_equals_a_full_sort(seed):
+    """Head then rest: the order of a full sort by weight, then tie key,
+    whatever the ties (few distinct weights: thousands tied at the cut)."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(300, 6000))
+    rows = rng.permutation(count * 2)[:count]
+    weights_ = rng.integers(0, int(rng.integers(1, 6)), count).astype(float)
+    need = int(rng.integers(1, 8))
+    # The table's node ids, by row (rows are some of the table's).
+    ids = rng.permutation(10 ** 6)[:count * 2]
+    breaks = ranking.TieBreaks(random.Random(seed))
+    ranked = ranking.Ranking(rows, weights_, need, ids, breaks)
+    full = rows[np.lexsort((breaks.keys(ids[rows]), -weights_))].tolist()
+    assert len(ranked.head) >= min(need, count)
+    assert ranked.head.tolist() + ranked.rest() == full
+    # Without node ids, table order breaks ties.
+    plain = ranking.Ranking(rows, weights_, need)
+    assert plain.head.tolist() + plain.rest() == rows[
+        np.argsort(-weights_, kind='stable')].tolist()
+
+
+@pytest.mark.parametrize('seed', range(5))
+def test_shuffling_the_best_covers_every_host_tied_for_best(seed):
+    """shuffle_best_same_weighed_hosts: the pick is among all the hosts
+    of the best weight (as Nova shuffles them), though the head held
+    only the first few of them; each comes once in the order, then the
+    rest."""
+    rows = np.arange(3000)
+    weights_ = np.zeros(3000)
+    best = rows[rows % 3 == 0]
+    weights_[best] = 1.0
+    breaks = ranking.TieBreaks(random.Random(seed))
+    picked = set()
+    for _ in range(40):
+        ranked = ranking.Ranking(rows, weights_, 3, rows + 1, breaks)
+        order = ranked.pick_order(1, shuffle_best=True)
+        assert sorted(order) == best.tolist()
+        assert sorted(order + ranked.rest()) == rows.tolist()
+        picked.add(order[0])
+    # 40 picks among 1000 equal hosts, not among the head's 3.
+    assert len(picked) > 20
+
+
+@pytest.mark.parametrize('count', [1, 3, 8, 9, 20])
+def test_smallest_keys_even_with_the_largest_value_among_them(count):
+    top = np.iinfo(np.uint64).max
+    keys = np.array([top, 5, top, 2, 9, top, 1, 7, 3, 8, 4, 6] * 3,
+                    dtype=np.uint64)
+    found = ranking._smallest(keys, count)
+    assert len(set(found.tolist())) == count
+    assert sorted(keys[found].tolist()) == sorted(keys.tolist())[:count]
+    assert ranking._smallest(None, count).tolist() == list(range(count))
