@@ -500,8 +500,17 @@ class HostTable:
         :attr:`writes` count was ``writes`` (an array, a row may repeat),
         or None when the table no longer remembers all of them (it keeps
         the last few writes' rows)."""
-        written = self.written_since(writes)
-        return None if written is None else written[0]
+        # The count first: its write is logged before it is counted.
+        if self.writes == writes:
+            return np.empty(0, dtype=np.intp)
+        log = self._write_log
+        if not log or log[0][0] > writes + 1:
+            return None
+        if log[-1][0] == writes + 1:
+            # One write since (a claim's): its rows as they are.
+            return log[-1][1]
+        return np.concatenate([rows for number, rows, _names in log
+                               if number > writes])
 
     def written_since(self, writes):
         """``(rows, names)``: :meth:`rows_written_since`, and the names

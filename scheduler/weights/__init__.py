@@ -150,9 +150,18 @@ def _flat_everywhere(weigher, host_table):
     table: their raw weights are one constant (see
     BaseHostWeigher.constant_weight) that minval/maxval leave flat."""
     value = weigher.constant_weight(host_table)
-    return value is not None and _scaled(
-        np.array([value], dtype=np.float64), weigher.minval,
-        weigher.maxval) is None
+    if value is None:
+        return False
+    # _scaled's bounds, on one number (a constant is never NaN).
+    minval, maxval = weigher.minval, weigher.maxval
+    raw = float(value)
+    if minval is not None:
+        raw = max(raw, minval)
+    if maxval is not None:
+        raw = min(raw, maxval)
+    low = raw if minval is None else float(minval)
+    high = raw if maxval is None else float(maxval)
+    return low == high
 
 
 def _scaled(raw, minval, maxval, multiplier=1.0):

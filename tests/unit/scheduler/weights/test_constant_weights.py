@@ -87,3 +87,22 @@ def test_constant():
     assert weights.constant(np.array([2.0, 3.0])) is None
     assert weights.constant(np.array([np.nan, np.nan])) is None
     assert weights.constant(np.array([])) is None
+
+
+@pytest.mark.parametrize('value', [-5.0, 0.0, 3.0, 10.0, 12.0])
+@pytest.mark.parametrize('minval', [None, 0, 3.0, 10])
+@pytest.mark.parametrize('maxval', [None, 3, 10.0])
+def test_flat_everywhere_judges_a_constant_as_normalize_would(value, minval,
+                                                              maxval):
+    """A column of one value is flat exactly when normalizing it gives
+    zeros (both bounds given and equal, or neither moving it apart)."""
+
+    class Constant(weights.BaseHostWeigher):
+        def constant_weight(self, host_table):
+            return value
+
+    Constant.minval, Constant.maxval = minval, maxval
+    table = fakes.table([fakes.host_state('h1')])
+    expected = weights._scaled(np.array([value, value]), minval,
+                               maxval) is None
+    assert weights._flat_everywhere(Constant(), table) is expected
