@@ -159,7 +159,8 @@ class HostManager(instance_tracking.InstanceTracking):
         self.stats = {'refreshes': 0, 'full_builds': 0, 'nodes_read': 0,
                       'services_read': 0, 'refresh_failures': 0,
                       'aggregate_updates': 0, 'instance_updates': 0,
-                      'instance_resyncs': 0, 'last_refresh_seconds': 0.0}
+                      'instance_resyncs': 0, 'claims_taken_as_read': 0,
+                      'last_refresh_seconds': 0.0}
         self._table = None
         # {node id: generation} of every node the cache knows (-1: read it
         # again). Node rows are not kept: HostStates carry their values.
@@ -188,6 +189,9 @@ class HostManager(instance_tracking.InstanceTracking):
         # refresh may read such a node before the claim commits, and must
         # not replace the reserved row with that read (see settle).
         self._in_flight = collections.Counter()
+        # {node id: the generation its cached row was read at} for a
+        # claim in flight alone on the node (see settle).
+        self._claim_bases = {}
         # The cells read and the cache ids of their nodes (with cells).
         self._cells = host_manager_cells.CellGather()
         self._after_fork()
@@ -262,6 +266,14 @@ class HostManager(instance_tracking.InstanceTracking):
         with self._lock:
             if in_flight:
                 self._in_flight[node_id] += 1
+                # The generation the cached row was read at, when this is
+                # the node's only claim in flight (see settle).
+                base = self._generations.get(node_id, -1)
+                if self._in_flight[node_id] == 1 and base >= 0 and (
+                        hardware_request is None):
+                    self._claim_bases[node_id] = base
+                else:
+                    self._claim_bases.pop(node_id, None)
             table = self._table
             if table is None or node_id not in table.row_by_id:
                 return None
@@ -283,7 +295,7 @@ class HostManager(instance_tracking.InstanceTracking):
             self._mark_consumed(node_id)
             return record
 
-    def settle(self, node_id, give_back=None):
+    def settle(self, node_id, give_back=None, generation=None):
         """The SQL claim that followed ``consume(..., in_flight=True)``
         on the node returned (won, lost or failed): refreshes may read
         the node again, and the next one does.
@@ -292,8 +304,18 @@ class HostManager(instance_tracking.InstanceTracking):
         claim did not win: the cached row gives its CPUs, pages and
         devices back at once (before any refresh may replace the row),
         so that the next request can have them.
+
+        ``generation``: the node's generation the claim left, when it
+        won and the database said. If that is the one after the
+        generation the cached row was read at, nothing else wrote the
+        node in between: the cached row (that read plus the claim's
+        reservation) holds what the claim wrote, and the node is not
+        read again for it. Its instance and I/O counts stay as the
+        reservation raised them until the compute's next report, as in
+        Nova's host state.
         """
         with self._lock:
+            base = self._claim_bases.pop(node_id, None)
             if give_back:
                 self._give_back_hardware(node_id, give_back)
             left = self._in_flight[node_id] - 1
@@ -301,8 +323,16 @@ class HostManager(instance_tracking.InstanceTracking):
                 self._in_flight[node_id] = left
             else:
                 self._in_flight.pop(node_id, None)
-            if node_id in self._generations:
-                self._mark_consumed(node_id)
+            if node_id not in self._generations:
+                return
+            if (generation is not None and base is not None
+                    and generation == base + 1 and left <= 0
+                    and self._generations[node_id] == -1):
+                self._generations[node_id] = generation
+                self._reread.discard(node_id)
+                self.stats['claims_taken_as_read'] += 1
+                return
+            self._mark_consumed(node_id)
 
     def _give_back_hardware(self, node_id, record):
         table = self._table

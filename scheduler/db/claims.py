@@ -382,18 +382,49 @@ def _fresh_statement(checked, refuse_settled):
     if statement is not None:
         return statement
     claimed = update.returning(_NODE.c.id).cte('claimed')
+    statement = _allocation_from(claimed)
+    if len(_fresh_statements) > 64:
+        _fresh_statements.clear()
+    _fresh_statements[update] = statement
+    return statement
+
+
+def _allocation_from(claimed):
+    """The allocation's INSERT from the node id ``claimed`` returns."""
     columns = ('consumer_uuid', 'compute_node_id', 'vcpus', 'memory_mb',
                'disk_gb', 'created_at')
-    statement = sa.insert(_ALLOC).from_select(columns, sa.select(
+    return sa.insert(_ALLOC).from_select(columns, sa.select(
         sa.bindparam('consumer', type_=_ALLOC.c.consumer_uuid.type),
         claimed.c.id,
         sa.bindparam('claim_vcpus', type_=sa.Integer),
         sa.bindparam('claim_memory_mb', type_=sa.Integer),
         sa.bindparam('claim_disk_gb', type_=sa.Integer),
         sa.bindparam('now', type_=_ALLOC.c.created_at.type)))
-    if len(_fresh_statements) > 64:
-        _fresh_statements.clear()
-    _fresh_statements[update] = statement
+
+
+# The same as a query of the node's generation after the claim: {UPDATE:
+# SELECT}.
+_fresh_selects = {}
+
+
+def _fresh_select(checked, refuse_settled):
+    """PostgreSQL: :func:`_fresh_statement` as a SELECT whose one row
+    (none when no claim was made) is the node's generation after the
+    claim: the UPDATE and the INSERT in CTEs, which PostgreSQL runs
+    whatever the query reads of them."""
+    update = _fresh_update(checked, refuse_settled)
+    statement = _fresh_selects.get(update)
+    if statement is not None:
+        return statement
+    claimed = update.returning(_NODE.c.id, _NODE.c.generation).cte(
+        'claimed')
+    inserted = _allocation_from(claimed).returning(_ALLOC.c.id).cte(
+        'inserted')
+    statement = sa.select(claimed.c.generation).select_from(
+        claimed.join(inserted, sa.true()))
+    if len(_fresh_selects) > 64:
+        _fresh_selects.clear()
+    _fresh_selects[update] = statement
     return statement
 
 
@@ -422,12 +453,12 @@ class _OneTrip(collections.namedtuple(
 
 
 def _one_trip_sql(checked, refuse_settled, dialect):
-    statement = _fresh_statement(checked, refuse_settled)
+    statement = _fresh_select(checked, refuse_settled)
     found = _one_trip_sqls.get(statement)
     if found is not None:
         return found
     prepares, executes, defaults = {}, [], {}
-    for part in (_LOCK_INSTANCE, statement.returning(_ALLOC.c.id)):
+    for part in (_LOCK_INSTANCE, statement):
         prepared = db_api.Prepared.of(part, dialect, _CLAIM_PARAMETERS)
         prepares[prepared.name] = prepared.prepare
         executes.append(prepared.execute)
@@ -439,12 +470,14 @@ def _one_trip_sql(checked, refuse_settled, dialect):
     return found
 
 
-def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled):
+def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
+                 report=None):
     """The common claim in one statement and an INSERT: a consumer that
     holds nothing yet (and, with ``refuse_settled``, is not settled).
     False when the node has no room or the consumer is not such a one;
     :func:`claim_in_sql` then takes the full path, which says which.
-    (Its caller retries on lost connections and deadlocks.)
+    (Its caller retries on lost connections and deadlocks.) On psycopg2
+    the node's generation after the claim goes into ``report``.
     """
     if any(amount < 0 for amount in resources):
         return False    # the full path says why
@@ -460,7 +493,11 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled):
             trip.prepare_on(connection)
             rows = db_api.driver_rows(connection, trip.execute,
                                       dict(trip.defaults, **params))
-        return len(rows) == 1
+        if len(rows) != 1:
+            return False
+        if report is not None:
+            report['generation'] = rows[0][0]
+        return True
     with db_api.write_connection() as connection:
         lock_instance(connection, consumer_uuid)
         if connection.dialect.name == 'postgresql':
@@ -483,7 +520,8 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled):
 
 @db_api.retry_on_db_error
 def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
-                 host=None, refuse_settled=False, hardware=None):
+                 host=None, refuse_settled=False, hardware=None,
+                 report=None):
     """One claim in its own transaction: True if the node had room, else
     False, or a :class:`GroupConflict` (which is
     false too) when ``group_uuid``'s hard policy forbids ``host``.
@@ -511,6 +549,12 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     the conductor (see :func:`_refusal`), gets InvalidRequest and nothing
     is written.
 
+    ``report`` (a dict), when given, receives ``generation``: the
+    node's generation the claim left, when the database said it (the
+    usual claim on PostgreSQL with psycopg2); a host cache that knows
+    the generation the node had before may then take its own claim as
+    read (see HostManager.settle).
+
     The instance's row is locked first (:func:`lock_instance`): claims
     for one instance never run side by side. The usual claim (no group
     policy, a consumer holding nothing yet) is then one conditional
@@ -519,8 +563,10 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     UPDATE matches nothing does the full path run, to tell a full node
     from a consumer to refuse or to move.
     """
+    if report is not None:
+        report.pop('generation', None)
     if group_uuid is None and hardware is None and _claim_fresh(
-            node_id, consumer_uuid, resources, refuse_settled):
+            node_id, consumer_uuid, resources, refuse_settled, report):
         return True
     try:
         with _group_lock(group_uuid) as group_check, \

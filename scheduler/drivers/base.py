@@ -197,13 +197,14 @@ class Scheduler(metaclass=abc.ABCMeta):
             in_flight=True, hardware_request=hardware)
         if on_reserved is not None:
             on_reserved()
+        report = {}
         try:
             cell = self.host_manager.cell_of(host_state.id)
             with self._claim_slots[cell.uuid], cells.target(cell):
                 won = claims.claim_in_sql(
                     host_manager_cells.node_id(host_state.id), consumer_uuid,
                     resources, group_uuid, host_state.host,
-                    refuse_settled=True, hardware=hardware)
+                    refuse_settled=True, hardware=hardware, report=report)
         except db_exc.DBDuplicateEntry:
             LOG.warning('Instance %(uuid)s already holds an allocation on '
                         'node %(node)s; not claiming there again',
@@ -213,8 +214,9 @@ class Scheduler(metaclass=abc.ABCMeta):
             self.host_manager.settle(host_state.id, give_back=reserved)
             self._unreserve(host_state, consumer_uuid)
             raise
-        self.host_manager.settle(host_state.id,
-                                 give_back=None if won else reserved)
+        self.host_manager.settle(
+            host_state.id, give_back=None if won else reserved,
+            generation=report.get('generation') if won is True else None)
         if won:
             self.count('claims')
             return True

@@ -309,6 +309,31 @@ def test_fresh_claim_locks_the_instance_then_claims(any_database):
     assert inconsistencies() == []
 
 
+def test_the_usual_claim_reports_the_generation_it_left(any_database):
+    """On psycopg2 the claim says the node's generation after it (what a
+    host cache needs to take its own claim as read); elsewhere it says
+    nothing. A claim that finds no room reports nothing either."""
+    node = make_node()
+    before = node_state(node)['generation']
+    report = {'generation': 'stale'}
+    consumer = str(uuid.uuid4())
+    assert claims.claim_in_sql(node, consumer, claims.Resources(1, 1024, 10),
+                               refuse_settled=True, report=report) is True
+    after = node_state(node)
+    assert after['generation'] == before + 1
+    assert allocations(consumer)
+    if db_api.get_engine().dialect.driver == 'psycopg2':
+        assert report == {'generation': after['generation']}
+    else:
+        assert report == {}
+    report = {}
+    assert claims.claim_in_sql(node, str(uuid.uuid4()),
+                               claims.Resources(99, 1, 1),
+                               refuse_settled=True, report=report) is False
+    assert report == {}
+    assert node_state(node) == after
+
+
 def test_a_claim_whose_connection_died_is_retried_once(any_database,
                                                        config):
     """The pool hands the claim a connection whose server session ended

@@ -369,6 +369,87 @@ def test_a_lost_claim_in_flight_is_rolled_back_by_its_reread(
     assert _state(manager.snapshot(), 'a').vcpus_used == 2
 
 
+def _claim_and_settle(cloud, manager, name, resources, others=None):
+    """This process's claim on ``name``: reserved, made in SQL, settled
+    with the generation it left (as the one-trip claim reports it);
+    ``others()`` runs between the reservation and the SQL claim."""
+    node_id = cloud.nodes[name]
+    manager.consume(node_id, resources, 'inst-%s' % name, in_flight=True)
+    if others is not None:
+        others()
+    cloud.take(name, resources)
+    manager.settle(node_id, generation=cloud.node_row(name).generation)
+
+
+def test_an_own_claim_is_taken_as_read(cloud, make_host_manager,
+                                        monkeypatch):
+    """The claim left the generation after the one the cached row was
+    read at: nothing else wrote the node, the cached row is what SQL
+    holds, and the next refresh does not read it again; a later write by
+    someone else (the compute's report) is read as usual."""
+    cloud.add_node('a', vcpus=8)
+    cloud.add_node('b', vcpus=8)
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    read = _hosts_read_by_written_since(monkeypatch)
+    _claim_and_settle(cloud, manager, 'a', claims.Resources(3, 512, 10))
+    assert manager.stats['claims_taken_as_read'] == 1
+    table = manager.refresh()
+    assert read[-1] == []
+    state = _state(table, 'a')
+    row = cloud.node_row('a')
+    assert (state.vcpus_used, state.memory_mb_used, state.local_gb_used) \
+        == (row.vcpus_used, row.memory_mb_used, row.local_gb_used) \
+        == (3, 512, 10)
+    # A second claim chains on the generation the first one left.
+    _claim_and_settle(cloud, manager, 'a', claims.Resources(1, 0, 0))
+    assert manager.stats['claims_taken_as_read'] == 2
+    manager.refresh()
+    assert read[-1] == []
+    _report(cloud, 'a', vcpus=16)
+    table = manager.refresh()
+    assert read[-1] == ['a']
+    assert _state(table, 'a').vcpus_total == 16
+    assert _state(table, 'a').vcpus_used == 4
+
+
+def test_a_node_written_before_the_claim_is_read_again(cloud,
+                                                       make_host_manager,
+                                                       monkeypatch):
+    """Another scheduler claimed on the node after this cache read it:
+    the generation skips one, and the refresh reads both claims."""
+    cloud.add_node('a', vcpus=8)
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    read = _hosts_read_by_written_since(monkeypatch)
+    _claim_and_settle(cloud, manager, 'a', claims.Resources(1, 0, 0),
+                      others=lambda: cloud.take('a', (2, 0, 0)))
+    assert manager.stats['claims_taken_as_read'] == 0
+    table = manager.refresh()
+    assert read[-1] == ['a']
+    assert _state(table, 'a').vcpus_used == 3
+
+
+def test_claims_in_flight_together_on_a_node_are_read_again(
+        cloud, make_host_manager, monkeypatch):
+    cloud.add_node('a', vcpus=8)
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    read = _hosts_read_by_written_since(monkeypatch)
+    node_id = cloud.nodes['a']
+    one = claims.Resources(1, 0, 0)
+    manager.consume(node_id, one, 'inst-1', in_flight=True)
+    manager.consume(node_id, one, 'inst-2', in_flight=True)
+    cloud.take('a', one)
+    manager.settle(node_id, generation=cloud.node_row('a').generation)
+    cloud.take('a', one)
+    manager.settle(node_id, generation=cloud.node_row('a').generation)
+    assert manager.stats['claims_taken_as_read'] == 0
+    table = manager.refresh()
+    assert read[-1] == ['a']
+    assert _state(table, 'a').vcpus_used == 2
+
+
 def test_refresh_nodes_rereads_at_once(cloud, make_host_manager):
     node_id = cloud.add_node('a')
     manager = make_host_manager(auto_refresh=False)
