@@ -170,15 +170,22 @@ def _scaled(raw, minval, maxval, multiplier=1.0):
     written in place (at 100,000 hosts each array is 800 KB)."""
     if not raw.size:
         return raw
+    # ``raw`` may be the caller's (a column): written only once copied.
+    own = False
     if minval is not None:
-        raw = np.maximum(raw, minval)
+        raw, own = np.maximum(raw, minval), True
     if maxval is not None:
-        raw = np.minimum(raw, maxval)
+        raw = np.minimum(raw, maxval, out=raw if own else None)
+        own = True
     low = float(raw.min()) if minval is None else float(minval)
     high = float(raw.max()) if maxval is None else float(maxval)
     if low == high:
         return None
-    scaled = np.subtract(raw, low)
+    if own:
+        scaled = raw
+        scaled -= low
+    else:
+        scaled = np.subtract(raw, low)
     scaled /= high - low
     if multiplier != 1.0:
         scaled *= multiplier
@@ -219,7 +226,9 @@ class HostWeightHandler:
         for weigher in weighers:
             if isinstance(weigher, BaseHostWeigher):
                 multipliers = weigher.weight_multipliers(host_table, rows)
-                if skip_zero and not np.any(multipliers):
+                if skip_zero and not (
+                        multipliers if isinstance(multipliers, float)
+                        else np.any(multipliers)):
                     continue
                 if weigher.uniform(spec) or _flat_everywhere(weigher,
                                                              host_table):
@@ -232,7 +241,8 @@ class HostWeightHandler:
                 multipliers = np.fromiter(
                     (weigher.weight_multiplier(host_table.states[row])
                      for row in rows), dtype=np.float64, count=len(rows))
-            scalar = np.ndim(multipliers) == 0
+            scalar = isinstance(multipliers, float) or np.ndim(
+                multipliers) == 0
             weighted = _scaled(np.asarray(raw, dtype=np.float64),
                                getattr(weigher, 'minval', None),
                                getattr(weigher, 'maxval', None),

@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 
 from scheduler import weights
@@ -45,6 +46,23 @@ def test_minval_and_maxval_clamp_and_bound():
         [0.0, 0.5, 1.0])
     assert list(weights.normalize([0, 5, 20], maxval=10)) == pytest.approx(
         [0.0, 0.5, 1.0])
+
+
+@pytest.mark.parametrize('bounds', [(None, None), (0, None), (None, 10),
+                                    (0, 10)])
+def test_normalizing_leaves_the_raw_weights_alone(bounds):
+    """A weigher may hand over an array it keeps (a table column): the
+    scaled weights are a new array, whatever the bounds."""
+    raw = np.array([-5.0, 5.0, 20.0])
+    minval, maxval = bounds
+    scaled = weights._scaled(raw, minval, maxval, 2.0)
+    assert raw.tolist() == [-5.0, 5.0, 20.0]
+    assert scaled is not raw
+    low = -5.0 if minval is None else minval
+    high = 20.0 if maxval is None else maxval
+    clipped = np.clip(raw, low, high)
+    assert scaled.tolist() == pytest.approx(
+        ((clipped - low) / (high - low) * 2.0).tolist())
 
 
 def test_sum_of_multiplier_times_normalised(config):
