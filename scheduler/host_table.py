@@ -295,8 +295,9 @@ class HostTable:
         # Values computed from each HostState on demand (state_column,
         # grouped); replace() carries them over, recomputing changed rows.
         self._per_state = per_state.Cache()
-        # ((write number, rows), ...) of the last in-place writes, oldest
-        # first: replaced whole, never changed, so readers need no lock.
+        # ((write number, rows, names of the columns changed), ...) of the
+        # last in-place writes, oldest first: replaced whole, never
+        # changed, so readers need no lock.
         self._write_log = ()
         # id(column) -> (column, value, proof): see constant().
         self._constants = {}
@@ -500,31 +501,28 @@ class HostTable:
         :attr:`writes` count was ``writes`` (an array, a row may repeat),
         or None when the table no longer remembers all of them (it keeps
         the last few writes' rows)."""
-        # The count first: its write is logged before it is counted.
-        if self.writes == writes:
-            return np.empty(0, dtype=np.intp)
-        log = self._write_log
-        if not log or log[0][0] > writes + 1:
-            return None
-        if log[-1][0] == writes + 1:
-            # One write since (a claim's): its rows as they are.
-            return log[-1][1]
-        return np.concatenate([rows for number, rows, _names in log
-                               if number > writes])
+        entries = self._log_since(writes)
+        return None if entries is None else _rows_of(entries)
 
     def written_since(self, writes):
         """``(rows, names)``: :meth:`rows_written_since`, and the names
         of the (base) columns whose values those writes changed; None
         when the table no longer remembers them."""
+        entries = self._log_since(writes)
+        if entries is None:
+            return None
+        return (_rows_of(entries),
+                frozenset().union(*(names for _n, _r, names in entries)))
+
+    def _log_since(self, writes):
+        """The write log's entries after ``writes`` (None: forgotten)."""
         # The count first: its write is logged before it is counted.
         if self.writes == writes:
-            return np.empty(0, dtype=np.intp), frozenset()
+            return ()
         log = self._write_log
         if not log or log[0][0] > writes + 1:
             return None
-        entries = [entry for entry in log if entry[0] > writes]
-        return (np.concatenate([rows for _number, rows, _names in entries]),
-                frozenset().union(*(names for _n, _r, names in entries)))
+        return [entry for entry in log if entry[0] > writes]
 
     # -- facts kept while the table is written in place ----------------------
 
@@ -761,6 +759,15 @@ class HostTable:
         aggregates (:class:`scheduler.db.aggregates.Aggregate`)."""
         codes, keys = self.grouped('aggregates', per_state.AggregateSet)
         return codes, [key.aggregates for key in keys]
+
+
+def _rows_of(entries):
+    """The rows of write log ``entries``, as one array."""
+    if len(entries) == 1:
+        # One write (a claim's): its rows as they are.
+        return entries[0][1]
+    return np.concatenate([np.empty(0, dtype=np.intp)] + [
+        rows for _number, rows, _names in entries])
 
 
 # The columns service_up is computed from.
