@@ -191,6 +191,8 @@ def _least_disk_room(c):
                     np.inf)
 
 
+_DISK_ROOM = _room('disk_gb')
+
 # Derived column -> (the columns it is computed from, how).
 _DERIVED = {
     'candidates': (('mapped', 'has_service'),
@@ -212,10 +214,10 @@ _DERIVED = {
     # and of disk with DiskFilter's least-disk bound too.
     'room_vcpus': _room('vcpus'),
     'room_memory_mb': _room('memory_mb'),
-    'room_disk_gb': _room('disk_gb'),
+    'room_disk_gb': _DISK_ROOM,
     'disk_filter_room': (
-        _room('disk_gb')[0] + ('has_disk_least', 'disk_least_gb'),
-        lambda c: np.minimum(_room('disk_gb')[1](c),
+        _DISK_ROOM[0] + ('has_disk_least', 'disk_least_gb'),
+        lambda c: np.minimum(_DISK_ROOM[1](c),
                              np.floor(_least_disk_room(c)))),
     'vcpus_free': (('vcpus_total', 'cpu_ratio', 'reserved_vcpus',
                     'vcpus_used'),
