@@ -145,10 +145,34 @@ def _row_values(state):
     return values
 
 
-def _free_disk_gb(c):
+class _Scalars:
+    """NumPy's ``floor``, ``where`` and ``minimum`` on Python numbers, as
+    the derived columns use them (see :data:`_DERIVED`): a row written
+    alone is computed on its Python values, with the same float64
+    operations in the same order, at a fraction of NumPy's cost per
+    call on scalars."""
+
+    @staticmethod
+    def floor(value):
+        # math.floor refuses inf and NaN; np.floor keeps them (and -0.0).
+        if value != value or value in (math.inf, -math.inf) or not value:
+            return value
+        return float(math.floor(value))
+
+    @staticmethod
+    def where(condition, first, second):
+        return first if condition else second
+
+    @staticmethod
+    def minimum(first, second):
+        # np.minimum: NaN if either is; the second of two equal ones.
+        return first if first < second or first != first else second
+
+
+def _free_disk_gb(c, xp):
     free = c['disk_total'] - c['reserved_disk'] - c['disk_used']
-    return np.where(c['has_disk_least'],
-                    np.minimum(free, c['disk_least_gb']), free)
+    return xp.where(c['has_disk_least'],
+                    xp.minimum(free, c['disk_least_gb']), free)
 
 
 def _hardware_columns(states):
@@ -172,7 +196,7 @@ def _capacity(resource):
     total, _used, reserved, ratio = _RESOURCE_COLUMNS[resource]
     # Same operations, same order as claims.capacity_expression.
     return ((total, ratio, reserved),
-            lambda c: c[total] * c[ratio] - c[reserved])
+            lambda c, xp: c[total] * c[ratio] - c[reserved])
 
 
 def _room(resource):
@@ -181,11 +205,12 @@ def _room(resource):
     # is where floor(capacity) - used >= amount: integers, exact in
     # float64 below 2**53 (NaN and infinite capacities compare alike).
     return ((total, ratio, reserved, used),
-            lambda c: np.floor(c[total] * c[ratio] - c[reserved]) - c[used])
+            lambda c, xp: xp.floor(c[total] * c[ratio] - c[reserved])
+            - c[used])
 
 
-def _least_disk_room(c):
-    return np.where(c['has_disk_least'],
+def _least_disk_room(c, xp):
+    return xp.where(c['has_disk_least'],
                     c['disk_total'] * c['disk_ratio']
                     - (c['disk_total'] - c['disk_least_gb']),
                     np.inf)
@@ -193,19 +218,21 @@ def _least_disk_room(c):
 
 _DISK_ROOM = _room('disk_gb')
 
-# Derived column -> (the columns it is computed from, how).
+# Derived column -> (the columns it is computed from, how). ``how`` takes
+# the input columns and the module of ``floor``, ``where`` and
+# ``minimum``: NumPy for arrays, _Scalars for the Python values of a row.
 _DERIVED = {
     'candidates': (('mapped', 'has_service'),
-                   lambda c: c['mapped'] & c['has_service']),
+                   lambda c, xp: c['mapped'] & c['has_service']),
     'capacity_vcpus': _capacity('vcpus'),
     'capacity_memory_mb': _capacity('memory_mb'),
     'capacity_disk_gb': _capacity('disk_gb'),
     'free_ram_mb': (('ram_total', 'reserved_ram', 'ram_used'),
-                    lambda c: c['ram_total'] - c['reserved_ram']
+                    lambda c, xp: c['ram_total'] - c['reserved_ram']
                     - c['ram_used']),
     'free_disk_mb': (('disk_total', 'reserved_disk', 'disk_used',
                       'has_disk_least', 'disk_least_gb'),
-                     lambda c: _free_disk_gb(c) * 1024),
+                     lambda c, xp: _free_disk_gb(c, xp) * 1024),
     # DiskFilter's disk_available_least bound, infinite where a host
     # reports none: the operations of filters.free_disk.room, in its order.
     'least_disk_room': (('disk_total', 'disk_ratio', 'has_disk_least',
@@ -217,12 +244,12 @@ _DERIVED = {
     'room_disk_gb': _DISK_ROOM,
     'disk_filter_room': (
         _DISK_ROOM[0] + ('has_disk_least', 'disk_least_gb'),
-        lambda c: np.minimum(_DISK_ROOM[1](c),
-                             np.floor(_least_disk_room(c)))),
+        lambda c, xp: xp.minimum(_DISK_ROOM[1](c, xp),
+                                 xp.floor(_least_disk_room(c, xp)))),
     'vcpus_free': (('vcpus_total', 'cpu_ratio', 'reserved_vcpus',
                     'vcpus_used'),
-                   lambda c: (c['vcpus_total'] * c['cpu_ratio']
-                              - c['reserved_vcpus']) - c['vcpus_used']),
+                   lambda c, xp: (c['vcpus_total'] * c['cpu_ratio']
+                                  - c['reserved_vcpus']) - c['vcpus_used']),
 }
 
 
@@ -272,14 +299,14 @@ class HostTable:
         self.derived = {}
         for name, (inputs, compute) in _DERIVED.items():
             if previous is None:
-                self.derived[name] = compute(columns)
+                self.derived[name] = compute(columns, np)
             elif changed.isdisjoint(inputs):
                 self.derived[name] = previous.derived[name]
             else:
                 # Only ``rows`` changed: compute those, copy the rest.
                 column = previous.derived[name].copy()
                 column[rows] = compute({key: columns[key][rows]
-                                        for key in inputs})
+                                        for key in inputs}, np)
                 self.derived[name] = column
             setattr(self, name, self.derived[name])
         self.capacity = {resource: self.derived['capacity_' + resource]
@@ -461,7 +488,7 @@ class HostTable:
             for row, state in new_states.items():
                 for name, value in _row_values(state):
                     column = self.columns[name]
-                    if column[row] != value:
+                    if column.item(row) != value:
                         column[row] = value
                         changed.add(name)
         else:
@@ -476,14 +503,15 @@ class HostTable:
                 continue
             column = self.derived[name]
             if len(new_states) <= _ROW_BY_ROW:
-                # NumPy scalars: the same float64 operations, without
-                # building arrays of one element.
+                # The row's Python values: the same float64 operations,
+                # without NumPy's cost per call on scalars.
                 for row in new_states:
                     column[row] = compute(
-                        {key: self.columns[key][row] for key in inputs})
+                        {key: self.columns[key].item(row) for key in inputs},
+                        _Scalars)
             else:
                 column[rows] = compute(
-                    {key: self.columns[key][rows] for key in inputs})
+                    {key: self.columns[key][rows] for key in inputs}, np)
         for row, state in new_states.items():
             self.states[row] = state
         self._per_state.update_rows(new_states)

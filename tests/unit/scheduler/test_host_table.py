@@ -1,6 +1,8 @@
 import datetime
+import math
 
 import numpy as np
+import pytest
 
 from scheduler.db import claims
 from scheduler.db import services as db_services
@@ -252,3 +254,55 @@ def test_update_in_place_row_by_row_equals_a_table_built_anew():
             assert table.columns[name].tolist() == column.tolist(), name
         for name, column in fresh.derived.items():
             assert table.derived[name].tolist() == column.tolist(), name
+
+
+_EDGE_FLOATS = (0.0, -0.0, 0.3, -0.3, 1.0, 2.5, -2.5, 1e300, -1e300,
+                2.0 ** 53 + 2, float('inf'), float('-inf'), float('nan'))
+
+
+def _same_floats(first, second):
+    """Equal, or both NaN; zeros of the same sign."""
+    if first != first or second != second:
+        return first != first and second != second
+    return first == second and math.copysign(1, first) == math.copysign(
+        1, second)
+
+
+def test_scalar_operations_are_numpys_on_python_numbers():
+    scalars = host_table._Scalars
+    for first in _EDGE_FLOATS:
+        assert _same_floats(scalars.floor(first),
+                            float(np.floor(np.float64(first)))), first
+        for second in _EDGE_FLOATS + (3, -7):
+            assert _same_floats(
+                scalars.minimum(first, second),
+                float(np.minimum(np.float64(first), second))), (first,
+                                                                second)
+            assert _same_floats(
+                scalars.minimum(second, first),
+                float(np.minimum(second, np.float64(first)))), (second,
+                                                                first)
+    assert scalars.where(True, 1, 2) == 1 and scalars.where(False, 1, 2) == 2
+    # Integers stay integers, as int64 columns do.
+    assert scalars.minimum(3, 5) == 3 and type(scalars.minimum(3, 5)) is int
+
+
+@pytest.mark.parametrize('ratio', [1.5, 0.0, float('inf'), float('nan')])
+def test_one_row_write_computes_derived_columns_as_whole_columns(ratio):
+    # A row written alone is computed on Python numbers (_Scalars), the
+    # others on arrays: the same values, bit for bit (NaN, infinities,
+    # rooms below zero, fractional capacities).
+    states = [fakes.host_state('h%d' % i, vcpus=8, disk_available_least=40)
+              for i in range(3)]
+    table = fakes.table(states)
+    new = states[1].consumed(claims.Resources(13, 1024, 2000))
+    new.cpu_allocation_ratio = ratio
+    new.disk_allocation_ratio = ratio
+    new.ram_allocation_ratio = 1.3
+    new.disk_available_least = -5
+    assert table.update_in_place({1: new})
+    fresh = fakes.table([states[0], new, states[2]])
+    for name, column in fresh.derived.items():
+        assert all(_same_floats(float(a), float(b)) for a, b in zip(
+            table.derived[name].tolist(), column.tolist())), name
+        assert table.derived[name].dtype == column.dtype, name
