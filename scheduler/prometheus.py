@@ -219,6 +219,18 @@ class _Metrics:
         self.notifications = prom.Counter(
             'gantt_notifications', 'Notifications sent, failed to send, or '
             'dropped from a full queue, by outcome', ['outcome'])
+        # {(id of the metric, label value): child} of the one-label
+        # metrics every request records (labels() costs more than the
+        # record; the metrics live as long as this object).
+        self._children = {}
+
+    def child(self, metric, value):
+        """``metric.labels(value)``, looked up once per value."""
+        key = (id(metric), value)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(value)
+        return found
 
 
 def metrics():
@@ -237,11 +249,11 @@ def count(name, amount=1):
     """A scheduler driver counter grew (see Scheduler.count)."""
     if name == 'no_valid_host' or amount <= 0:
         return
-    found = metrics().driver.get(name)
+    recorded = metrics()
+    found = recorded.driver.get(name)
     if found is None:
-        metrics().driver_events.labels(event=name).inc(amount)
-    else:
-        found.inc(amount)
+        found = recorded.child(recorded.driver_events, name)
+    found.inc(amount)
 
 
 def no_valid_host(last_filter):
@@ -250,10 +262,10 @@ def no_valid_host(last_filter):
 
 def request_timed(timings, total):
     """``timings``: seconds per phase (filter, weigh, claim)."""
-    latency = metrics().latency
+    recorded = metrics()
     for phase, seconds in timings.items():
-        latency.labels(phase=phase).observe(seconds)
-    latency.labels(phase='total').observe(total)
+        recorded.child(recorded.latency, phase).observe(seconds)
+    recorded.child(recorded.latency, 'total').observe(total)
 
 
 def rpc_error(method, error):

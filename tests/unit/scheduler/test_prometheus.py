@@ -120,3 +120,21 @@ def test_without_a_port_nothing_is_served(config, monkeypatch):
     assert set(threading.enumerate()) <= threads
     assert prometheus.ENV_DIRECTORY not in os.environ
     assert values.ValueClass is value_class
+
+
+def test_labelled_records_go_to_their_own_series_each_time():
+    # The children of labelled metrics are looked up once per value and
+    # kept: every later record still lands in the series of its label.
+    ahead = ('gantt_scheduler_driver_events_total',
+             ('event', 'test_ranked_ahead'))
+    other = ('gantt_scheduler_driver_events_total', ('event', 'test_other'))
+    weigh = ('gantt_scheduler_select_destinations_seconds_sum',
+             ('phase', 'weigh'))
+    total = ('gantt_scheduler_select_destinations_seconds_count',
+             ('phase', 'total'))
+    before = snapshot(ahead, other, weigh, total)
+    for _ in range(3):
+        prometheus.count('test_ranked_ahead')
+        prometheus.request_timed({'weigh': 0.25}, 1.0)
+    prometheus.count('test_other', 2)
+    assert grown(before) == {ahead: 3, other: 2, weigh: 0.75, total: 3}
