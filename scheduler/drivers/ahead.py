@@ -189,8 +189,11 @@ class Ahead:
         self._on_ranked = on_ranked
         self._next = None
         self._held = None
-        # The shape of the last request noted (see note()).
+        # The shape of the last request noted (see note()), and the pair
+        # (earlier shape, that one) when note() found they match: take()
+        # then need not compare them again.
         self._last = None
+        self._repeated = None
         # One ranking at a time.
         self._ranking = threading.Lock()
         self._wake = threading.Event()
@@ -206,6 +209,7 @@ class Ahead:
         when idle."""
         last, self._last = self._last, shape
         repeats = last is not None and last.matches(shape)
+        self._repeated = (last, shape) if repeats else None
         if not repeats:
             self._next = None
         return repeats
@@ -280,9 +284,19 @@ class Ahead:
                 now_us = host_table_mod.now_us_utc()
             if now_us >= held.until:
                 return None
-        if not held.shape.matches(shape):
+        if not self._same_shape(held.shape, shape):
             return None
         return held.ranked
+
+    def _same_shape(self, first, second):
+        if first is second:
+            return True
+        repeated = self._repeated
+        if (repeated is not None and repeated[0] is first
+                and repeated[1] is second):
+            # note() compared these two shapes already.
+            return True
+        return first.matches(second)
 
     def rank(self):
         """Rank the last shape given on the current host table, unless

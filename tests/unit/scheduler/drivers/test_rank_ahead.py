@@ -418,3 +418,47 @@ def test_the_ranking_thread_runs_at_the_lowest_priority(
     # The requests' threads (and the rest of the process) keep theirs.
     assert os.getpriority(os.PRIO_PROCESS,
                           threading.get_native_id()) == mine
+
+
+class _CountedShape(ahead.Shape):
+    """A shape whose comparisons are counted (``key`` decides them)."""
+
+    __slots__ = ('key', 'compared')
+
+    def __init__(self, key):
+        super().__init__(None, True, 3, (), 60)
+        self.key = key
+        self.compared = 0
+
+    def matches(self, other):
+        self.compared += 1
+        return self.key == other.key
+
+
+def test_take_trusts_the_comparison_note_made_of_the_same_two_shapes():
+    table = fakes.table([fakes.host_state('h1')])
+    made = _CountedShape('small')
+    keeper = ahead.Ahead(lambda: table,
+                         lambda shape, table: ('ranked', shape.key))
+    keeper.note(made)
+    keeper.soon(made)
+    deadline = time.monotonic() + 10
+    while not keeper.holds(table):
+        assert time.monotonic() < deadline, 'no ranking made ahead'
+        time.sleep(0.005)
+    keeper.stop()
+    # The next request of the shape: note() compares it with the one
+    # before (the shape the ranking was made for), take() does not again.
+    same = _CountedShape('small')
+    assert keeper.note(same)
+    assert made.compared == 1
+    assert keeper.take(same, table) == ('ranked', 'small')
+    assert made.compared == 1
+    # A request noted after another shape is compared when it takes.
+    other = _CountedShape('large')
+    assert not keeper.note(other)
+    late = _CountedShape('small')
+    assert not keeper.note(late)
+    assert keeper.take(late, table) == ('ranked', 'small')
+    assert made.compared == 2
+    assert keeper.take(other, table) is None
