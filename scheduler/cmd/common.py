@@ -100,7 +100,8 @@ def run_daemon(binary, topic, make_manager, workers=None,
     # ``workers`` is a callable: options are only read after parse_args.
     workers = (workers() if workers else None) or \
         processutils.get_worker_count()
-    LOG.info('%s serving topic %s with %d worker(s)', binary, topic, workers)
+    LOG.info('%s serving topic %s with %d worker(s), %d RPC thread(s) each',
+             binary, topic, workers, CONF.executor_thread_pool_size)
     # The checks above opened database connections in this process; the
     # workers forked next must each open their own, never share a socket.
     db_api.dispose_engine()

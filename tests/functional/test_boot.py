@@ -35,3 +35,15 @@ def test_daemons_run_on_threads(booted):
 
 def test_backend_choice_is_logged(booted):
     boot_scenario.assert_backend_logged(booted, 'threading')
+
+
+def test_scheduler_workers_take_few_rpc_threads_others_keep_64(booted):
+    # gantt-scheduler's own default of executor_thread_pool_size; the
+    # conductor keeps oslo.messaging's.
+    logs = booted.logs()
+    scheduler = [log for name, log in logs.items() if 'scheduler' in name]
+    conductor = [log for name, log in logs.items() if 'conductor' in name]
+    assert scheduler and conductor
+    assert all('serving topic scheduler with 2 worker(s), 4 RPC thread(s) '
+               'each' in log for log in scheduler)
+    assert all('64 RPC thread(s) each' in log for log in conductor)

@@ -83,3 +83,24 @@ def test_only_py_amqp_s_cancel_on_close_warning_is_dropped():
         logger.removeHandler(handler)
     assert seen == ['Received method (60, 40) during closing channel 1. '
                     'This method will be ignored', 'Socket closed']
+
+
+def test_the_scheduler_defaults_to_few_rpc_threads_a_file_still_wins(
+        tmp_path):
+    from scheduler.cmd import scheduler as scheduler_cmd
+
+    config.register_opts()
+    # oslo.messaging's: the conductor's builds wait on RPC replies.
+    assert CONF.executor_thread_pool_size == 64
+    scheduler_cmd.set_defaults()
+    try:
+        assert CONF.executor_thread_pool_size == scheduler_cmd.RPC_THREADS
+        assert scheduler_cmd.RPC_THREADS == 4
+        conf_file = tmp_path / 'gantt.conf'
+        conf_file.write_text('[DEFAULT]\nexecutor_thread_pool_size = 12\n')
+        CONF(['--config-file', str(conf_file)], project='gantt')
+        assert CONF.executor_thread_pool_size == 12
+    finally:
+        CONF.reset()
+        CONF.clear()
+    assert CONF.executor_thread_pool_size == 64
