@@ -394,6 +394,82 @@ def autocommit_connection():
                 connection.invalidate()
 
 
+class KeptConnection:
+    """A Core connection kept checked out of the pool between the uses
+    of one user at a time (a claim slot: see
+    scheduler.drivers.base.ClaimSlots): each use skips the pool's
+    checkout and return and a new Connection object: most of a claim's
+    CPU time on the client (measured between requests, 10k hosts on
+    PostgreSQL: 485 us for claim_in_sql on a pooled connection, 163 us on
+    a kept one, 131 us for the driver's call alone).
+
+    :meth:`autocommit` is :func:`autocommit_connection` on it. The
+    connection is given back to the pool and a new one taken when a use
+    fails (whatever the error: a lost connection was invalidated by its
+    error handling; nothing else is reused after an error), when the
+    engine's pool is not the one it came from (``dispose_engine``, a
+    cell's engine), and after ``[database] connection_recycle_time``
+    seconds, as the pool would recycle it. A connection lost while kept
+    (the server restarted) fails its next use, which the caller's retry
+    (:func:`retry_on_db_error`) makes again on a new one.
+    """
+
+    def __init__(self):
+        self._connection = None
+        self._pool = None
+        self._since = 0.0
+
+    @contextlib.contextmanager
+    def autocommit(self):
+        engine = get_engine()
+        if engine.dialect.driver != 'psycopg2':
+            with autocommit_connection() as connection:
+                yield connection
+            return
+        connection = self._kept(engine)
+        raw = connection.connection.dbapi_connection
+        raw.autocommit = True
+        failed = True
+        try:
+            yield connection
+            failed = False
+        finally:
+            try:
+                raw.autocommit = False
+            except Exception:
+                failed = True
+            if failed:
+                self.close()
+
+    def _kept(self, engine):
+        connection = self._connection
+        if connection is not None:
+            recycle = CONF.database.connection_recycle_time
+            if (self._pool is not engine.pool or connection.closed
+                    or connection.invalidated
+                    or (recycle is not None and recycle >= 0
+                        and time.monotonic() - self._since > recycle)):
+                self.close()
+                connection = None
+        if connection is None:
+            connection = engine.connect()
+            self._connection = connection
+            self._pool = engine.pool
+            self._since = time.monotonic()
+        return connection
+
+    def close(self):
+        """Give the connection back to its pool (if one is kept)."""
+        connection, self._connection = self._connection, None
+        self._pool = None
+        if connection is None:
+            return
+        try:
+            connection.close()
+        except Exception as error:
+            LOG.debug('Could not give back a kept connection: %s', error)
+
+
 def driver_rows(connection, statement, parameters):
     """The rows of ``statement`` (the driver's own query string and
     parameters) run on the DBAPI cursor of ``connection`` (a Core

@@ -471,13 +471,15 @@ def _one_trip_sql(checked, refuse_settled, dialect):
 
 
 def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
-                 report=None):
+                 report=None, kept=None):
     """The common claim in one statement and an INSERT: a consumer that
     holds nothing yet (and, with ``refuse_settled``, is not settled).
     False when the node has no room or the consumer is not such a one;
     :func:`claim_in_sql` then takes the full path, which says which.
     (Its caller retries on lost connections and deadlocks.) On psycopg2
-    the node's generation after the claim goes into ``report``.
+    the node's generation after the claim goes into ``report``. With
+    ``kept`` (a :class:`db_api.KeptConnection`) the claim runs on the
+    connection it keeps.
     """
     if any(amount < 0 for amount in resources):
         return False    # the full path says why
@@ -489,7 +491,8 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
     engine = db_api.get_engine()
     if engine.dialect.driver == 'psycopg2':
         trip = _one_trip_sql(checked, refuse_settled, engine.dialect)
-        with db_api.autocommit_connection() as connection:
+        with (db_api.autocommit_connection() if kept is None
+              else kept.autocommit()) as connection:
             trip.prepare_on(connection)
             rows = db_api.driver_rows(connection, trip.execute,
                                       dict(trip.defaults, **params))
@@ -521,7 +524,7 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
 @db_api.retry_on_db_error
 def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
                  host=None, refuse_settled=False, hardware=None,
-                 report=None):
+                 report=None, kept=None):
     """One claim in its own transaction: True if the node had room, else
     False, or a :class:`GroupConflict` (which is
     false too) when ``group_uuid``'s hard policy forbids ``host``.
@@ -555,6 +558,10 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     the generation the node had before may then take its own claim as
     read (see HostManager.settle).
 
+    ``kept``: a :class:`scheduler.db.api.KeptConnection` the usual claim
+    runs on (one caller at a time), instead of a connection taken from
+    the pool and given back (the scheduler's claim slots keep one each).
+
     The instance's row is locked first (:func:`lock_instance`): claims
     for one instance never run side by side. The usual claim (no group
     policy, a consumer holding nothing yet) is then one conditional
@@ -566,7 +573,8 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     if report is not None:
         report.pop('generation', None)
     if group_uuid is None and hardware is None and _claim_fresh(
-            node_id, consumer_uuid, resources, refuse_settled, report):
+            node_id, consumer_uuid, resources, refuse_settled, report,
+            kept):
         return True
     try:
         with _group_lock(group_uuid) as group_check, \

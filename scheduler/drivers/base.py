@@ -29,6 +29,7 @@ spent filtering and weighing, and claiming.
 import abc
 import collections
 import contextlib
+import queue
 import threading
 
 from oslo_config import cfg
@@ -68,6 +69,44 @@ def claim_slots():
     return max(1, size - 1)
 
 
+class ClaimSlots:
+    """The SQL claims of one process in one database: at most ``size``
+    at once (None: no bound), each slot keeping the connection its claims
+    run on (a :class:`scheduler.db.api.KeptConnection`) from one claim to
+    the next. The most recently used slot is taken first, so a process
+    keeps as many connections as it ran claims at once, up to ``size``.
+    """
+
+    def __init__(self, size):
+        self._free = None
+        self._slots = ()
+        if size:
+            self._slots = tuple(db_api.KeptConnection()
+                                for _ in range(size))
+            self._free = queue.LifoQueue()
+            for slot in self._slots:
+                self._free.put(slot)
+
+    @contextlib.contextmanager
+    def slot(self):
+        """Wait for a free slot; yield its KeptConnection (None without
+        a bound: the claim takes a pooled connection)."""
+        if self._free is None:
+            yield None
+            return
+        kept = self._free.get()
+        try:
+            yield kept
+        finally:
+            self._free.put(kept)
+
+    def close(self):
+        """Give the kept connections back to the pool (the driver
+        stops; a claim under way gives its back when it ends)."""
+        for kept in self._slots:
+            kept.close()
+
+
 def make_selection(host_state, resources, claimed):
     """The Selection of ``host_state`` for an instance asking
     ``resources``; its ``allocation_request`` is what a claim there takes
@@ -94,15 +133,11 @@ class Scheduler(metaclass=abc.ABCMeta):
                       'claims_released': 0,
                       'no_valid_host': 0}
         self.last_timings = {'filter_weigh': 0.0, 'claim': 0.0}
-        # {cell: semaphore}: a process's SQL claims in one database wait
-        # for a pooled connection rather than open one (claim_slots).
-        self._claim_slots = collections.defaultdict(self._new_claim_slots)
-
-    @staticmethod
-    def _new_claim_slots():
-        slots = claim_slots()
-        return (threading.BoundedSemaphore(slots) if slots
-                else contextlib.nullcontext())
+        # {cell: ClaimSlots}: a process's SQL claims in one database wait
+        # for a pooled connection rather than open one (claim_slots), and
+        # keep it from one claim to the next.
+        self._claim_slots = collections.defaultdict(
+            lambda: ClaimSlots(claim_slots()))
 
     def _create_host_manager(self, **kwargs):
         """The ``[scheduler] host_manager``, built with ``kwargs``.
@@ -127,8 +162,11 @@ class Scheduler(metaclass=abc.ABCMeta):
         self.host_manager.start()
 
     def stop(self):
-        """Stop background work (the host cache refresh)."""
+        """Stop background work (the host cache refresh); give back the
+        connections the claim slots keep."""
         self.host_manager.stop()
+        for slots in list(self._claim_slots.values()):
+            slots.close()
 
     def reload_plugins(self):
         """Re-read mutable plugin options; True if they were applied."""
@@ -200,11 +238,13 @@ class Scheduler(metaclass=abc.ABCMeta):
         report = {}
         try:
             cell = self.host_manager.cell_of(host_state.id)
-            with self._claim_slots[cell.uuid], cells.target(cell):
+            with self._claim_slots[cell.uuid].slot() as kept, \
+                    cells.target(cell):
                 won = claims.claim_in_sql(
                     host_manager_cells.node_id(host_state.id), consumer_uuid,
                     resources, group_uuid, host_state.host,
-                    refuse_settled=True, hardware=hardware, report=report)
+                    refuse_settled=True, hardware=hardware, report=report,
+                    kept=kept)
         except db_exc.DBDuplicateEntry:
             LOG.warning('Instance %(uuid)s already holds an allocation on '
                         'node %(node)s; not claiming there again',

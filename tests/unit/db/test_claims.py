@@ -359,6 +359,127 @@ def test_a_claim_whose_connection_died_is_retried_once(any_database,
     assert inconsistencies() == []
 
 
+@pytest.fixture
+def postgresql_database(config):
+    """A fresh migrated PostgreSQL database (the kept connections are
+    psycopg2's); yields its URL."""
+    with databases.migrated_database('postgresql', config) as url:
+        yield url
+
+
+class _Checkouts:
+    """Counts the checkouts of the engine's pool."""
+
+    def __init__(self, engine):
+        self.count = 0
+        self.pool = engine.pool
+        sa.event.listen(self.pool, 'checkout', self._checkout)
+
+    def _checkout(self, *args):
+        self.count += 1
+
+    def stop(self):
+        sa.event.remove(self.pool, 'checkout', self._checkout)
+
+
+def kept_claim(node, kept, consumer=None, resources=(1, 1024, 10)):
+    consumer = consumer or str(uuid.uuid4())
+    return claims.claim_in_sql(node, consumer, claims.Resources(*resources),
+                               refuse_settled=True, report={}, kept=kept)
+
+
+def test_claims_on_a_kept_connection_take_it_from_the_pool_once(
+        postgresql_database, config):
+    engine = db_api.get_engine()
+    node = make_node(vcpus=16, memory_mb=32768)
+    kept = db_api.KeptConnection()
+    checkouts = _Checkouts(engine)
+    try:
+        for _ in range(3):
+            assert kept_claim(node, kept) is True
+        assert checkouts.count == 1
+        assert engine.pool.checkedout() == 1
+        # Given back: the pool holds it again, nothing checked out.
+        kept.close()
+        assert engine.pool.checkedout() == 0
+        assert kept_claim(node, kept) is True
+        assert checkouts.count == 2
+        # Recycled as the pool would recycle it: a new one at each use.
+        config.config(connection_recycle_time=0, group='database')
+        assert kept_claim(node, kept) is True
+        assert kept_claim(node, kept) is True
+        assert checkouts.count == 4
+        assert engine.pool.checkedout() == 1
+    finally:
+        checkouts.stop()
+        kept.close()
+    assert node_state(node)['vcpus_used'] == 6
+    assert inconsistencies() == []
+
+
+def test_a_kept_connection_lost_meanwhile_is_replaced_by_the_retry(
+        postgresql_database, config):
+    """The server ends the kept session between two claims (a restart,
+    an operator): the next claim meets the lost connection, is retried
+    on a new one, and claims exactly once."""
+    config.config(db_retry_interval=0, db_inc_retry_interval=False,
+                  group='database')
+    node = make_node()
+    kept = db_api.KeptConnection()
+    try:
+        assert kept_claim(node, kept) is True
+        with kept.autocommit() as connection:
+            pid = databases.backend_pid('postgresql', connection)
+        databases.kill_session('postgresql', pid)
+        consumer = str(uuid.uuid4())
+        assert kept_claim(node, kept, consumer, (2, 2048, 20)) is True
+        with kept.autocommit() as connection:
+            assert databases.backend_pid('postgresql', connection) != pid
+    finally:
+        kept.close()
+    assert len(allocations(consumer)) == 1
+    assert node_state(node)['vcpus_used'] == 3
+    assert inconsistencies() == []
+
+
+def test_a_kept_connection_follows_the_engine(postgresql_database):
+    """dispose_engine (new options, a cell's engine): the kept
+    connection of the old pool is given back, a new one taken."""
+    node = make_node()
+    kept = db_api.KeptConnection()
+    try:
+        assert kept_claim(node, kept) is True
+        old = db_api.get_engine().pool
+        db_api.dispose_engine()
+        assert kept_claim(node, kept) is True
+        assert db_api.get_engine().pool is not old
+        assert db_api.get_engine().pool.checkedout() == 1
+    finally:
+        kept.close()
+    assert db_api.get_engine().pool.checkedout() == 0
+
+
+def test_a_failed_claim_on_a_kept_connection_gives_it_back(
+        postgresql_database):
+    # An error other than a lost connection: nothing used after an error
+    # is kept (the refusal of a settled instance comes from the full path,
+    # after the fast one found nothing to claim).
+    node = make_node()
+    kept = db_api.KeptConnection()
+    checkouts = _Checkouts(db_api.get_engine())
+    try:
+        assert kept_claim(node, kept) is True
+        with pytest.raises(RuntimeError):
+            with kept.autocommit():
+                raise RuntimeError('boom')
+        assert db_api.get_engine().pool.checkedout() == 0
+        assert kept_claim(node, kept) is True
+        assert checkouts.count == 2
+    finally:
+        checkouts.stop()
+        kept.close()
+
+
 def add_instance(vm_state='building', task_state='scheduling', host=None):
     instance_uuid = str(uuid.uuid4())
     now = models.utcnow()

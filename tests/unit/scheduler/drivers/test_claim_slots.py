@@ -123,3 +123,10 @@ def test_concurrent_claims_wait_for_a_pooled_connection(
             'SELECT consumer_uuid FROM allocations')).scalars().all()
     assert sorted(claimed) == sorted(uuids)
     assert driver.stats['claims'] == REQUESTS
+    engine = db_api.get_engine()
+    if engine.dialect.driver == 'psycopg2':
+        # Each slot kept the connection of its claims (the one-trip
+        # claim); the driver gives them back when it stops.
+        assert engine.pool.checkedout() == base.claim_slots()
+    driver.stop()
+    assert engine.pool.checkedout() == 0
