@@ -79,13 +79,11 @@ class ClaimSlots:
 
     def __init__(self, size):
         self._free = None
-        self._slots = ()
+        self._closed = False
         if size:
-            self._slots = tuple(db_api.KeptConnection()
-                                for _ in range(size))
             self._free = queue.LifoQueue()
-            for slot in self._slots:
-                self._free.put(slot)
+            for _ in range(size):
+                self._free.put(db_api.KeptConnection())
 
     @contextlib.contextmanager
     def slot(self):
@@ -98,13 +96,27 @@ class ClaimSlots:
         try:
             yield kept
         finally:
+            if self._closed:
+                kept.close()
             self._free.put(kept)
 
     def close(self):
         """Give the kept connections back to the pool (the driver
-        stops; a claim under way gives its back when it ends)."""
-        for kept in self._slots:
+        stops): those of free slots now, that of a claim under way when
+        it ends. Claims made later still run, each on a connection taken
+        and given back."""
+        self._closed = True
+        if self._free is None:
+            return
+        free = []
+        while True:
+            try:
+                free.append(self._free.get_nowait())
+            except queue.Empty:
+                break
+        for kept in free:
             kept.close()
+            self._free.put(kept)
 
 
 def make_selection(host_state, resources, claimed):
@@ -136,8 +148,11 @@ class Scheduler(metaclass=abc.ABCMeta):
         # {cell: ClaimSlots}: a process's SQL claims in one database wait
         # for a pooled connection rather than open one (claim_slots), and
         # keep it from one claim to the next.
-        self._claim_slots = collections.defaultdict(
-            lambda: ClaimSlots(claim_slots()))
+        self._claim_slots = self._new_slots()
+
+    @staticmethod
+    def _new_slots():
+        return collections.defaultdict(lambda: ClaimSlots(claim_slots()))
 
     def _create_host_manager(self, **kwargs):
         """The ``[scheduler] host_manager``, built with ``kwargs``.
@@ -165,8 +180,11 @@ class Scheduler(metaclass=abc.ABCMeta):
         """Stop background work (the host cache refresh); give back the
         connections the claim slots keep."""
         self.host_manager.stop()
-        for slots in list(self._claim_slots.values()):
-            slots.close()
+        # A driver started again (a service restarted in the process)
+        # claims on new slots.
+        slots, self._claim_slots = self._claim_slots, self._new_slots()
+        for cell_slots in list(slots.values()):
+            cell_slots.close()
 
     def reload_plugins(self):
         """Re-read mutable plugin options; True if they were applied."""

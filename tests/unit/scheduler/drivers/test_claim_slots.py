@@ -130,3 +130,36 @@ def test_concurrent_claims_wait_for_a_pooled_connection(
         assert engine.pool.checkedout() == base.claim_slots()
     driver.stop()
     assert engine.pool.checkedout() == 0
+
+
+def _use(kept):
+    with kept.autocommit() as connection:
+        connection.exec_driver_sql('SELECT 1')
+
+
+def test_slots_keep_a_connection_each_and_give_them_back_when_closed(
+        pooled_database):
+    engine = db_api.get_engine()
+    if engine.dialect.driver != 'psycopg2':
+        pytest.skip('connections are kept for the claim of psycopg2')
+    slots = base.ClaimSlots(3)
+    with slots.slot() as first:
+        _use(first)
+        with slots.slot() as second:
+            _use(second)
+    # The last slot given back is the next taken: no third connection.
+    with slots.slot() as again:
+        assert again is first
+        _use(again)
+    assert engine.pool.checkedout() == 2
+    with slots.slot() as busy:
+        _use(busy)
+        slots.close()
+        # The free slot's connection went back; the busy one's goes back
+        # when its claim ends.
+        assert engine.pool.checkedout() == 1
+    assert engine.pool.checkedout() == 0
+    # Closed slots still serve, on connections given back after each use.
+    with slots.slot() as late:
+        _use(late)
+    assert engine.pool.checkedout() == 0
