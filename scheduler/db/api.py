@@ -382,16 +382,24 @@ def autocommit_connection():
                 isolation_level='AUTOCOMMIT') as connection:
             yield connection
         return
-    with engine.connect() as connection:
-        raw = connection.connection.dbapi_connection
-        raw.autocommit = True
+    with engine.connect() as connection, _driver_autocommit(connection):
+        yield connection
+
+
+@contextlib.contextmanager
+def _driver_autocommit(connection):
+    """psycopg2's own autocommit flag on ``connection`` (a Core
+    connection) for the block; a connection whose flag cannot be switched
+    back is invalidated."""
+    raw = connection.connection.dbapi_connection
+    raw.autocommit = True
+    try:
+        yield
+    finally:
         try:
-            yield connection
-        finally:
-            try:
-                raw.autocommit = False
-            except Exception:
-                connection.invalidate()
+            raw.autocommit = False
+        except Exception:
+            connection.invalidate()
 
 
 class KeptConnection:
@@ -427,19 +435,15 @@ class KeptConnection:
                 yield connection
             return
         connection = self._kept(engine)
-        raw = connection.connection.dbapi_connection
-        raw.autocommit = True
-        failed = True
         try:
-            yield connection
-            failed = False
-        finally:
-            try:
-                raw.autocommit = False
-            except Exception:
-                failed = True
-            if failed:
-                self.close()
+            with _driver_autocommit(connection):
+                yield connection
+        except BaseException:
+            self.close()
+            raise
+        if connection.invalidated:
+            # Its flag could not be switched back.
+            self.close()
 
     def _kept(self, engine):
         connection = self._connection
