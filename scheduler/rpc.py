@@ -95,23 +95,53 @@ def expose(func):
     docstring); unmarked endpoint methods are never dispatched."""
     method = _innermost(func)
     signature = inspect.signature(method)
+    keywords, required = _keyword_arguments(signature)
 
     @functools.wraps(method)
     def exposed(self, ctxt, *args, **kwargs):
-        try:
-            signature.bind(self, ctxt, *args, **kwargs)
-        except TypeError as error:
-            LOG.error('Refused RPC method %s: %s', method.__name__, error)
-            try:
-                raise exception.InvalidRequest(
-                    reason='%s: %s' % (method.__name__, error))
-            except exception.InvalidRequest:
-                # Expected: the caller reads it, the server logs no trace.
-                raise messaging.ExpectedException()
+        # oslo.messaging passes the arguments by name: when they are
+        # known names and the required ones are there, the call binds
+        # (the common case, without building a binding).
+        given = kwargs.keys()
+        if args or keywords is None or not (
+                given <= keywords and required <= given):
+            _bind(signature, method, self, ctxt, args, kwargs)
         return func(self, ctxt, *args, **kwargs)
 
     setattr(exposed, EXPOSED_ATTR, True)
     return exposed
+
+
+def _keyword_arguments(signature):
+    """``(names, required)``: the arguments after ``self`` and ``ctxt``
+    that may be given by name, and those without a default; ``(None,
+    None)`` when the method takes ``**kwargs`` or an argument that only
+    a position can give."""
+    names, required = set(), set()
+    for parameter in list(signature.parameters.values())[2:]:
+        if parameter.kind in (parameter.VAR_KEYWORD,
+                              parameter.POSITIONAL_ONLY):
+            return None, None
+        if parameter.kind == parameter.VAR_POSITIONAL:
+            continue
+        names.add(parameter.name)
+        if parameter.default is parameter.empty:
+            required.add(parameter.name)
+    return frozenset(names), frozenset(required)
+
+
+def _bind(signature, method, self, ctxt, args, kwargs):
+    """Refuse a call whose arguments ``method`` does not take."""
+    try:
+        signature.bind(self, ctxt, *args, **kwargs)
+    except TypeError as error:
+        LOG.error('Refused RPC method %s: %s', method.__name__, error)
+        try:
+            raise exception.InvalidRequest(
+                reason='%s: %s' % (method.__name__, error))
+        except exception.InvalidRequest:
+            # Expected: the caller reads it, the server logs no trace.
+            raise messaging.ExpectedException()
 
 
 def _innermost(func):

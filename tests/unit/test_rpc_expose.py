@@ -145,3 +145,47 @@ def test_expose_marks_and_keeps_the_method():
     with pytest.raises(messaging.ExpectedException) as caught:
         endpoint.ping({}, other=3)
     assert isinstance(caught.value.exc_info[1], exception.InvalidRequest)
+
+
+class _Shapes:
+    """Methods of the argument shapes :func:`rpc.expose` checks."""
+
+    @rpc.expose
+    def plain(self, ctxt, first, second=2, *, third=3):
+        return (first, second, third)
+
+    @rpc.expose
+    def open_ended(self, ctxt, first, **rest):
+        return (first, rest)
+
+
+@pytest.mark.parametrize('method, args, kwargs, expected', [
+    ('plain', (), {'first': 1}, (1, 2, 3)),
+    ('plain', (), {'first': 1, 'second': 5, 'third': 6}, (1, 5, 6)),
+    ('plain', (4,), {}, (4, 2, 3)),
+    ('plain', (4,), {'third': 7}, (4, 2, 7)),
+    ('open_ended', (), {'first': 1, 'other': 2}, (1, {'other': 2})),
+])
+def test_exposed_methods_take_what_their_signature_takes(method, args,
+                                                         kwargs, expected):
+    assert getattr(_Shapes(), method)({}, *args, **kwargs) == expected
+
+
+@pytest.mark.parametrize('method, args, kwargs, words', [
+    ('plain', (), {}, "missing a required argument: 'first'"),
+    ('plain', (), {'second': 1}, "missing a required argument: 'first'"),
+    ('plain', (), {'first': 1, 'fourth': 4},
+     "unexpected keyword argument 'fourth'"),
+    ('plain', (1,), {'first': 1}, "multiple values for argument 'first'"),
+    ('plain', (1, 2, 3), {}, 'too many positional arguments'),
+    ('open_ended', (), {'other': 2}, "missing a required argument: "
+                                     "'first'"),
+])
+def test_exposed_methods_refuse_what_their_signature_refuses(
+        method, args, kwargs, words):
+    with pytest.raises(messaging.ExpectedException) as caught:
+        getattr(_Shapes(), method)({}, *args, **kwargs)
+    error = caught.value.exc_info[1]
+    assert isinstance(error, exception.InvalidRequest)
+    assert words in str(error)
+    assert method in str(error)
