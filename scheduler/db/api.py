@@ -595,14 +595,24 @@ def _retrying(func, options):
         max_retry_interval=DEADLOCK_MAX_RETRY_INTERVAL,
         retry_on_deadlock=True, jitter=True)(func)
 
+    # The disconnect retry for each budget the options gave: built once
+    # per budget, not per call (a claim's path).
+    budgets = {}
+
     def wrapper(*args, **kwargs):
         database = options()
-        on_disconnect = oslo_db_api.wrap_db_retry(
-            max_retries=database.db_max_retries,
-            retry_interval=database.db_retry_interval,
-            inc_retry_interval=database.db_inc_retry_interval,
-            max_retry_interval=database.db_max_retry_interval,
-            retry_on_disconnect=True)(on_deadlock)
+        budget = (database.db_max_retries, database.db_retry_interval,
+                  database.db_inc_retry_interval,
+                  database.db_max_retry_interval)
+        on_disconnect = budgets.get(budget)
+        if on_disconnect is None:
+            on_disconnect = oslo_db_api.wrap_db_retry(
+                max_retries=budget[0], retry_interval=budget[1],
+                inc_retry_interval=budget[2], max_retry_interval=budget[3],
+                retry_on_disconnect=True)(on_deadlock)
+            if len(budgets) > 8:
+                budgets.clear()
+            budgets[budget] = on_disconnect
         return on_disconnect(*args, **kwargs)
 
     wrapper.__name__ = func.__name__

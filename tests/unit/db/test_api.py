@@ -254,3 +254,20 @@ def test_a_connection_going_back_to_the_pool_does_not_yield_the_gil(
         with db_api.reader() as session:
             session.execute(sa.text('SELECT 1'))
     assert sleeps == []
+
+
+def test_the_retry_budget_is_read_at_each_call(config):
+    calls = []
+
+    @db_api.retry_on_db_error
+    def lose_the_connection():
+        calls.append(1)
+        raise db_exc.DBConnectionError('gone')
+
+    for budget in (1, 3, 1, 0):
+        config.config(db_max_retries=budget, db_retry_interval=0,
+                      group='database')
+        del calls[:]
+        with pytest.raises(db_exc.DBConnectionError):
+            lose_the_connection()
+        assert len(calls) == budget + 1
