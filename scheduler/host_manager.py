@@ -279,16 +279,20 @@ class HostManager(instance_tracking.InstanceTracking):
                 return None
             row = table.row_by_id[node_id]
             replaced = {}
+            state, record = table.states[row].reserved(resources,
+                                                       hardware_request)
             if instance_uuid is not None:
-                host = table.states[row].host
+                host = state.host
                 instances = self._record_instance(
                     host, instance_uuid, instance_info, update_table=False)
+                # The node's row is a copy already; its host's other
+                # nodes (a baremetal host has several) are copied.
+                state.instances = instances
                 replaced = {other: host_instances.with_instances(
                     table.states[other], instances)
-                    for other in host_instances.host_rows(table, host)}
-            state = replaced.get(row, table.states[row])
-            replaced[row], record = state.reserved(resources,
-                                                   hardware_request)
+                    for other in host_instances.host_rows(table, host)
+                    if other != row}
+            replaced[row] = state
             # In place: a claim costs what it changes, not a copy of the
             # columns of every host (see HostTable.update_in_place).
             self._put_states(replaced)

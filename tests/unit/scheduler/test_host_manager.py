@@ -300,6 +300,34 @@ def test_consume_updates_the_cache_at_once(cloud, make_host_manager):
     assert _state(refreshed, 'a').memory_mb_used == 1024
 
 
+def test_consume_puts_the_instance_on_every_node_of_its_host(
+        cloud, make_host_manager):
+    # A host of several nodes (baremetal): the claimed node takes the
+    # resources, all of the host's nodes hold its instance.
+    first = cloud.add_node('bm', nodename='bm-1', vcpus=4)
+    cloud.add_node('bm', nodename='bm-2', vcpus=4)
+    cloud.add_node('other', vcpus=4)
+    manager = make_host_manager(auto_refresh=False)
+    before = manager.snapshot()
+    originals = {state.nodename: state for state in before.states}
+    resources = claims.Resources(2, 1024, 10)
+    cloud.take('bm-1', resources)
+    manager.consume(first, resources, 'inst-1')
+    after = manager.snapshot()
+    assert _state(after, 'bm-1').vcpus_used == 2
+    assert _state(after, 'bm-2').vcpus_used == 0
+    assert 'inst-1' in _state(after, 'bm-1').instances
+    assert 'inst-1' in _state(after, 'bm-2').instances
+    assert 'inst-1' not in _state(after, 'other').instances
+    # The states before the claim are untouched (requests may hold them).
+    for name, state in originals.items():
+        assert state.vcpus_used == 0 and 'inst-1' not in state.instances
+    assert after.instance_counts(['inst-1']).tolist() == [1, 1, 0]
+    fresh = host_table.HostTable.build(after.states)
+    for name in fresh.columns:
+        assert np.array_equal(after.columns[name], fresh.columns[name]), name
+
+
 @pytest.mark.parametrize('reader,full', [('changed_since', True),
                                          ('written_since', False)])
 def test_claim_during_a_refresh_is_not_lost(cloud, make_host_manager,
