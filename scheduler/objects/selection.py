@@ -7,6 +7,7 @@ is claimed and whose following ones are alternates: their
 
 from oslo_serialization import jsonutils
 from oslo_utils import versionutils
+from oslo_versionedobjects import base as ovo_base
 from oslo_versionedobjects import fields
 
 from scheduler.objects import base
@@ -47,6 +48,19 @@ def _request_json(resources):
     return found
 
 
+def _limits(selection, limits):
+    """``limits`` as the ``limits`` field of ``selection`` holds them (a
+    dict coercing its values to floats): the field's own coercion, but
+    for a dict of floats, which it would copy value by value."""
+    field = Selection.fields['limits']
+    if not limits or not all(type(key) is str and type(value) is float
+                             for key, value in limits.items()):
+        return field.coerce(selection, 'limits', dict(limits or {}))
+    coerced = fields.CoercedDict(limits)
+    coerced.enable_coercing(field._type._element_type, selection, 'limits')
+    return coerced
+
+
 @base.GanttObjectRegistry.register
 class Selection(base.GanttObject):
     # Version 1.0: Initial version
@@ -70,10 +84,12 @@ class Selection(base.GanttObject):
         Every answer builds one per host offered, so the values known to
         have their field's type are set without the fields' coercion
         (the host's strings from its database row, a bool, the request's
-        JSON); ``limits`` still goes through its field (floats).
+        JSON); ``limits`` still goes through its field unless its values
+        are floats already.
         """
         selection = cls.__new__(cls)
-        base.GanttObject.__init__(selection, limits=dict(limits or {}))
+        ovo_base.VersionedObject.__init__(selection)
+        selection._obj_limits = _limits(selection, limits)
         selection._obj_compute_node_uuid = _text(host_state.uuid)
         selection._obj_service_host = _text(host_state.host)
         selection._obj_nodename = _text(host_state.nodename)

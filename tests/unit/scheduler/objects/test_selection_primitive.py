@@ -96,7 +96,9 @@ HOSTS = [
 
 @pytest.mark.parametrize('host', HOSTS)
 @pytest.mark.parametrize('claimed', [True, False])
-@pytest.mark.parametrize('limits', [None, {'vcpu': 16, 'memory_mb': 4096.5}])
+@pytest.mark.parametrize('limits', [
+    None, {}, {'vcpu': 16, 'memory_mb': 4096.5},
+    {'vcpu': 16.0, 'memory_mb': 4096.5}])
 def test_for_host_is_the_generic_construction(host, claimed, limits):
     resources = placement_types.Resources(2, 2048, 20)
     fast = selection.Selection.for_host(host, resources, claimed, limits)
@@ -129,3 +131,21 @@ def test_allocation_requests_of_equal_amounts_in_other_shapes_differ():
     assert first.requested_resources() == {'vcpus': 2, 'memory_mb': 2048,
                                            'disk_gb': 20}
     assert second.requested_resources() == {'a': 2, 'b': 2048, 'c': 20}
+
+
+@pytest.mark.parametrize('limits', [{'vcpu': 16.0}, {'vcpu': 16}, None])
+def test_for_host_limits_coerce_later_values_as_the_field_does(limits):
+    fast = selection.Selection.for_host(
+        HOSTS[0], placement_types.Resources(1, 512, 1), True, limits)
+    generic = selection.Selection(limits=dict(limits or {}))
+    for chosen in (fast, generic):
+        assert type(chosen.limits) is type(generic.limits)
+        chosen.limits['disk_gb'] = '40'
+        assert chosen.limits['disk_gb'] == 40.0
+        assert type(chosen.limits['disk_gb']) is float
+        with pytest.raises(ValueError):
+            chosen.limits['memory_mb'] = 'lots'
+    assert fast.limits == generic.limits
+    # The caller's dict is not the Selection's.
+    if limits:
+        assert 'disk_gb' not in limits
