@@ -171,7 +171,11 @@ class HostManager(instance_tracking.InstanceTracking):
         # When the last successful refresh began (UTC, this host's clock),
         # and when the last full read was (monotonic).
         self._watermark = None
+        self._watermark_monotonic = 0.0
         self._last_full_read = 0.0
+        # {node id: when (monotonic) the cache took its row} of the nodes
+        # taken lately, oldest first (see _recent_pairs).
+        self._learned_at = {}
         self._services = {}
         # Hosts whose cached service is not alive (see _cache_service).
         self._dead_hosts = set()
@@ -333,6 +337,7 @@ class HostManager(instance_tracking.InstanceTracking):
                     and generation == base + 1 and left <= 0
                     and self._generations[node_id] == -1):
                 self._generations[node_id] = generation
+                self._learned(node_id)
                 self._reread.discard(node_id)
                 self.stats['claims_taken_as_read'] += 1
                 return
@@ -389,6 +394,7 @@ class HostManager(instance_tracking.InstanceTracking):
                     and self._consumed_at.get(row.id, 0) <= seen_seq]
             for row in rows:
                 self._generations[row.id] = row.generation
+                self._learned(row.id)
                 self._reread.discard(row.id)
             ratios = _default_ratios()
             fresh = {row.id: self._make_state(row, ratios) for row in rows}
@@ -418,20 +424,24 @@ class HostManager(instance_tracking.InstanceTracking):
             changes = _Changes()
             changes.alive_since, changes.alive_until = _alive_window(began)
             first_load = self._table is None
+            multi_cell = host_manager_cells.multi_cell()
+            at_once = not (multi_cell or full) and _reads_at_once()
             with self._lock:
                 seen_seq = self._consume_seq
                 known = dict(self._generations) if full else None
                 reread = set(self._reread)
                 changes.aggregate_seq = self._aggregate_seq
                 dead = set(self._dead_hosts)
-            if host_manager_cells.multi_cell():
+                recent = self._recent_pairs(now) if at_once else None
+            if multi_cell:
                 table = host_manager_cells.refresh(
                     self, changes, full, known, reread, dead, began,
                     seen_seq)
             else:
                 table = self._read_one_cell(changes, first_load, full, known,
-                                            reread, dead, seen_seq)
+                                            reread, dead, seen_seq, recent)
             self._watermark = began
+            self._watermark_monotonic = now
             if full:
                 self._last_full_read = now
             elapsed = time.perf_counter() - started
@@ -448,10 +458,49 @@ class HostManager(instance_tracking.InstanceTracking):
                       len(changes.removed))
             return table
 
+    def _learned(self, node_id):
+        """The cache holds the node's row at its generation now (see
+        :meth:`_recent_pairs`); called with the lock held."""
+        self._learned_at.pop(node_id, None)
+        self._learned_at[node_id] = time.monotonic()
+
+    def _recent_pairs(self, now):
+        """``(ids, generations)`` of the nodes whose rows the cache took
+        recently enough to be written within the next incremental read's
+        window (the slack before the last refresh began), at the
+        generation it holds: the read leaves them out. (A row learned
+        earlier but written in the window, by a writer whose clock runs
+        ahead, is read again: more work, never a row missed.) Called
+        with the lock held."""
+        horizon = self._watermark_monotonic - 2 * WRITE_SLACK
+        learned = self._learned_at
+        while learned:
+            oldest = next(iter(learned))
+            if learned[oldest] >= horizon:
+                break
+            del learned[oldest]
+        ids, generations = [], []
+        for node_id in learned:
+            generation = self._generations.get(node_id, -1)
+            if generation >= 0:
+                ids.append(node_id)
+                generations.append(generation)
+        return ids, generations
+
+    def _since(self):
+        """Where an incremental read starts: the slack before the last
+        refresh began."""
+        return self._watermark - datetime.timedelta(seconds=WRITE_SLACK)
+
     def _read_one_cell(self, changes, first_load, full, known, reread, dead,
-                       seen_seq):
+                       seen_seq, recent=None):
         """Read ``[database]`` (no cells) into ``changes`` and apply them;
-        return the table."""
+        return the table. ``recent``: see :meth:`_recent_pairs`."""
+        if recent is not None and not (first_load or full):
+            self._read_changes_at_once(changes, reread, dead, recent)
+            with self._lock:
+                self._apply(changes, seen_seq)
+                return self._table
         table = None
         with db_api.reader() as session:
             if first_load:
@@ -471,10 +520,8 @@ class HostManager(instance_tracking.InstanceTracking):
                     host_reads.read_full(session, known))
             else:
                 changes.nodes, changes.services = host_reads.read_changes(
-                    session, self._watermark - datetime.timedelta(
-                        seconds=WRITE_SLACK),
-                    reread, changes.alive_since, dead,
-                    known=self._generations)
+                    session, self._since(), reread, changes.alive_since,
+                    dead, known=self._generations)
             if not first_load:
                 changes.full = full
                 self._read_instances_and_aggregates(session, changes)
@@ -483,6 +530,26 @@ class HostManager(instance_tracking.InstanceTracking):
                 self._apply(changes, seen_seq)
                 table = self._table
         return table
+
+    def _read_changes_at_once(self, changes, reread, dead, recent):
+        """An incremental read on psycopg2: the nodes and services in one
+        prepared statement (the rows the cache holds at their generation,
+        ``recent``, left out on the server), then the aggregates'
+        fingerprint, on one connection outside a transaction, SQLAlchemy's
+        statements and results left out (the refresh thread's CPU is
+        taken from the requests')."""
+        changes.full = False
+        with host_reads.statement_connection() as connection:
+            changes.nodes, changes.services = host_reads.read_cell_changes(
+                connection, self._since(), reread, changes.alive_since,
+                dead, known=recent)
+            fingerprint = host_reads.aggregates_fingerprint(connection)
+        if fingerprint != self._aggregates_fingerprint:
+            # Read after the fingerprint: a change in between is read
+            # now and again next time, never missed.
+            with db_api.reader() as session:
+                changes.aggregates = db_aggregates.get_all(session)
+            changes.aggregates_fingerprint = fingerprint
 
     def cell_of(self, cache_id):
         """The CellMapping of the node the cache knows as ``cache_id``."""
@@ -549,6 +616,7 @@ class HostManager(instance_tracking.InstanceTracking):
             return
         for node_id in changes.removed:
             self._generations.pop(node_id, None)
+            self._learned_at.pop(node_id, None)
             self._reread.discard(node_id)
             rebuild = True
         # Nodes claimed on after this refresh started its reads, or with
@@ -577,6 +645,7 @@ class HostManager(instance_tracking.InstanceTracking):
                     fresh[row.id] = row
                 continue
             self._generations[row.id] = row.generation
+            self._learned(row.id)
             self._reread.discard(row.id)
             fresh[row.id] = row
         self._consumed_at = {node_id: seq for node_id, seq
@@ -728,9 +797,14 @@ class HostManager(instance_tracking.InstanceTracking):
         ``changes.nodes`` becomes the count read."""
         ratios = _default_ratios()
         self._generations = {}
+        self._learned_at = {}
+        # Rows written lately come again in the next reads' slack.
+        lately = models.utcnow() - datetime.timedelta(seconds=WRITE_SLACK)
         states = []
         for row in changes.nodes:
             self._generations[row.id] = row.generation
+            if row.updated_at is not None and row.updated_at >= lately:
+                self._learned(row.id)
             states.append(self._make_state(row, ratios))
         changes.nodes = states
         self._table = host_table.HostTable.build(states, self._aggregates)
@@ -784,6 +858,12 @@ class HostManager(instance_tracking.InstanceTracking):
         self._cells.stop()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
+
+
+def _reads_at_once():
+    """Whether an incremental refresh of ``[database]`` is one prepared
+    statement (PostgreSQL through psycopg2)."""
+    return db_api.get_engine().dialect.driver == 'psycopg2'
 
 
 def _refresh_loop(manager_ref, stop):

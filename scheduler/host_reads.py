@@ -24,6 +24,7 @@ import functools
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
+from scheduler.db import aggregates as db_aggregates
 from scheduler.db import api as db_api
 from scheduler.db import compute_nodes
 from scheduler.db import models
@@ -141,12 +142,19 @@ def _service_columns(real):
 
 
 @functools.cache
-def _changes_statement(with_reread, with_revived, arrays=False):
+def _changes_statement(with_reread, with_revived, arrays=False,
+                       with_known=False):
     """The incremental read of one cell as one ``UNION ALL``, each branch
     an indexed select, each row a node row or a service row (the other
     half NULL). Built once per shape (the lists of ids and hosts are
     expanding parameters, or with ``arrays`` PostgreSQL arrays compared
-    with ``= ANY``), so that executing it costs no compilation."""
+    with ``= ANY``), so that executing it costs no compilation.
+
+    ``with_known`` (with ``arrays``): the nodes written since ``since``
+    leave out those whose id and generation are a pair of the arrays
+    ``known_ids`` and ``known_generations``: the rows the cache holds
+    already, which the slack would otherwise send again at each
+    refresh."""
     node_row = (*_node_columns(True, arrays), *_service_columns(False))
     service_row = (*_node_columns(False), *_service_columns(True))
     compute = _SERVICE.c.binary == COMPUTE_BINARY
@@ -155,8 +163,11 @@ def _changes_statement(with_reread, with_revived, arrays=False):
     # A node row, then a service row: together they give every column a
     # type (PostgreSQL types the columns of a union pairwise, from the
     # first branches; a NULL in both would be text).
+    written = [_NODE.c.updated_at >= since]
+    if with_known:
+        written.append(~_known_pair())
     branches = [
-        sa.select(*node_row).where(_NODE.c.updated_at >= since),
+        sa.select(*node_row).where(*written),
         sa.select(*service_row).where(compute,
                                       _SERVICE.c.updated_at >= since),
         sa.select(*service_row).where(
@@ -174,6 +185,18 @@ def _changes_statement(with_reread, with_revived, arrays=False):
     return sa.union_all(*branches)
 
 
+def _known_pair():
+    """PostgreSQL: the node's id and generation are a pair of the arrays
+    ``known_ids`` and ``known_generations``."""
+    known = sa.func.unnest(
+        sa.cast(sa.bindparam('known_ids'), postgresql.ARRAY(sa.BigInteger)),
+        sa.cast(sa.bindparam('known_generations'),
+                postgresql.ARRAY(sa.BigInteger)),
+    ).table_valued('id', 'generation').render_derived(name='known')
+    return sa.exists().where(known.c.id == _NODE.c.id,
+                             known.c.generation == _NODE.c.generation)
+
+
 def _one_of(column, name, arrays):
     """``column`` is one of the list parameter ``name``."""
     if not arrays:
@@ -183,12 +206,13 @@ def _one_of(column, name, arrays):
 
 
 # The parameters each read of a cell gives.
-_READ_PARAMETERS = ('since', 'alive_since', 'id_offset', 'reread', 'dead')
+_READ_PARAMETERS = ('since', 'alive_since', 'id_offset', 'reread', 'dead',
+                    'known_ids', 'known_generations')
 
 
 # Keyed on the dialect: one per cell engine; bounded, as engines come back.
 @functools.lru_cache(maxsize=64)
-def _driver_changes(with_reread, with_revived, dialect):
+def _driver_changes(with_reread, with_revived, dialect, with_known=False):
     """``(db_api.Prepared, result processors)`` of
     :func:`_changes_statement` for psycopg2's own cursor: prepared on
     each pooled connection (planning the ``UNION ALL`` cost the server
@@ -197,7 +221,8 @@ def _driver_changes(with_reread, with_revived, dialect):
     whose driver's value SQLAlchemy would convert: only our own column
     types (the JSON documents); psycopg2 gives integers, floats,
     booleans, text and timestamps as SQLAlchemy's result would."""
-    statement = _changes_statement(with_reread, with_revived, arrays=True)
+    statement = _changes_statement(with_reread, with_revived, arrays=True,
+                                   with_known=with_known)
     processors = tuple(
         (index, column.type.result_processor(dialect, None))
         for index, column in enumerate(statement.selected_columns)
@@ -207,15 +232,18 @@ def _driver_changes(with_reread, with_revived, dialect):
 
 
 def prepared_cell_read(dialect, since, reread, alive_since, dead,
-                       id_offset=0):
+                       id_offset=0, known=None):
     """``(db_api.Prepared, parameters, result processors)`` of
     :func:`read_cell_changes` on psycopg2 (see :func:`_driver_changes`),
     for a caller that runs the query string on a connection of its own
     (:mod:`scheduler.cell_reads`); :func:`cell_read_rows` makes
     its rows what :func:`read_cell_changes` returns."""
-    prepared, processors = _driver_changes(bool(reread), bool(dead), dialect)
+    prepared, processors = _driver_changes(bool(reread), bool(dead), dialect,
+                                           known is not None)
     params = _cell_read_parameters(since, reread, alive_since, dead,
                                    id_offset)
+    if known is not None:
+        params['known_ids'], params['known_generations'] = known
     return prepared, dict(prepared.defaults, **params), processors
 
 
@@ -261,18 +289,23 @@ def cell_read_rows(rows, processors=()):
 
 
 def read_cell_changes(connection, since, reread, alive_since, dead,
-                      id_offset=0):
+                      id_offset=0, known=None):
     """``(node rows, service rows)`` of an incremental refresh in one
     statement: the rows :func:`read_changes` reads, as named tuples, in
     id order, each once. Node ids come plus ``id_offset`` (a cell's
-    cache ids); ``reread`` holds the node ids of this database."""
+    cache ids); ``reread`` holds the node ids of this database.
+
+    ``known``: ``(ids, generations)``, two lists of the same length,
+    of nodes whose row the caller holds at that generation: on
+    psycopg2 those written since ``since`` are not sent again (the
+    caller must leave them out itself elsewhere: they may come)."""
     if connection.dialect.driver == 'psycopg2':
         # The driver's own cursor (see db_api.driver_rows: SQLAlchemy's
         # execution context and result cost more CPU than the round
         # trip), the statement prepared once per pooled connection.
         prepared, params, processors = prepared_cell_read(
             connection.dialect, since, reread, alive_since, dead,
-            id_offset)
+            id_offset, known)
         db_api.prepare_on(connection, {prepared.name: prepared.prepare})
         return cell_read_rows(
             db_api.driver_rows(connection, prepared.execute, params),
@@ -281,6 +314,24 @@ def read_cell_changes(connection, since, reread, alive_since, dead,
                                    id_offset)
     return cell_read_rows(connection.execute(
         _changes_statement(bool(reread), bool(dead)), params).all())
+
+
+@functools.lru_cache(maxsize=64)
+def _driver_fingerprint(dialect):
+    return db_api.Prepared.of(db_aggregates.fingerprint_statement(),
+                              dialect, ())
+
+
+def aggregates_fingerprint(connection):
+    """:func:`scheduler.db.aggregates.fingerprint` on a Core connection
+    (on psycopg2 prepared, on the driver's own cursor)."""
+    if connection.dialect.driver != 'psycopg2':
+        return db_aggregates.fingerprint(connection)
+    prepared = _driver_fingerprint(connection.dialect)
+    db_api.prepare_on(connection, {prepared.name: prepared.prepare})
+    rows = db_api.driver_rows(connection, prepared.execute,
+                              dict(prepared.defaults))
+    return tuple(rows[0])
 
 
 @contextlib.contextmanager

@@ -28,6 +28,8 @@ definitions (:mod:`scheduler.db.api_models`)::
             print(agg.name, sorted(agg.hosts), agg.availability_zone)
 """
 
+import functools
+
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
@@ -135,15 +137,21 @@ def get(session, ident):
 def fingerprint(session):
     """A value that changes whenever any aggregate, host or key changes
     (one statement: each refresh asks)."""
+    return tuple(session.execute(fingerprint_statement()).one())
+
+
+@functools.cache
+def fingerprint_statement():
+    """The SELECT of :func:`fingerprint`'s one row (built once)."""
     def figures(table, *more):
         return [sa.select(sa.func.count(table.c.id)).scalar_subquery(),
                 sa.select(sa.func.sum(table.c.id)).scalar_subquery()] + [
                     sa.select(expression).scalar_subquery()
                     for expression in more]
-    return tuple(session.execute(sa.select(
+    return sa.select(
         *figures(_AGG, sa.func.max(_AGG.c.updated_at),
                  sa.func.max(_AGG.c.created_at)),
-        *figures(_HOST), *figures(_META))).one())
+        *figures(_HOST), *figures(_META))
 
 
 def _touch(session, aggregate_id):

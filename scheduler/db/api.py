@@ -547,8 +547,9 @@ class Prepared(collections.namedtuple(
             lambda match: '$%d' % (names.index(match.group(1)) + 1),
             expanded.statement).replace('%%', '%')
         name = 'gantt_' + hashlib.sha1(positional.encode()).hexdigest()[:20]
-        execute = 'EXECUTE %s(%s)' % (name, ', '.join(
-            '%%(%s)s' % parameter for parameter in names))
+        # (PostgreSQL takes no empty parentheses.)
+        execute = 'EXECUTE %s' % name + ('(%s)' % ', '.join(
+            '%%(%s)s' % parameter for parameter in names) if names else '')
         defaults = {parameter: value for parameter, value
                     in expanded.parameters.items() if parameter not in given}
         return cls(name, 'PREPARE %s AS %s' % (name, positional), execute,

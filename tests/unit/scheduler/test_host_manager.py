@@ -12,6 +12,7 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler import host_manager
+from scheduler import host_reads
 from scheduler import host_table
 
 _NODE = models.ComputeNode.__table__
@@ -38,17 +39,25 @@ def _wait_for(predicate, timeout=10.0):
 
 
 def _hosts_read_by_written_since(monkeypatch):
-    """A list that gets, at each refresh, the hosts whose full rows
-    compute_nodes.written_since returned (the real one runs)."""
+    """A list that gets, at each incremental refresh, the hosts whose
+    full rows its read returned: compute_nodes.written_since, or on
+    psycopg2 host_reads.read_cell_changes (the real ones run)."""
     read = []
-    real = compute_nodes.written_since
+    written_since = compute_nodes.written_since
+    read_cell_changes = host_reads.read_cell_changes
 
     def spy(session, since, **kwargs):
-        rows = real(session, since, **kwargs)
+        rows = written_since(session, since, **kwargs)
         read.append(sorted(row.host for row in rows))
         return rows
 
+    def cell_spy(*args, **kwargs):
+        nodes, services = read_cell_changes(*args, **kwargs)
+        read.append(sorted(row.host for row in nodes))
+        return nodes, services
+
     monkeypatch.setattr(compute_nodes, 'written_since', spy)
+    monkeypatch.setattr(host_reads, 'read_cell_changes', cell_spy)
     return read
 
 
