@@ -243,7 +243,10 @@ def prepared_cell_read(dialect, since, reread, alive_since, dead,
     params = _cell_read_parameters(since, reread, alive_since, dead,
                                    id_offset)
     if known is not None:
-        params['known_ids'], params['known_generations'] = known
+        # As array literals: psycopg2 adapts a list element by element
+        # (1.6 ms for 600 pairs on the 2-CPU machine; the text, 0.1 ms).
+        params['known_ids'], params['known_generations'] = (
+            '{%s}' % ','.join(map(str, values)) for values in known)
     return prepared, dict(prepared.defaults, **params), processors
 
 

@@ -142,3 +142,37 @@ def test_a_cells_one_statement_reads_what_the_separate_reads_read(
     assert [row.host for row in shifted[1]] == ['quiet', 'dead', 'never']
     # With nothing written since, the dead ones still come.
     assert nothing == ([], [got[1][1], got[1][2]])
+
+
+def test_the_one_statement_leaves_out_the_known_pairs_on_psycopg2():
+    """With ``known`` (ids and generations) the nodes written since come
+    but for those at the generation given; a reread node comes anyway;
+    the services are not affected."""
+    with databases.cell_database('postgresql') as url, \
+            db_api.target_cell(url):
+        cloud = fakes.Cloud()
+        ids = {host: cloud.add_node(host) for host in ('same', 'newer',
+                                                       'reread', 'unknown')}
+        with db_api.reader() as session:
+            generations = {row.host: row.generation
+                           for row in session.execute(sa.select(
+                               models.ComputeNode.__table__))}
+        now = models.utcnow()
+        since = now - datetime.timedelta(seconds=30)
+        alive_since = now - datetime.timedelta(seconds=60)
+        known = ([ids['same'], ids['newer'], ids['reread']],
+                 [generations['same'], generations['newer'] - 1,
+                  generations['reread']])
+        with host_reads.statement_connection() as connection:
+            nodes, services = host_reads.read_cell_changes(
+                connection, since, {ids['reread']}, alive_since, set(),
+                known=known)
+            everything = host_reads.read_cell_changes(
+                connection, since, set(), alive_since, set())
+            empty = host_reads.read_cell_changes(
+                connection, since, set(), alive_since, set(),
+                known=([], []))
+    assert [row.host for row in nodes] == ['newer', 'reread', 'unknown']
+    assert services == everything[1]
+    assert len(services) == 4
+    assert empty == everything
