@@ -9,6 +9,7 @@ import random
 import time
 import uuid
 
+from oslo_db import exception as db_exc
 import pytest
 
 from scheduler.db import aggregates as db_aggregates
@@ -205,3 +206,22 @@ def test_refreshes_among_concurrent_writers_match_a_fresh_load(
                         got.local_gb_used, got.vcpus_total) == (
                     want.vcpus_used, want.memory_mb_used,
                     want.local_gb_used, want.vcpus_total), (step, other)
+
+
+def test_a_refresh_whose_session_ended_is_an_outage_then_reads(
+        database, cloud, make_host_manager):
+    """The server ended the pooled sessions (a restart): the refresh on
+    the prepared statement fails as a lost connection (the refresh loop
+    logs an outage and keeps the cache), and the next one prepares its
+    statements on a new connection and reads what changed meanwhile."""
+    cloud.add_node('a', memory_mb=4096)
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    manager.refresh()
+    _report(cloud, 'a', memory_mb=8192)
+    databases.end_sessions(database)
+    with pytest.raises(db_exc.DBConnectionError):
+        manager.refresh()
+    assert _state(manager.snapshot(), 'a').total_usable_ram_mb == 4096
+    table = manager.refresh()
+    assert _state(table, 'a').total_usable_ram_mb == 8192
