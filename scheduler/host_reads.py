@@ -165,7 +165,7 @@ def _changes_statement(with_reread, with_revived, arrays=False,
     # first branches; a NULL in both would be text).
     written = [_NODE.c.updated_at >= since]
     if with_known:
-        written.append(~_known_pair())
+        written.append(_not_known())
     branches = [
         sa.select(*node_row).where(*written),
         sa.select(*service_row).where(compute,
@@ -185,16 +185,20 @@ def _changes_statement(with_reread, with_revived, arrays=False,
     return sa.union_all(*branches)
 
 
-def _known_pair():
-    """PostgreSQL: the node's id and generation are a pair of the arrays
-    ``known_ids`` and ``known_generations``."""
+def _not_known():
+    """PostgreSQL: the node's id and generation are not a pair of the
+    arrays ``known_ids`` and ``known_generations``. As ``NOT IN`` a
+    subquery, which the server hashes: the planner believes few rows
+    were written lately (the statistics lag the clock), and for a ``NOT
+    EXISTS`` chose a nested loop, each row against every pair (40 ms
+    for 1,000 of each, against 1 ms). Neither column is NULL."""
     known = sa.func.unnest(
         sa.cast(sa.bindparam('known_ids'), postgresql.ARRAY(sa.BigInteger)),
         sa.cast(sa.bindparam('known_generations'),
                 postgresql.ARRAY(sa.BigInteger)),
     ).table_valued('id', 'generation').render_derived(name='known')
-    return sa.exists().where(known.c.id == _NODE.c.id,
-                             known.c.generation == _NODE.c.generation)
+    return sa.tuple_(_NODE.c.id, _NODE.c.generation).not_in(
+        sa.select(known.c.id, known.c.generation))
 
 
 def _one_of(column, name, arrays):

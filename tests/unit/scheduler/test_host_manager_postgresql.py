@@ -5,16 +5,19 @@ fingerprint: the refresh tests of test_host_manager run again here, and
 the ones of what the statement leaves out."""
 
 import contextlib
+import datetime
 import random
 import time
 import uuid
 
 from oslo_db import exception as db_exc
 import pytest
+import sqlalchemy as sa
 
 from scheduler.db import aggregates as db_aggregates
 from scheduler.db import api as db_api
 from scheduler.db import claims
+from scheduler.db import models
 from scheduler import host_manager
 from scheduler import host_reads
 from tests.fixtures import databases
@@ -74,6 +77,11 @@ def test_the_read_leaves_out_the_rows_the_cache_holds(cloud,
     manager.snapshot()
     sent = _known_sent(monkeypatch)
     read = _hosts_read_by_written_since(monkeypatch)
+    # Written in the slack before the first load: read once more, then
+    # held.
+    manager.refresh()
+    assert read[-1] == ['a', 'b', 'c']
+    assert sent[-1] == {}
     _report(cloud, 'a', memory_mb=1000)
     _report(cloud, 'b', memory_mb=2000)
     manager.refresh()
@@ -82,7 +90,7 @@ def test_the_read_leaves_out_the_rows_the_cache_holds(cloud,
     # the generation they have.
     manager.refresh()
     assert read[-1] == []
-    # (c was written just before the cache loaded it: held too.)
+    # (c was read by the first refresh: held too.)
     assert sent[-1] == {cloud.nodes[name]: cloud.node_row(name).generation
                         for name in 'abc'}
     # Written again (a new generation): read, whatever the cache held.
@@ -110,8 +118,9 @@ def test_a_node_learned_long_ago_is_sent_no_more(cloud, make_host_manager,
     manager.snapshot()
     sent = _known_sent(monkeypatch)
     start = clock.now
+    manager.refresh()                       # a and b taken at start
     _report(cloud, 'a', memory_mb=1000)
-    manager.refresh()                       # a taken at start
+    manager.refresh()                       # a taken again at start
     clock.now = start + 3
     _report(cloud, 'b', memory_mb=1000)
     manager.refresh()                       # b taken at start + 3
@@ -119,15 +128,23 @@ def test_a_node_learned_long_ago_is_sent_no_more(cloud, make_host_manager,
     manager.refresh()
     assert set(sent[-1]) == {cloud.nodes['a'], cloud.nodes['b']}
     # The last refresh began at start + 5: the horizon is start + 1.
+    read = _hosts_read_by_written_since(monkeypatch)
     clock.now = start + 6
     manager.refresh()
     assert set(sent[-1]) == {cloud.nodes['b']}
-    clock.now = start + 9
+    # By the database's clock (the test moves only the cache's) 'a' is
+    # still within the slack: read once more, and held again.
+    assert read[-1] == ['a']
+    # Both leave the slack: once the horizon passes them, none is sent.
+    long_ago = models.utcnow() - datetime.timedelta(hours=1)
+    with db_api.writer() as session:
+        session.execute(sa.update(models.ComputeNode.__table__)
+                        .values(updated_at=long_ago))
+    clock.now = start + 20
     manager.refresh()
-    assert set(sent[-1]) == {cloud.nodes['b']}
-    # Began at start + 9: the horizon is start + 5.
     manager.refresh()
     assert sent[-1] == {}
+    assert read[-2:] == [[], []]
 
 
 class _Clock:
@@ -225,3 +242,27 @@ def test_a_refresh_whose_session_ended_is_an_outage_then_reads(
     assert _state(manager.snapshot(), 'a').total_usable_ram_mb == 4096
     table = manager.refresh()
     assert _state(table, 'a').total_usable_ram_mb == 8192
+
+
+def test_at_most_the_newest_known_pairs_are_sent(cloud, make_host_manager,
+                                                 monkeypatch):
+    monkeypatch.setattr(host_manager, 'MAX_KNOWN_PAIRS', 2)
+    for name in 'abc':
+        cloud.add_node(name)
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    manager.refresh()
+    sent = _known_sent(monkeypatch)
+    read = _hosts_read_by_written_since(monkeypatch)
+    for name in 'cab':
+        _report(cloud, name, memory_mb=1000)
+        manager.refresh()
+    table = manager.refresh()
+    # Two of the three, the newest taken; the one left out comes again
+    # (it is in the slack), and the cache holds it as it is.
+    assert len(sent[-1]) == 2
+    names = {node_id: name for name, node_id in cloud.nodes.items()}
+    assert read[-1] == sorted(set('abc') - {names[node_id]
+                                            for node_id in sent[-1]})
+    for name in 'abc':
+        assert _state(table, name).total_usable_ram_mb == 1000
