@@ -26,6 +26,14 @@ host_state_refresh_interval`` seconds, reading only what changed:
   transaction without cells, from the API database with them
   (:meth:`HostManager.read_api_aggregates`).
 
+On PostgreSQL through psycopg2 the nodes and services of an incremental
+refresh are one prepared statement (the cells' read,
+:func:`scheduler.host_reads.read_cell_changes`), and the nodes the cache
+took lately at the generation it holds are left out on the server
+rather than sent again at each pass of the slack
+(:meth:`HostManager._recent_pairs`); the aggregates' fingerprint is a
+second prepared statement on the same connection.
+
 Aggregate changes also arrive at once through the scheduler's fanout casts
 (:meth:`HostManager.update_aggregates`, :meth:`HostManager.delete_aggregate`):
 the hosts of the aggregates concerned get their new zones and aggregates
