@@ -80,7 +80,6 @@ from scheduler import conf
 from scheduler.db import aggregates as db_aggregates
 from scheduler.db import api as db_api
 from scheduler.db import claims
-from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler import hardware
 from scheduler import host_instances
@@ -528,8 +527,7 @@ class HostManager(instance_tracking.InstanceTracking):
                 changes.full = True
                 changes.services = host_reads.read_services(session)
                 self._read_instances_and_aggregates(session, changes)
-                changes.nodes = compute_nodes.stream_nodes(
-                    session, raw_documents=True)
+                changes.nodes = host_reads.stream_nodes(session)
                 with self._lock:
                     self._apply(changes, seen_seq)
                     table = self._table
@@ -705,8 +703,8 @@ class HostManager(instance_tracking.InstanceTracking):
             if old is not None and old.alive == alive and \
                     old[:6] == tuple(row[:6]):
                 continue
-            self._cache_service(row.host, host_state.service_from_row(
-                row, *window))
+            self._cache_service(row.host,
+                                host_state.service_info(row, alive))
             changed.add(row.host)
         if changes.full:
             for host in set(cached) - seen:

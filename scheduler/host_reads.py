@@ -53,9 +53,39 @@ def _select_services(since=None, hosts=None, dead_before=None):
 
 def read_services(session, since=None, hosts=None, dead_before=None):
     """The compute services (all, or those matching every criterion
-    given)."""
-    return session.execute(
-        _select_services(since, hosts, dead_before)).all()
+    given), as ServiceRow tuples."""
+    return named_rows(ServiceRow, session.execute(
+        _select_services(since, hosts, dead_before)).all())
+
+
+def named_rows(row_type, rows):
+    """SQLAlchemy rows of ``row_type``'s fields, in its order, as
+    ``row_type``'s named tuples: the host cache reads some forty fields
+    of each node row as it builds a host state, and a field of a
+    SQLAlchemy 2.1 Row costs ~0.3 us where a named tuple's costs
+    ~0.01 us (100,000 nodes: about a second of a cold start).
+
+    :raises RuntimeError: the rows have other fields (a query and its
+        row type that no longer agree).
+    """
+    rows = list(rows)
+    if rows and tuple(rows[0]._fields) != row_type._fields:
+        raise RuntimeError('rows of %s read as %s'
+                           % (', '.join(rows[0]._fields), row_type.__name__))
+    make = row_type._make
+    return [make(row) for row in rows]
+
+
+def stream_nodes(session):
+    """:func:`compute_nodes.stream_nodes` (with the raw documents) as
+    NodeRow tuples, batch by batch."""
+    batch = []
+    for row in compute_nodes.stream_nodes(session, raw_documents=True):
+        batch.append(row)
+        if len(batch) == compute_nodes.STREAM_BATCH:
+            yield from named_rows(NodeRow, batch)
+            batch = []
+    yield from named_rows(NodeRow, batch)
 
 
 def read_service_changes(session, since, alive_since, dead):
@@ -76,8 +106,8 @@ def read_changes(session, since, reread, alive_since, dead, known=None):
     written since ``since`` and the nodes ``reread`` (ids) whatever
     their ``updated_at``, and :func:`read_service_changes`. ``known``:
     see :func:`compute_nodes.written_since`."""
-    nodes = compute_nodes.written_since(session, since, raw_documents=True,
-                                        ids=reread, known=known)
+    nodes = named_rows(NodeRow, compute_nodes.written_since(
+        session, since, raw_documents=True, ids=reread, known=known))
     return nodes, read_service_changes(session, since, alive_since, dead)
 
 
@@ -86,12 +116,13 @@ def read_full(session, known):
     read against ``{id: generation}`` (empty: every node)."""
     nodes, removed = compute_nodes.changed_since(session, known,
                                                  raw_documents=True)
-    return nodes, removed, read_services(session)
+    return named_rows(NodeRow, nodes), removed, read_services(session)
 
 
 def read_nodes_of(session, node_ids):
     """The rows of ``node_ids`` and the services of their hosts."""
-    rows = compute_nodes.get_nodes(session, ids=node_ids, raw_documents=True)
+    rows = named_rows(NodeRow, compute_nodes.get_nodes(
+        session, ids=node_ids, raw_documents=True))
     return rows, read_services(session, hosts={row.host for row in rows})
 
 

@@ -93,6 +93,12 @@ def service_from_row(row, alive_since=None, alive_until=None):
     if alive_since is not None:
         alive = heartbeat_within(row, alive_since,
                                  alive_until or datetime.datetime.max)
+    return service_info(row, alive)
+
+
+def service_info(row, alive):
+    """A ServiceInfo from a ``services`` row, judged ``alive`` (True,
+    False, or None: not judged)."""
     return ServiceInfo(row.id, sys.intern(row.host), sys.intern(row.binary),
                        bool(row.disabled), row.disabled_reason,
                        bool(row.forced_down), row.last_seen_up, alive,

@@ -176,3 +176,56 @@ def test_the_one_statement_leaves_out_the_known_pairs_on_psycopg2():
     assert services == everything[1]
     assert len(services) == 4
     assert empty == everything
+
+
+def test_the_host_caches_reads_give_named_tuples_of_the_same_rows(
+        cell_url, monkeypatch):
+    """Every read of the host cache gives NodeRow and ServiceRow tuples
+    (a field of a SQLAlchemy Row costs thirty times as much), holding
+    what compute_nodes' and the services' own queries read; the first
+    load's stream across its batches."""
+    from scheduler.db import compute_nodes
+    monkeypatch.setattr(compute_nodes, 'STREAM_BATCH', 3)
+    with db_api.target_cell(cell_url):
+        cloud = fakes.Cloud()
+        ids = [cloud.add_node('n%d' % number, stats={'n': number})
+               for number in range(7)]
+        long_ago = models.utcnow() - datetime.timedelta(hours=1)
+        with db_api.reader() as session:
+            plain = compute_nodes.get_nodes(session, raw_documents=True)
+            streamed = list(host_reads.stream_nodes(session))
+            services = host_reads.read_services(session)
+            full, removed, _services = host_reads.read_full(session, {})
+            changed, _services = host_reads.read_changes(
+                session, long_ago, set(), long_ago, set())
+            some, their_services = host_reads.read_nodes_of(session,
+                                                            ids[:2])
+            plain_services = session.execute(sa.select(
+                *host_reads._SERVICE_COLUMNS).where(
+                    models.Service.__table__.c.binary
+                    == host_reads.COMPUTE_BINARY)).all()
+    assert [type(row) for row in streamed] == [host_reads.NodeRow] * 7
+    assert [tuple(row) for row in streamed] == [tuple(row) for row in plain]
+    for rows in (full, changed, some):
+        assert {type(row) for row in rows} == {host_reads.NodeRow}
+    assert [row.id for row in full] == ids and removed == []
+    assert [row.id for row in changed] == ids
+    assert [row.host for row in some] == ['n0', 'n1']
+    assert {type(row) for row in services + their_services} == {
+        host_reads.ServiceRow}
+    assert sorted(tuple(row) for row in services) == sorted(
+        tuple(row) for row in plain_services)
+    assert [row.host for row in their_services] == ['n0', 'n1']
+
+
+def test_rows_of_other_fields_are_refused_by_name(cell_url):
+    with db_api.target_cell(cell_url):
+        fakes.Cloud().add_node('n0')
+        with db_api.reader() as session:
+            rows = session.execute(sa.select(
+                models.ComputeNode.__table__.c.id,
+                models.ComputeNode.__table__.c.host)).all()
+    with pytest.raises(RuntimeError, match='rows of id, host read as '
+                                           'ServiceRow'):
+        host_reads.named_rows(host_reads.ServiceRow, rows)
+    assert host_reads.named_rows(host_reads.ServiceRow, []) == []
