@@ -72,7 +72,7 @@ PROBE_TOPIC = 'gantt-broker-probe'
 # acknowledged by the listener itself as they arrive, so under a steady
 # load those wake-ups find nothing to do, and each is a trip through
 # kombu's and oslo.messaging's timeout handling: a scheduler worker's
-# listener spent a fifth less CPU per request with this floor
+# listeners spent about a quarter less CPU per request with this floor
 # (benchmarks/README.md, session 19). The timeout still doubles from it
 # to 5 s when idle; a message wakes the listener at once whatever it is.
 LISTENER_WAKEUP_FLOOR = 0.1
