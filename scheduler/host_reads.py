@@ -78,14 +78,14 @@ def named_rows(row_type, rows):
 
 def stream_nodes(session):
     """:func:`compute_nodes.stream_nodes` (with the raw documents) as
-    NodeRow tuples, batch by batch."""
-    batch = []
-    for row in compute_nodes.stream_nodes(session, raw_documents=True):
-        batch.append(row)
-        if len(batch) == compute_nodes.STREAM_BATCH:
-            yield from named_rows(NodeRow, batch)
-            batch = []
-    yield from named_rows(NodeRow, batch)
+    NodeRow tuples, each as it comes (the first checked as
+    :func:`named_rows` checks)."""
+    rows = compute_nodes.stream_nodes(session, raw_documents=True)
+    first = next(rows, None)
+    if first is None:
+        return
+    yield from named_rows(NodeRow, [first])
+    yield from map(NodeRow._make, rows)
 
 
 def read_service_changes(session, since, alive_since, dead):
