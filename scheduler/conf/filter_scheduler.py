@@ -79,11 +79,11 @@ Related options:
                 help="""
 Rank a request's shape again, ahead of the next request of that shape.
 
-Once a request has reserved its host in the host cache, and while its
-claim waits for the database, a thread of the scheduler worker filters
-and weighs the same request again (the same flavor, image, project and
-hints, for another instance) on the host cache as it is now, that
-reservation included. If the next request has that shape and nothing the
+Once a request has been answered and the worker has no other request
+in flight, the thread that sent the answer filters and weighs the same
+request again (the same flavor, image, project and hints, for another
+instance) on the host cache as it is now, that request's claim
+included. If the next request has that shape and nothing the
 ranking depends on changed meanwhile (no write to the host cache, no
 compute service's heartbeat crossing ``service_down_time``, no reload of
 the filters, weighers or options), it uses that ranking and still draws
@@ -93,8 +93,8 @@ requests are in flight, and one under way stops when a request arrives.
 
 Only single-instance requests without a server group are ranked ahead,
 when the request before had the same shape, not with
-``hosts_to_score_percent``, not under eventlet (the database call would
-block the ranking thread too), and only when every enabled filter and
+``hosts_to_score_percent``, not under eventlet (a request arriving could
+not interrupt the ranking), and only when every enabled filter and
 weigher declares that its answer depends on nothing but the host cache,
 the request and the options (``pure = True``; Gantt's own do).
 

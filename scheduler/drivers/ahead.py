@@ -4,13 +4,14 @@ A caller that asks for one instance at a time waits, in every request,
 for the filters and weighers to run over the whole host cache: 1-2 ms at
 10,000 hosts in a busy daemon, several at 100,000. Most such requests
 have the shape of the one before: the same flavor, image, project and
-hints, for another instance. So once a request that repeats the shape
+hints, for another instance. So when a request that repeats the shape
 of the one before it (:meth:`Ahead.note`: a run of one shape, as a batch
 of boots makes, not a mix of flavors where the work would be wasted) has
-reserved its host in the host cache, while its claim waits for the
-database, a thread of the driver filters and weighs that shape again on
-the cache as it is now (the reservation included), and keeps the ranking
-with what it depends on:
+been answered and the RPC server has nothing else in flight
+(:meth:`Ahead.idle`, from the server's ``on_idle``), the thread that
+sent the reply filters and weighs that shape again on the cache as it is
+now (the request's claim included), and keeps the ranking with what it
+depends on:
 
 * the request spec, but for its instance uuid (field by field);
 * the host table: the same object, written no more times since
@@ -27,18 +28,21 @@ The next request of that shape that arrives while all of these hold
 takes the ranking (:meth:`Ahead.take`) instead of filtering and weighing,
 and still draws its pick among the best in its own turn, as it would
 have: its answer is the one it would have computed. Anything else ranks
-on arrival, as before. When the RPC server has answered its last request
-the ranking is made again if the cache changed meanwhile; none is made
-while other requests are in flight (their claims would make it stale),
+on arrival, as before. None is made while requests are in flight (their
+claims would make it stale), one under way stops when a request arrives,
 and a reload of the filters, weighers or options (SIGHUP) forgets it.
 
-The thread runs at the lowest CPU priority (on Linux, where a thread has
-its own nice value): a ranking ahead is worth the CPU time nobody else
-wants, not the time of the claim it overlaps, of the database or of the
-broker. On the 2-CPU benchmark machine, six latency runs
-(``benchmarks/rpc.py``) each beside one at the normal priority gave
-2.05-2.65x the echo's p50 (nice 10, then 19) against 2.35-2.71x, the
-lower priority ahead in every pair.
+Why after the reply, and in that thread: the ranking used to run in a
+thread of its own at the lowest CPU priority, started as the request
+reserved its host, to overlap the claim's wait for the database. When
+the machine's CPUs were busy with other work, that thread was preempted
+while it held the interpreter, and the claim's return waited for it. On
+the 2-CPU benchmark machine with one CPU kept busy by another process,
+the claim took 0.9-1.6 ms in the scheduler with that thread and
+0.53-0.9 ms ranking after the reply (``benchmarks/README.md``, session
+20). Ranked after the reply, the ranking's CPU time is off the request's
+path in the scheduler; on that machine it still shares the CPUs with
+the caller and the broker, which a deployment runs elsewhere.
 
 The driver decides which requests qualify (``[filter_scheduler]
 rank_ahead``; one instance, no server group, no partial scoring, plugins
@@ -49,12 +53,12 @@ that declare ``pure = True``: see :func:`pure`)::
     ranked = ahead.take(shape, table)       # in its turn; None: rank now
     ...
     if repeats:
-        ahead.soon(shape)   # host reserved: rank it again, in the thread
+        ahead.later(shape)  # placed: rank it again at the next idle()
+    ...
+    ahead.idle()            # answered, nothing in flight: rank it here
 """
 
 import collections
-import os
-import sys
 import threading
 import weakref
 
@@ -67,12 +71,12 @@ from scheduler import host_table as host_table_mod
 LOG = logging.getLogger(__name__)
 
 
-def overlaps_io():
-    """Whether a ranking thread can run while a request waits for the
-    database: with native threads (Gantt's default), yes; under eventlet
-    (``GANTT_USE_EVENTLET``) the database driver blocks every green
-    thread, so a ranking would only run at the request's next pause and
-    delay its reply."""
+def interruptible():
+    """Whether a request that arrives while a ranking is made ahead can
+    stop it: with native threads (Gantt's default) the request's thread
+    runs beside the ranking, which stops at its next filter or weigher;
+    under eventlet (``GANTT_USE_EVENTLET``) the ranking would hold every
+    green thread until it is done, and the request would wait for it."""
     return (service_backend.get_backend_type()
             != service_backend.BackendType.EVENTLET)
 
@@ -85,22 +89,6 @@ def pure(plugin):
 
 
 _UNSET = object()
-# The nice value of the ranking thread: the lowest priority.
-RANK_NICE = 19
-
-
-def lower_priority():
-    """Run the calling thread at :data:`RANK_NICE` (Linux, where the
-    nice value is a thread's own); True if it does."""
-    if not sys.platform.startswith('linux'):
-        return False
-    try:
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(),
-                       RANK_NICE)
-    except OSError as error:
-        LOG.debug('Ranking ahead at the normal priority: %s', error)
-        return False
-    return True
 
 
 def same_values(first, second, skip=()):
@@ -174,8 +162,8 @@ class Superseded(Exception):
 
 
 class Ahead:
-    """One ranking made ahead of time, the shape to make it for, and the
-    thread that makes it (started when first needed, in each process)."""
+    """One ranking made ahead of time and the shape to make it for. It
+    has no thread of its own: :meth:`idle` ranks in the caller's."""
 
     def __init__(self, snapshot, rank_shape, busy=None, on_ranked=None):
         """``snapshot()``: the current host table (None: not loaded);
@@ -196,9 +184,6 @@ class Ahead:
         self._repeated = None
         # One ranking at a time.
         self._ranking = threading.Lock()
-        self._wake = threading.Event()
-        self._thread = None
-        self._pid = None
         self._stopped = False
 
     def note(self, shape):
@@ -214,37 +199,31 @@ class Ahead:
             self._next = None
         return repeats
 
-    def soon(self, shape=None):
-        """Rank ``shape`` (None: the last one given) in the background,
-        unless it is ranked on the current table already."""
-        if shape is not None:
-            self._next = shape
-        if self._next is None or self._stopped:
-            return
-        if self._pid != os.getpid():
-            # First use, or a forked worker (the parent's thread is not
-            # in the child).
-            self._pid = os.getpid()
-            self._thread = threading.Thread(
-                target=self._run, name='rank-ahead', daemon=True)
-            self._thread.start()
-        self._wake.set()
+    def later(self, shape):
+        """Rank ``shape`` at the next :meth:`idle` (a request of that
+        shape reserved its host)."""
+        self._next = shape
+
+    def idle(self):
+        """The server answered its last request and has none in flight:
+        rank the last shape given (:meth:`later`) here, in the calling
+        thread, unless it is ranked on the current table already or
+        :meth:`stop` was called. True if a ranking was made and kept."""
+        if self._stopped or not self.rank():
+            return False
+        if self._on_ranked is not None:
+            self._on_ranked()
+        return True
 
     def start(self):
         """Rank ahead again after :meth:`stop` (a service restarted in
-        the same process): the next :meth:`soon` starts a thread."""
+        the same process)."""
         self._stopped = False
-        self._pid = None
-        self._wake.clear()
 
     def stop(self):
-        """End the thread (after the ranking under way, if any)."""
+        """Make no more rankings at :meth:`idle` (one under way in
+        another thread ends as it would)."""
         self._stopped = True
-        self._wake.set()
-        thread = self._thread
-        if (thread is not None and self._pid == os.getpid()
-                and thread is not threading.current_thread()):
-            thread.join(timeout=10)
 
     def holds(self, table):
         """Whether a ranking is held for ``table`` as it is now."""
@@ -256,16 +235,6 @@ class Ahead:
                 or held.writes != table.writes):
             return None
         return held
-
-    def _run(self):
-        lower_priority()
-        while True:
-            self._wake.wait()
-            self._wake.clear()
-            if self._stopped:
-                return
-            if self.rank() and self._on_ranked is not None:
-                self._on_ranked()
 
     def forget(self):
         """Drop the shape and the ranking (the plugins or options were

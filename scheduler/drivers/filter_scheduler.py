@@ -182,8 +182,8 @@ class FilterScheduler(base.Scheduler):
         self.weight_handler = weights.HostWeightHandler()
         # The step that removed the last host in the latest NoValidHost.
         self.last_no_valid_host = None
-        # The last request's shape, ranked again in the background while
-        # its claim waits for the database (see scheduler.drivers.ahead).
+        # The last request's shape, ranked again once it is answered and
+        # nothing else is in flight (see scheduler.drivers.ahead).
         self.ahead = ahead_mod.Ahead(self.host_manager.current_table,
                                      self._rank_shape, self._busy,
                                      lambda: self.count('ranked_ahead'))
@@ -242,9 +242,9 @@ class FilterScheduler(base.Scheduler):
 
     def idle(self):
         """No request is in flight and the last one was answered: rank
-        its shape again if the host cache changed since it was ranked
-        (see :mod:`scheduler.drivers.ahead`)."""
-        self.ahead.soon()
+        its shape again, in the calling thread, if the host cache changed
+        since it was ranked (see :mod:`scheduler.drivers.ahead`)."""
+        self.ahead.idle()
 
     def start(self):
         self.ahead.start()
@@ -440,7 +440,7 @@ class _Request:
                 or self.group is not None or self.observer is not None
                 or options.hosts_to_score_percent
                 or not self.driver.all_pure(self.plugins)
-                or not ahead_mod.overlaps_io()):
+                or not ahead_mod.interruptible()):
             return None
         return ahead_mod.Shape(self.spec, self.return_alternates, self.need,
                                self.plugins, CONF.service_down_time)
@@ -543,12 +543,8 @@ class _Request:
                 raise exception.NoValidHost(reason=self._reason(index,
                                                                 result))
 
-            def reserved():
-                turn.release()
-                self._rank_next()
-            row = self._claim_first(index, order, ranking, reserved)
-        if not self.claiming:
-            self._rank_next()
+            row = self._claim_first(index, order, ranking, turn.release)
+        self._rank_next()
         if row is None:
             raise exception.NoValidHost(reason=self._reason(
                 index, result, claims_failed=True))
@@ -564,12 +560,11 @@ class _Request:
         return result.mask, order, row
 
     def _rank_next(self):
-        """The host is reserved in the host cache: rank this request's
-        shape again for the next one, in the background, while the claim
-        waits for the database, if it repeats the shape of the request
-        before it (see scheduler.drivers.ahead)."""
+        """Rank this request's shape again for the next one, once the
+        server is idle, if it repeats the shape of the request before it
+        (see scheduler.drivers.ahead)."""
         if self.shape is not None and self.repeats:
-            self.driver.ahead.soon(self.shape)
+            self.driver.ahead.later(self.shape)
 
     def _join_group(self, index, row):
         """Instance ``index`` is on ``row``'s host, for the instances of

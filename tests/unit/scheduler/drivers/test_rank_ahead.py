@@ -1,25 +1,29 @@
-"""[filter_scheduler] rank_ahead: a request's shape ranked again while the
-scheduler waits, and used by the next request of that shape."""
+"""[filter_scheduler] rank_ahead: a request's shape ranked again once the
+scheduler is idle, and used by the next request of that shape."""
 
 import datetime
 import gc
 import logging
-import os
 import random
-import sys
 import threading
 import time
 import weakref
 
 import numpy as np
+import oslo_messaging as messaging
 import pytest
 
+from scheduler import context as gantt_context
 from scheduler.drivers import ahead
 from scheduler.drivers import filter_scheduler
 from scheduler import filters
 from scheduler import host_state
+from scheduler import manager
 from scheduler import placement_types
+from scheduler import rpc
+from scheduler import rpcapi
 from scheduler import weights
+from tests.unit import inprocess
 from tests.unit.scheduler import fakes
 from tests.unit.scheduler import group_fakes
 
@@ -32,18 +36,19 @@ def _driver(make_driver, make_host_manager, seed=7):
                        tie_breaks=random.Random(seed))
 
 
-def _wait_ranked(driver, timeout=10):
-    """Wait until the background thread holds a ranking made on the
+def _idle(driver):
+    """The RPC server answered and has nothing in flight: the driver
+    ranks the last shape there and then, and holds a ranking made on the
     host cache as it is now."""
-    deadline = time.monotonic() + timeout
-    while not driver.ahead.holds(driver.host_manager.current_table()):
-        assert time.monotonic() < deadline, 'no ranking made ahead'
-        time.sleep(0.005)
+    driver.idle()
+    assert driver.ahead.holds(driver.host_manager.current_table()), \
+        'no ranking made ahead'
 
 
 def _place(driver, cloud, memories, wait=False):
-    """Place one instance per memory size; with ``wait``, wait after each
-    request that repeats the size before it for its ranking ahead."""
+    """Place one instance per memory size; with ``wait``, the server is
+    idle after each request that repeats the size before it, and ranks
+    it ahead."""
     answers, claimed = [], []
     last = None
     for uuid, memory in zip(fakes.uuids(len(memories)), memories):
@@ -52,7 +57,7 @@ def _place(driver, cloud, memories, wait=False):
         answers.append([s.service_host for s in selection])
         claimed.append((uuid, cloud.nodes[selection[0].service_host]))
         if wait and memory == last:
-            _wait_ranked(driver)
+            _idle(driver)
         last = memory
     return answers, claimed
 
@@ -136,7 +141,7 @@ def test_a_write_to_the_cache_or_another_shape_is_not_served(
     before = driver.stats.get('ranked_ahead_used', 0)
     _place(driver, cloud, [2048])
     assert driver.stats.get('ranked_ahead_used', 0) == before
-    _wait_ranked(driver)
+    _idle(driver)
     _place(driver, cloud, [2048])
     assert driver.stats['ranked_ahead_used'] == before + 1
 
@@ -153,10 +158,8 @@ def test_a_heartbeat_leaving_the_window_ends_the_ranking():
     made = object()
     held = ahead.Ahead(lambda: table, lambda shape, table: made)
     shape = ahead.Shape(fakes.spec(), True, 3, (), 60)
-    # No thread: the test ranks itself.
-    held.stop()
-    held.soon(shape)
-    assert held.rank() is True
+    held.later(shape)
+    assert held.idle() is True
     # h1 is up until its heartbeat is 60 s old.
     expires = host_state.to_microseconds(now) + 30 * 1000000 + 1
     assert held.take(shape, table, now_us=expires - 1) is made
@@ -265,7 +268,7 @@ def test_not_while_other_requests_are_in_flight(cloud, make_driver,
     driver = _driver(make_driver, make_host_manager)
     _place(driver, cloud, [1024] * 2, wait=True)
     driver.ahead.forget()
-    driver.ahead.soon(filter_scheduler._Request(
+    driver.ahead.later(filter_scheduler._Request(
         driver, fakes.spec(memory_mb=1024), fakes.uuids(1), True,
         driver.host_manager.current_table()).ahead_shape())
     with driver._counted(), driver._counted():
@@ -282,11 +285,10 @@ def test_a_failed_ranking_is_logged_and_the_request_ranks_itself(
         raise RuntimeError('weigher exploded')
     monkeypatch.setattr(driver.ahead, '_rank_shape', broken)
     with caplog.at_level(logging.ERROR):
-        answers, _claimed = _place(driver, cloud, [1024] * 3)
-        deadline = time.monotonic() + 10
-        while 'weigher exploded' not in caplog.text:
-            assert time.monotonic() < deadline
-            time.sleep(0.005)
+        answers, _claimed = _place(driver, cloud, [1024] * 2)
+        driver.idle()
+        assert 'weigher exploded' in caplog.text
+        answers += _place(driver, cloud, [1024])[0]
     assert len(answers) == 3
     assert 'Could not rank the last request ahead' in caplog.text
     assert driver.stats.get('ranked_ahead_used', 0) == 0
@@ -337,8 +339,7 @@ def test_a_request_arriving_stops_the_ranking_under_way(
     driver._plugins = (filters_, weighers_ + [gated])
     _place(driver, cloud, [1024] * 2, wait=True)
     driver.ahead.forget()
-    driver.ahead.stop()         # the test ranks in its own thread
-    driver.ahead.soon(filter_scheduler._Request(
+    driver.ahead.later(filter_scheduler._Request(
         driver, fakes.spec(memory_mb=1024), fakes.uuids(1), True,
         driver.host_manager.current_table()).ahead_shape())
     gated.armed = True
@@ -360,8 +361,9 @@ def test_a_mix_of_shapes_ranks_nothing_ahead(cloud, make_driver,
     # for it would never be used.
     _cloud(cloud, hosts=3)
     driver = _driver(make_driver, make_host_manager)
-    _place(driver, cloud, [1024, 2048, 1024, 3072, 2048])
-    driver.ahead.stop()
+    for memory in (1024, 2048, 1024, 3072, 2048):
+        _place(driver, cloud, [memory])
+        driver.idle()
     assert driver.stats.get('ranked_ahead', 0) == 0
 
 
@@ -385,9 +387,12 @@ def test_rank_ahead_again_after_a_restart_in_the_same_process(
     _cloud(cloud, hosts=3)
     driver = _driver(make_driver, make_host_manager)
     driver.stop()
+    _place(driver, cloud, [1024] * 2)
+    driver.idle()
+    assert driver.stats.get('ranked_ahead', 0) == 0
     driver.start()
-    _place(driver, cloud, [1024] * 2, wait=True)
-    assert driver.stats['ranked_ahead'] >= 1
+    _idle(driver)
+    assert driver.stats['ranked_ahead'] == 1
 
 
 def test_not_under_eventlet(cloud, make_driver, make_host_manager,
@@ -403,21 +408,73 @@ def test_not_under_eventlet(cloud, make_driver, make_host_manager,
     assert request.ahead_shape() is None
 
 
-@pytest.mark.skipif(not sys.platform.startswith('linux'),
-                    reason='a thread of its own nice value: Linux')
-def test_the_ranking_thread_runs_at_the_lowest_priority(
+def test_ranked_in_the_thread_that_calls_idle_and_not_before(
         cloud, make_driver, make_host_manager):
+    # Not while a request waits for its claim: a ranking holding the
+    # interpreter then delays the claim's return (see the module).
     _cloud(cloud, hosts=3)
     driver = _driver(make_driver, make_host_manager)
-    mine = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
-    _place(driver, cloud, [1024] * 2, wait=True)
-    thread = driver.ahead._thread
-    assert thread is not None and thread.is_alive()
-    assert os.getpriority(os.PRIO_PROCESS,
-                          thread.native_id) == ahead.RANK_NICE
-    # The requests' threads (and the rest of the process) keep theirs.
-    assert os.getpriority(os.PRIO_PROCESS,
-                          threading.get_native_id()) == mine
+    rankings = []
+    rank_shape = driver.ahead._rank_shape
+
+    def recorded(shape, table):
+        rankings.append((threading.current_thread(), driver._active))
+        return rank_shape(shape, table)
+    driver.ahead._rank_shape = recorded
+    threads = set(threading.enumerate())
+    _place(driver, cloud, [1024] * 3)
+    assert rankings == []
+    assert set(threading.enumerate()) <= threads
+    idle = threading.Thread(target=driver.idle, name='replier')
+    idle.start()
+    idle.join(10)
+    assert rankings == [(idle, 0)]
+    assert driver.stats['ranked_ahead'] == 1
+    before = driver.stats.get('ranked_ahead_used', 0)
+    _place(driver, cloud, [1024])
+    assert driver.stats['ranked_ahead_used'] == before + 1
+
+
+def test_over_rpc_the_next_request_takes_the_ranking_made_after_a_reply(
+        cloud, config):
+    inprocess.use_fake_transport(config)
+    _cloud(cloud, hosts=4)
+    scheduler = manager.SchedulerManager()
+    scheduler.init_host()
+    driver = scheduler.driver
+    during = []
+    rank_shape = driver.ahead._rank_shape
+
+    def recorded(shape, table):
+        during.append(driver._active)
+        return rank_shape(shape, table)
+    driver.ahead._rank_shape = recorded
+    server = rpc.get_server(
+        messaging.Target(topic=rpcapi.RPC_TOPIC, server='h'), [scheduler],
+        on_idle=scheduler.idle)
+    server.start()
+    try:
+        api = rpcapi.SchedulerAPI()
+        ctxt = gantt_context.get_admin_context()
+        for count, uuid in enumerate(fakes.uuids(3)):
+            if count == 2:
+                # The second reply is sent; the server ranks once idle.
+                deadline = time.monotonic() + 10
+                while not driver.ahead.holds(
+                        driver.host_manager.current_table()):
+                    assert time.monotonic() < deadline, 'no ranking'
+                    time.sleep(0.01)
+            [selections] = api.select_destinations(
+                ctxt, fakes.spec(memory_mb=1024), [uuid],
+                return_alternates=True)
+            assert selections[0].claimed
+    finally:
+        server.stop()
+        server.wait()
+        scheduler.cleanup_host()
+    assert driver.stats['ranked_ahead_used'] == 1
+    # Made while no request was in flight, each time.
+    assert during and set(during) == {0}
 
 
 class _CountedShape(ahead.Shape):
@@ -441,12 +498,8 @@ def test_take_trusts_the_comparison_note_made_of_the_same_two_shapes():
     keeper = ahead.Ahead(lambda: table,
                          lambda shape, table: ('ranked', shape.key))
     keeper.note(made)
-    keeper.soon(made)
-    deadline = time.monotonic() + 10
-    while not keeper.holds(table):
-        assert time.monotonic() < deadline, 'no ranking made ahead'
-        time.sleep(0.005)
-    keeper.stop()
+    keeper.later(made)
+    assert keeper.idle() is True
     # The next request of the shape: note() compares it with the one
     # before (the shape the ranking was made for), take() does not again.
     same = _CountedShape('small')
