@@ -201,7 +201,7 @@ class Ahead:
 
     def later(self, shape):
         """Rank ``shape`` at the next :meth:`idle` (a request of that
-        shape reserved its host)."""
+        shape was placed)."""
         self._next = shape
 
     def idle(self):

@@ -438,6 +438,9 @@ def test_ranked_in_the_thread_that_calls_idle_and_not_before(
 def test_over_rpc_the_next_request_takes_the_ranking_made_after_a_reply(
         cloud, config):
     inprocess.use_fake_transport(config)
+    # No background refresh: a refresh that rewrote the claimed rows
+    # between the ranking and the third request would end the ranking.
+    config.config(host_state_refresh_interval=3600, group='scheduler')
     _cloud(cloud, hosts=4)
     scheduler = manager.SchedulerManager()
     scheduler.init_host()
