@@ -8,6 +8,7 @@ its message was refused.
 """
 
 import copy
+import re
 
 from oslo_versionedobjects import base as ovo_base
 from oslo_versionedobjects import exception as ovo_exception
@@ -80,12 +81,25 @@ class GanttObject(ovo_base.VersionedObject,
         self.VERSION = objver
         data = cls._obj_primitive_field(primitive, 'data')
         values = self.__dict__
+        plain = cls.__dict__.get('_gantt_plain')
+        if plain is None:
+            plain = cls._gantt_plain = {name: _plain_kind(field)
+                                        for name, field in cls.fields.items()}
         for name, field in self.fields.items():
-            if name in data:
-                # What the field's setter does, less its bookkeeping (the
-                # changed fields are the primitive's, below).
-                values['_obj_' + name] = field.coerce(
-                    self, name, field.from_primitive(self, name, data[name]))
+            if name not in data:
+                continue
+            value = data[name]
+            kind = plain[name]
+            if kind is not None:
+                # Values already of the field's type, taken as they are.
+                taken = _plain_value(self, name, kind, field, value)
+                if taken is not _NOT_PLAIN:
+                    values['_obj_' + name] = taken
+                    continue
+            # What the field's setter does, less its bookkeeping (the
+            # changed fields are the primitive's, below).
+            values['_obj_' + name] = field.coerce(
+                self, name, field.from_primitive(self, name, value))
         self._set_defaults(data)
         changes = cls._obj_primitive_field(primitive, 'changes', [])
         self._changed_fields = {name for name in changes
@@ -154,6 +168,67 @@ class GanttObject(ovo_base.VersionedObject,
         else:
             return default
         return default if value is None else value
+
+
+# Field types whose coercion and from_primitive give back a value of this
+# Python type (exactly) unchanged: a primitive's value of that type is
+# taken as it is. (A UUID field keeps any string, warning when it is not
+# a UUID: only a UUID's canonical form is taken as it is.)
+_PLAIN_TYPES = {fields.String: str, fields.UUID: str, fields.Boolean: bool,
+                fields.Integer: int, fields.Float: float}
+_UUID = re.compile(r'[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
+                   r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z')
+
+
+_FLOATS = 'dict of floats'
+
+
+def _plain_kind(field):
+    """What :func:`_plain_value` needs of ``field``: the Python type its
+    values already have when coercion would not change them, ``_FLOATS``
+    for a dict of floats, or None (every value goes through the
+    field)."""
+    field_type = type(field._type)
+    if field_type is fields.Dict and type(
+            field._type._element_type._type) is fields.Float:
+        return _FLOATS
+    return _PLAIN_TYPES.get(field_type)
+
+
+def _plain_value(obj, name, kind, field, value):
+    """What ``field`` would make of ``value`` (from a primitive) for
+    ``obj``'s field ``name``, when that is ``value`` itself (for a dict
+    of floats, the same values in the dict that coerces what is set in
+    it later); else ``_NOT_PLAIN``."""
+    if value is None:
+        return None if field.nullable else _NOT_PLAIN
+    if kind is _FLOATS:
+        if type(value) is not dict or not all(
+                type(key) is str and type(item) is float
+                for key, item in value.items()):
+            return _NOT_PLAIN
+        coerced = fields.CoercedDict(value)
+        coerced.enable_coercing(field._type._element_type, obj, name)
+        return coerced
+    if type(value) is not kind or (type(field._type) is fields.UUID
+                                   and not _UUID.match(value)):
+        return _NOT_PLAIN
+    return value
+
+
+_NOT_PLAIN = object()
+
+
+def as_coerced(obj, name, value):
+    """``value`` as ``obj``'s field ``name`` holds it once set, when that
+    is ``value`` itself (see :func:`_plain_value`), else None: a caller
+    that builds objects by the hundred sets it without the field's
+    coercion."""
+    field = obj.fields[name]
+    kind = _plain_kind(field)
+    taken = (_NOT_PLAIN if kind is None or value is None
+             else _plain_value(obj, name, kind, field, value))
+    return None if taken is _NOT_PLAIN else taken
 
 
 class DictOfFloatsField(fields.AutoTypedField):

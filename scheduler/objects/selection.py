@@ -52,12 +52,10 @@ def _limits(selection, limits):
     """``limits`` as the ``limits`` field of ``selection`` holds them (a
     dict coercing its values to floats): the field's own coercion, but
     for a dict of floats, which it would copy value by value."""
-    field = Selection.fields['limits']
-    if not limits or not all(type(key) is str and type(value) is float
-                             for key, value in limits.items()):
-        return field.coerce(selection, 'limits', dict(limits or {}))
-    coerced = fields.CoercedDict(limits)
-    coerced.enable_coercing(field._type._element_type, selection, 'limits')
+    coerced = base.as_coerced(selection, 'limits', limits or None)
+    if coerced is None:
+        coerced = Selection.fields['limits'].coerce(
+            selection, 'limits', dict(limits or {}))
     return coerced
 
 
