@@ -310,8 +310,10 @@ class HostManager(instance_tracking.InstanceTracking):
                     if other != row}
             replaced[row] = state
             # In place: a claim costs what it changes, not a copy of the
-            # columns of every host (see HostTable.update_in_place).
-            self._put_states(replaced)
+            # columns of every host (see HostTable.update_in_place); its
+            # reservation changes the claim's columns only, unless it took
+            # NUMA cells, pinned CPUs, pages or devices.
+            self._put_states(replaced, claim_only=record is None)
             self._mark_consumed(node_id)
             return record
 

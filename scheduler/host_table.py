@@ -145,6 +145,26 @@ def _row_values(state):
     return values
 
 
+# What a claim's reservation changes in a state (HostState.consumed without
+# hardware): the attributes, and the (column, attribute) pairs they fill.
+CLAIM_ATTRIBUTES = frozenset(['vcpus_used', 'memory_mb_used',
+                              'local_gb_used', 'disk_available_least',
+                              'num_instances', 'io_workload'])
+_CLAIM_COLUMNS = tuple((name, attr)
+                       for name, (attr, _dtype) in _BASE_COLUMNS.items()
+                       if attr in CLAIM_ATTRIBUTES)
+
+
+def _claim_row_values(state):
+    """The part of :func:`_row_values` that :data:`CLAIM_ATTRIBUTES`
+    fill."""
+    values = [(name, getattr(state, attr)) for name, attr in _CLAIM_COLUMNS]
+    least = state.disk_available_least
+    values.append(('has_disk_least', least is not None))
+    values.append(('disk_least_gb', least or 0))
+    return values
+
+
 class _Scalars:
     """NumPy's ``floor``, ``where`` and ``minimum`` on Python numbers, as
     the derived columns use them (see :data:`_DERIVED`): a row written
@@ -461,7 +481,7 @@ class HostTable:
         table._instance_index = self._instance_index
         return table
 
-    def update_in_place(self, new_states):
+    def update_in_place(self, new_states, claim_only=False):
         """Put ``{row: HostState}`` in this table itself, its columns,
         derived columns and per-state values written row by row: the
         cost of a claim is that of the rows it changes, not of the
@@ -471,7 +491,12 @@ class HostTable:
         is what an assumed claim is for. Tables derived from this one
         that share an unchanged column see it too. Returns False (and
         changes nothing) when a state changed its identity: use
-        :meth:`replace`."""
+        :meth:`replace`.
+
+        ``claim_only``: the new states differ from the old ones in
+        :data:`CLAIM_ATTRIBUTES` at most (and in what no column holds,
+        such as their instances), as a reservation leaves them: only
+        those columns are compared."""
         if not new_states:
             return True
         old_states = {}
@@ -485,8 +510,9 @@ class HostTable:
         changed = set()
         if len(new_states) <= _ROW_BY_ROW:
             # A claim changes one row: Python values, no arrays to build.
+            values_of = _claim_row_values if claim_only else _row_values
             for row, state in new_states.items():
-                for name, value in _row_values(state):
+                for name, value in values_of(state):
                     column = self.columns[name]
                     if column.item(row) != value:
                         column[row] = value

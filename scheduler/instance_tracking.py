@@ -189,10 +189,11 @@ class InstanceTracking:
                 for row in host_instances.host_rows(table, host)})
         return instances
 
-    def _put_states(self, replaced):
+    def _put_states(self, replaced, claim_only=False):
         """Called with the lock held: ``{row: HostState}`` into the
         table, in place when they keep their identity (see
-        HostTable.update_in_place), else in a new table."""
+        HostTable.update_in_place, and its ``claim_only``), else in a
+        new table."""
         table = self._table
-        if replaced and not table.update_in_place(replaced):
+        if replaced and not table.update_in_place(replaced, claim_only):
             self._table = table.replace(replaced)

@@ -256,6 +256,38 @@ def test_update_in_place_row_by_row_equals_a_table_built_anew():
             assert table.derived[name].tolist() == column.tolist(), name
 
 
+@pytest.mark.parametrize('least', [None, 40])
+def test_a_reservation_written_by_its_columns_equals_a_table_built_anew(
+        least):
+    # A reservation (HostState.consumed without hardware) changes only
+    # the claim's attributes: writing those columns leaves every column,
+    # derived ones too, as a new table does.
+    states = [fakes.host_state('h%d' % i, vcpus=8, disk_available_least=least)
+              for i in range(3)]
+    table = fakes.table(states)
+    new = states[1].consumed(claims.Resources(2, 1024, 10))
+    changed = {attr for attr in host_table.CLAIM_ATTRIBUTES
+               if getattr(new, attr) != getattr(states[1], attr)}
+    assert changed >= {'vcpus_used', 'memory_mb_used', 'local_gb_used',
+                       'num_instances', 'io_workload'}
+    assert table.update_in_place({1: new}, claim_only=True)
+
+    fresh = fakes.table([states[0], new, states[2]])
+    for name, column in fresh.columns.items():
+        assert table.columns[name].tolist() == column.tolist(), name
+    for name, column in fresh.derived.items():
+        assert table.derived[name].tolist() == column.tolist(), name
+
+
+def test_consumed_changes_only_the_claim_attributes():
+    # What update_in_place(claim_only=True) relies on.
+    state = fakes.host_state('h1', vcpus=8, disk_available_least=40)
+    new = state.consumed(claims.Resources(2, 1024, 10))
+    changed = {name for name in type(state).__slots__
+               if getattr(new, name) != getattr(state, name)}
+    assert changed == host_table.CLAIM_ATTRIBUTES
+
+
 _EDGE_FLOATS = (0.0, -0.0, 0.3, -0.3, 1.0, 2.5, -2.5, 1e300, -1e300,
                 2.0 ** 53 + 2, float('inf'), float('-inf'), float('nan'))
 
