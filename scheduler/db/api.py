@@ -428,8 +428,11 @@ class KeptConnection:
         self._since = 0.0
 
     @contextlib.contextmanager
-    def autocommit(self):
-        engine = get_engine()
+    def autocommit(self, engine=None):
+        """``engine``: the targeted cell's (:func:`get_engine`), when the
+        caller has it already."""
+        if engine is None:
+            engine = get_engine()
         if engine.dialect.driver != 'psycopg2':
             with autocommit_connection() as connection:
                 yield connection

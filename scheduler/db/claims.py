@@ -492,7 +492,7 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
     if engine.dialect.driver == 'psycopg2':
         trip = _one_trip_sql(checked, refuse_settled, engine.dialect)
         with (db_api.autocommit_connection() if kept is None
-              else kept.autocommit()) as connection:
+              else kept.autocommit(engine)) as connection:
             trip.prepare_on(connection)
             rows = db_api.driver_rows(connection, trip.execute,
                                       dict(trip.defaults, **params))
