@@ -178,9 +178,9 @@ _PLAIN_TYPES = {fields.String: str, fields.UUID: str, fields.Boolean: bool,
                 fields.Integer: int, fields.Float: float}
 _UUID = re.compile(r'[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-'
                    r'[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z')
-
-
+# A dict field of floats (see _plain_kind); a value _plain_value refuses.
 _FLOATS = 'dict of floats'
+_NOT_PLAIN = object()
 
 
 def _plain_kind(field):
@@ -214,9 +214,6 @@ def _plain_value(obj, name, kind, field, value):
                                    and not _UUID.match(value)):
         return _NOT_PLAIN
     return value
-
-
-_NOT_PLAIN = object()
 
 
 def as_coerced(obj, name, value):
