@@ -136,9 +136,7 @@ def _row_values(state):
     :func:`_columns_of`."""
     values = [(name, getattr(state, attr))
               for name, (attr, _dtype) in _BASE_COLUMNS.items()]
-    least = state.disk_available_least
-    values.append(('has_disk_least', least is not None))
-    values.append(('disk_least_gb', least or 0))
+    values.extend(_least_values(state))
     values.append(('pci_free', state.free_pci_devices
                    if state.pci_device_pools else 0))
     values.extend(zip(_SERVICE_COLUMNS, _service_values(state)))
@@ -159,10 +157,16 @@ def _claim_row_values(state):
     """The part of :func:`_row_values` that :data:`CLAIM_ATTRIBUTES`
     fill."""
     values = [(name, getattr(state, attr)) for name, attr in _CLAIM_COLUMNS]
-    least = state.disk_available_least
-    values.append(('has_disk_least', least is not None))
-    values.append(('disk_least_gb', least or 0))
+    values.extend(_least_values(state))
     return values
+
+
+def _least_values(state):
+    """The free-disk columns' values of one state (see
+    :func:`_hardware_columns`)."""
+    least = state.disk_available_least
+    return (('has_disk_least', least is not None),
+            ('disk_least_gb', least or 0))
 
 
 class _Scalars:

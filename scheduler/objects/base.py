@@ -81,10 +81,7 @@ class GanttObject(ovo_base.VersionedObject,
         self.VERSION = objver
         data = cls._obj_primitive_field(primitive, 'data')
         values = self.__dict__
-        plain = cls.__dict__.get('_gantt_plain')
-        if plain is None:
-            plain = cls._gantt_plain = {name: _plain_kind(field)
-                                        for name, field in cls.fields.items()}
+        plain = _plain_kinds(cls)
         for name, field in self.fields.items():
             if name not in data:
                 continue
@@ -195,6 +192,15 @@ def _plain_kind(field):
     return _PLAIN_TYPES.get(field_type)
 
 
+def _plain_kinds(cls):
+    """``{field name: _plain_kind}`` of a class, built once."""
+    kinds = cls.__dict__.get('_gantt_plain')
+    if kinds is None:
+        kinds = cls._gantt_plain = {name: _plain_kind(field)
+                                    for name, field in cls.fields.items()}
+    return kinds
+
+
 def _plain_value(obj, name, kind, field, value):
     """What ``field`` would make of ``value`` (from a primitive) for
     ``obj``'s field ``name``, when that is ``value`` itself (for a dict
@@ -221,10 +227,9 @@ def as_coerced(obj, name, value):
     is ``value`` itself (see :func:`_plain_value`), else None: a caller
     that builds objects by the hundred sets it without the field's
     coercion."""
-    field = obj.fields[name]
-    kind = _plain_kind(field)
+    kind = _plain_kinds(type(obj))[name]
     taken = (_NOT_PLAIN if kind is None or value is None
-             else _plain_value(obj, name, kind, field, value))
+             else _plain_value(obj, name, kind, obj.fields[name], value))
     return None if taken is _NOT_PLAIN else taken
 
 
