@@ -12,9 +12,13 @@ Callers run in caller processes of their own (each with its transport
 and a few threads; see ``CALLER_PROCESSES``): :meth:`Rig.run_callers`
 warms them up, then gives the wall time and every call's latency and
 answer. The echo server (``python benchmarks/rig.py echo-server CONF``)
-is a bare oslo.messaging RPC server on the same broker whose one method
+is a bare oslo.messaging RPC server on the same broker whose ``echo``
 returns its argument: the floor any RPC service on this machine stands
-on.
+on. Its ``echo_commit`` (kind ``'echo_commit'``) first commits one
+single-row UPDATE on the rig's database (a table of its own,
+``COMMIT_TABLE``, on a connection kept per RPC thread in autocommit
+mode): the floor of a service that writes to the database before it
+answers, as a claim does.
 """
 
 import argparse
@@ -46,6 +50,11 @@ from scheduler.sim import metrics  # noqa: E402
 from tests.functional import cluster as cluster_mod  # noqa: E402
 
 ECHO_TOPIC = 'gantt-bench-echo'
+# The call kinds the echo server answers (its method names).
+ECHO_KINDS = ('echo', 'echo_commit')
+# echo_commit's table and its number of rows (each call updates the next).
+COMMIT_TABLE = 'gantt_bench_commit'
+COMMIT_ROWS = 1000
 # The flavor (vcpus, memory_mb, root_gb) of requests that name none.
 FLAVOR = (1, 512, 1)
 # Caller processes for concurrent callers (each with its share of them as
@@ -346,7 +355,8 @@ class Rig:
 
         ``kind`` 'select': ``work`` is a list of instance uuids, each asked
         for with ``flavor`` (``(vcpus, memory_mb, root_gb)``, or a dict of
-        them by uuid). ``kind`` 'echo': ``work`` is a number of calls.
+        them by uuid). ``kind`` 'echo' or 'echo_commit' (see the
+        module's doc): ``work`` is a number of calls.
         The callers are spread over ``processes`` caller processes (4 by
         default, at most one per caller), each with its threads. Each
         thread first makes its share of the ``warmup`` calls (uuids, or a
@@ -388,7 +398,7 @@ class Rig:
 
 def _items(kind, work, flavor):
     """What each call sends: ``None`` (echo), or ``(uuid, flavor)``."""
-    if kind == 'echo':
+    if kind in ECHO_KINDS:
         return [None] * (work if isinstance(work, int) else len(work))
     return [(uuid, flavor[uuid] if isinstance(flavor, dict) else flavor)
             for uuid in work]
@@ -450,7 +460,7 @@ def _caller_process(conf_path, kind, items, warm, threads, ready, queue):
     _init(conf_path)
     ctxt = context.get_admin_context()
     serializer = rpc.get_serializer()
-    if kind == 'echo':
+    if kind in ECHO_KINDS:
         client = rpc.get_client(messaging.Target(topic=ECHO_TOPIC))
         payload = serializer.serialize_entity(ctxt, _spec(FLAVOR))
     else:
@@ -458,8 +468,8 @@ def _caller_process(conf_path, kind, items, warm, threads, ready, queue):
     specs = {}
 
     def call(item):
-        if kind == 'echo':
-            client.call(ctxt, 'echo', payload=payload)
+        if kind in ECHO_KINDS:
+            client.call(ctxt, kind, payload=payload)
             return None
         uuid, flavor = item
         if flavor not in specs:
@@ -508,21 +518,70 @@ def _caller_process(conf_path, kind, items, warm, threads, ready, queue):
     rpc.cleanup()
 
 
+def _commit_table(engine):
+    """Create echo_commit's table (if missing) with its rows."""
+    table = sa.Table(COMMIT_TABLE, sa.MetaData(),
+                     sa.Column('id', sa.Integer, primary_key=True,
+                               autoincrement=False),
+                     sa.Column('counter', sa.Integer, nullable=False))
+    table.create(engine, checkfirst=True)
+    with engine.begin() as connection:
+        if not connection.execute(sa.select(sa.func.count()).select_from(
+                table)).scalar_one():
+            connection.execute(table.insert(), [
+                {'id': number, 'counter': 0}
+                for number in range(COMMIT_ROWS)])
+
+
+class _Committer:
+    """One committed single-row UPDATE per call, on one connection kept
+    in autocommit mode, through its DBAPI cursor (as the claim's hot path
+    runs its query: ``scheduler.db.api.driver_rows``); calls take turns
+    on it."""
+
+    statement = ('UPDATE %s SET counter = counter + 1 WHERE id = %%s'
+                 % COMMIT_TABLE)
+
+    def __init__(self, engine):
+        self.connection = engine.connect().execution_options(
+            isolation_level='AUTOCOMMIT')
+        self.cursor = self.connection.connection.dbapi_connection.cursor()
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def commit_one(self):
+        with self.lock:
+            self.calls += 1
+            self.cursor.execute(self.statement, (self.calls % COMMIT_ROWS,))
+
+
 def echo_server(conf_path):
     import oslo_messaging as messaging
 
+    from scheduler.db import api as db_api
     from scheduler import rpc
 
     class Echo:
         target = messaging.Target(version='1.0')
 
+        def __init__(self, committer):
+            self.committer = committer
+
         @rpc.expose
         def echo(self, ctxt, payload):
             return payload
 
+        @rpc.expose
+        def echo_commit(self, ctxt, payload):
+            self.committer.commit_one()
+            return payload
+
     _init(conf_path)
+    engine = db_api.get_engine()
+    _commit_table(engine)
     server = rpc.get_server(messaging.Target(topic=ECHO_TOPIC,
-                                             server='echo'), [Echo()])
+                                             server='echo'),
+                            [Echo(_Committer(engine))])
     server.start()
     try:
         while True:

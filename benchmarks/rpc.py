@@ -15,7 +15,11 @@ the same run, with their ratio and the target:
 * **latency** at ``--latency-hosts`` (10,000): one caller, one instance
   per request, ``--calls`` (300) of each kind after 30 warm-up calls,
   select and echo taking turns in three rounds; p50 and p99 (targets:
-  at most 2x and 4x the echo's);
+  at most 2x and 4x the echo's). For reference, a third kind takes its
+  turn too: the echo server's ``echo_commit``, which commits one
+  single-row UPDATE on the same database before it answers (see
+  ``rig.py``), the floor of any service that writes durably before it
+  answers, as a claim must;
 * **throughput** at ``--throughput-hosts`` (5,000): ``--callers`` (16)
   concurrent callers, 4 caller processes of 4 threads each (the callers'
   GIL is not the limit on the 2-CPU machine: one process of 16 threads
@@ -79,7 +83,7 @@ def latency(backend, hosts, calls, options=()):
         with rig.Rig(workdir, backend, hosts, options=options) as cloud:
             cloud.start_schedulers(1)
             cloud.start_echo()
-            selects, echoes = [], []
+            selects, echoes, commits = [], [], []
             for number in range(ROUNDS):
                 share = calls // ROUNDS + (number < calls % ROUNDS)
                 warm = cloud.instances(WARMUP)
@@ -88,11 +92,14 @@ def latency(backend, hosts, calls, options=()):
                                              warmup=warm)[1]
                 echoes += cloud.run_callers('echo', 1, share,
                                             warmup=WARMUP)[1]
+                commits += cloud.run_callers('echo_commit', 1, share,
+                                             warmup=WARMUP)[1]
             stopped = cloud.stop_schedulers()
             status, _output = cloud.db_check()
             select_ms = [seconds * 1000 for seconds, _, _ in selects]
             echo_ms = [seconds * 1000 for seconds, _, _ in echoes]
-            errors = _errors(selects + echoes)
+            commit_ms = [seconds * 1000 for seconds, _, _ in commits]
+            errors = _errors(selects + echoes + commits)
             print('latency: %d hosts, %s, 1 caller, %d calls of each kind '
                   '(after %d warm-up calls, in %d rounds); %s'
                   % (hosts, backend, calls, WARMUP, ROUNDS, _sizes()))
@@ -103,6 +110,11 @@ def latency(backend, hosts, calls, options=()):
                  rig.percentile(select_ms, 0.99),
                  rig.percentile(echo_ms, 0.99), '<= 4x'),
             ])
+            print('  for reference, the echo committing one row first: p50 '
+                  '%.2f ms (%.2fx the echo); select_destinations p50 %.2fx '
+                  'that' % (rig.p50(commit_ms),
+                            rig.p50(commit_ms) / rig.p50(echo_ms),
+                            rig.p50(select_ms) / rig.p50(commit_ms)))
             print('  %s; claim retries %d%s' % (
                 _check(cloud, status), rig.Rig.claim_retries(stopped)[0],
                 '; errors: ' + errors if errors else ''))

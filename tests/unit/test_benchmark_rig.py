@@ -1,5 +1,6 @@
 """The benchmarks' rig: ``--set SECTION.OPTION=VALUE`` options for the
-scheduler daemons, and a SIGTERM that still cleans up."""
+scheduler daemons, a SIGTERM that still cleans up, and the echo server's
+committed write."""
 
 import argparse
 import os
@@ -9,10 +10,13 @@ import threading
 
 from oslo_config import cfg
 import pytest
+import sqlalchemy as sa
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..',
                                 'benchmarks'))
 import rig  # noqa: E402
+
+from tests.fixtures import databases  # noqa: E402
 
 
 def test_an_option_is_read_as_section_option_and_value():
@@ -83,3 +87,27 @@ def test_sigterm_is_left_alone_outside_the_main_thread():
     thread.start()
     thread.join()
     assert found == [None]
+
+
+@pytest.mark.parametrize('backend', ['postgresql', 'mariadb'])
+def test_echo_commit_commits_one_row_per_call(backend):
+    """The latency benchmark's floor of a durable write: each call is one
+    committed UPDATE, which another connection sees at once."""
+    url = databases.create_database(backend)
+    engine = sa.create_engine(url)
+    try:
+        rig._commit_table(engine)
+        rig._commit_table(engine)   # a second echo server finds it made
+        committer = rig._Committer(engine)
+        for _ in range(3):
+            committer.commit_one()
+        with engine.connect() as other:
+            counters = dict(other.execute(sa.text(
+                'SELECT id, counter FROM %s' % rig.COMMIT_TABLE)).all())
+        assert len(counters) == rig.COMMIT_ROWS
+        assert [counters[number] for number in (1, 2, 3)] == [1, 1, 1]
+        assert sum(counters.values()) == 3
+        committer.connection.close()
+    finally:
+        engine.dispose()
+        databases.drop_database(url)
