@@ -193,6 +193,21 @@ class _Scalars:
         return first if first < second or first != first else second
 
 
+class _RowValues(dict):
+    """One row's Python values of the columns, read as asked for."""
+
+    __slots__ = ('_columns', '_row')
+
+    def __init__(self, columns, row):
+        super().__init__()
+        self._columns = columns
+        self._row = row
+
+    def __missing__(self, name):
+        value = self[name] = self._columns[name].item(self._row)
+        return value
+
+
 def _free_disk_gb(c, xp):
     free = c['disk_total'] - c['reserved_disk'] - c['disk_used']
     return xp.where(c['has_disk_least'],
@@ -528,18 +543,19 @@ class HostTable:
                 if not np.array_equal(column[rows], values):
                     column[rows] = values
                     changed.add(name)
-        for name, (inputs, compute) in _DERIVED.items():
-            if changed.isdisjoint(inputs):
-                continue
-            column = self.derived[name]
-            if len(new_states) <= _ROW_BY_ROW:
-                # The row's Python values: the same float64 operations,
-                # without NumPy's cost per call on scalars.
-                for row in new_states:
-                    column[row] = compute(
-                        {key: self.columns[key].item(row) for key in inputs},
-                        _Scalars)
-            else:
+        affected = [(self.derived[name], inputs, compute)
+                    for name, (inputs, compute) in _DERIVED.items()
+                    if not changed.isdisjoint(inputs)]
+        if len(new_states) <= _ROW_BY_ROW:
+            # The row's Python values, each read once for all the derived
+            # columns: the same float64 operations, without NumPy's cost
+            # per call on scalars.
+            for row in new_states:
+                values = _RowValues(self.columns, row)
+                for column, _inputs, compute in affected:
+                    column[row] = compute(values, _Scalars)
+        else:
+            for column, inputs, compute in affected:
                 column[rows] = compute(
                     {key: self.columns[key][rows] for key in inputs}, np)
         for row, state in new_states.items():
