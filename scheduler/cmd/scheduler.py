@@ -11,6 +11,7 @@ from oslo_messaging import opts as messaging_opts
 from scheduler.cmd import common
 from scheduler import conf
 from scheduler import config
+from scheduler import host_manager
 from scheduler import manager
 from scheduler import rpcapi
 
@@ -36,6 +37,9 @@ def set_defaults():
 
 def main():
     set_defaults()
+    # The daemon's process is its own: its host cache may be frozen out
+    # of the garbage collector's passes.
+    host_manager.freeze_collector()
     common.run_daemon('gantt-scheduler', rpcapi.RPC_TOPIC,
                       manager.SchedulerManager,
                       workers=lambda: CONF.scheduler.workers)
