@@ -16,9 +16,9 @@ is a bare oslo.messaging RPC server on the same broker whose ``echo``
 returns its argument: the floor any RPC service on this machine stands
 on. Its ``echo_commit`` (kind ``'echo_commit'``) first commits one
 single-row UPDATE on the rig's database (a table of its own,
-``COMMIT_TABLE``, on a connection kept per RPC thread in autocommit
-mode): the floor of a service that writes to the database before it
-answers, as a claim does.
+``COMMIT_TABLE``, on one connection kept in autocommit mode): the floor
+of a service that writes to the database before it answers, as a claim
+does.
 """
 
 import argparse

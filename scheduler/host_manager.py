@@ -55,15 +55,15 @@ SQL), never an overfilled host.
 
 In the ``gantt-scheduler`` daemon (:func:`freeze_collector`, called by
 its ``main``; not where a HostManager is a library in someone else's
-process): after each full read (the first
-load, then every ``FULL_READ_INTERVAL`` seconds) the cyclic garbage
-collector runs once over everything and the objects left are frozen
-(``gc.freeze``), out of its later passes. Without it the collector's
-oldest generation holds the host cache, and each of its passes, every
-few thousand requests, stopped the process for 90-140 ms at 10,000
-hosts (4.5-6 ms frozen; ``benchmarks/README.md``, session 22). What is
-frozen is thawed and collected at the next full read, so garbage cycles
-among frozen objects wait at most that long.
+process), each full read (the first load, then every
+``FULL_READ_INTERVAL`` seconds) ends with one pass of the cyclic garbage
+collector over everything, counted in that refresh's time, and the
+objects left are frozen (``gc.freeze``), out of its later passes.
+Without it the collector's oldest generation holds the host cache, and
+each of its passes, every few thousand requests, stopped the process for
+90-140 ms at 10,000 hosts (4.5-6 ms frozen; ``benchmarks/README.md``,
+session 22). What is frozen is thawed and collected at the next full
+read, so garbage cycles among frozen objects wait at most that long.
 
 The background thread starts lazily on the first snapshot, and again in a
 forked child (threads do not survive ``fork``). With ``auto_refresh=False``
