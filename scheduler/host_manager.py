@@ -61,7 +61,7 @@ collector over everything, counted in that refresh's time, and the
 objects left are frozen (``gc.freeze``), out of its later passes.
 Without it the collector's oldest generation holds the host cache, and
 each of its passes, every few thousand requests, stopped the process for
-90-140 ms at 10,000 hosts (4.5-6 ms frozen; ``benchmarks/README.md``,
+90-140 ms at 10,000 hosts (4.5-11 ms frozen; ``benchmarks/README.md``,
 session 22). What is frozen is thawed and collected at the next full
 read, so garbage cycles among frozen objects wait at most that long.
 
