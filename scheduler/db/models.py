@@ -248,12 +248,13 @@ class Allocation(Base):
     """
 
     __tablename__ = 'allocations'
+    # The unique constraint's index serves the lookups by consumer (its
+    # first column): no index of consumer_uuid alone.
     __table_args__ = (
         sa.UniqueConstraint('consumer_uuid', 'compute_node_id'),)
 
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
-    consumer_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36),
-                                                       index=True)
+    consumer_uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36))
     compute_node_id: orm.Mapped[int] = orm.mapped_column(
         sa.ForeignKey('compute_nodes.id', ondelete='CASCADE'), index=True)
     vcpus: orm.Mapped[int] = orm.mapped_column(default=0)
