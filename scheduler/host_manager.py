@@ -7,8 +7,11 @@ from SQL in a background thread every ``[scheduler]
 host_state_refresh_interval`` seconds, reading only what changed:
 
 * compute nodes written since the last refresh (an indexed
-  ``updated_at``), of which those whose ``generation`` differs from the
-  cached one (every write to a node, claims included, bumps it);
+  ``updated_at``, and for the usual claim, which leaves ``updated_at``
+  alone so that PostgreSQL updates the row without touching its indexes,
+  the indexed ``created_at`` of its allocation), of which those whose
+  ``generation`` differs from the cached one (every write to a node,
+  claims included, bumps it);
 * compute services (binary ``gantt-compute``) whose ``updated_at`` moved
   (registration, enable/disable, forced down; a heartbeat does not move
   it);

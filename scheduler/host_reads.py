@@ -194,13 +194,14 @@ def _changes_statement(with_reread, with_revived, arrays=False,
     # A node row, then a service row: together they give every column a
     # type (PostgreSQL types the columns of a union pairwise, from the
     # first branches; a NULL in both would be text).
-    written = [_NODE.c.updated_at >= since]
-    if with_known:
-        written.append(_not_known())
+    known = [_not_known()] if with_known else []
     branches = [
-        sa.select(*node_row).where(*written),
+        sa.select(*node_row).where(_NODE.c.updated_at >= since, *known),
         sa.select(*service_row).where(compute,
                                       _SERVICE.c.updated_at >= since),
+        # The nodes claimed on (a claim leaves updated_at alone).
+        sa.select(*node_row).where(
+            _NODE.c.id.in_(compute_nodes.claimed_on_since(since)), *known),
         sa.select(*service_row).where(
             compute, sa.or_(_SERVICE.c.last_seen_up < alive_since,
                             _SERVICE.c.last_seen_up.is_(None)))]

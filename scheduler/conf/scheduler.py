@@ -84,7 +84,8 @@ Possible values:
 Seconds between incremental refreshes of the filter scheduler's host cache.
 
 The refresh reads only the compute nodes and services written since the
-previous one (an indexed ``updated_at``), so its cost grows with the changes,
+previous one (an indexed ``updated_at``, and the ``created_at`` of the nodes'
+new allocations), so its cost grows with the changes,
 not with the hosts; every 300 seconds it also compares every node's generation,
 which notices deleted rows. A change is seen by scheduling within this
 interval plus the refresh's own time. A stale cache can cost a failed claim and

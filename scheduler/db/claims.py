@@ -341,7 +341,12 @@ _ALLOC_INSERT = sa.insert(_ALLOC)
 
 def _fresh_update(checked, refuse_settled):
     """The conditional UPDATE of :func:`_claim_fresh`, with bind
-    parameters ``node``, ``consumer``, ``now`` and ``claim_<resource>``.
+    parameters ``node``, ``consumer`` and ``claim_<resource>``.
+
+    It changes no indexed column (not ``updated_at``: the host caches
+    find the node through the allocation's ``created_at``), so that on
+    PostgreSQL it is a heap-only tuple update, writing none of the
+    node's index entries.
     """
     ratios = tuple(default_ratio(RESOURCE_COLUMNS[field][4])
                    for field in Resources._fields)
@@ -354,8 +359,10 @@ def _fresh_update(checked, refuse_settled):
                   ~_holds_allocations(consumer)]
     if refuse_settled:
         conditions.append(~_is_settled(consumer))
+    # updated_at as it was (not the column's onupdate): an indexed column
+    # set to its own value does not keep the update from being HOT.
     values = {'generation': _NODE.c.generation + 1,
-              'updated_at': sa.bindparam('now')}
+              'updated_at': _NODE.c.updated_at}
     for field, check in zip(Resources._fields, checked):
         used = _NODE.c[RESOURCE_COLUMNS[field][0]]
         amount = sa.bindparam('claim_' + field)

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from scheduler.db import models
 
 _NODE = models.ComputeNode.__table__
+_ALLOC = models.Allocation.__table__
 
 # Columns a compute agent reports; anything else in a report is refused.
 INVENTORY_FIELDS = (
@@ -96,10 +97,27 @@ def get_generations(session):
     return {row.id: row.generation for row in rows}
 
 
+def claimed_on_since(since):
+    """SQL: the ids of the nodes with an allocation created at or after
+    ``since`` (indexed). The usual claim leaves its node's
+    ``updated_at`` as it was (see scheduler.db.claims._fresh_update):
+    these are the nodes it wrote."""
+    return sa.select(_ALLOC.c.compute_node_id).where(
+        _ALLOC.c.created_at >= since)
+
+
+def _written_since(query, since):
+    """``query`` (a select of nodes) for the nodes written at or after
+    ``since``: updated then, or claimed on then (two indexed selects)."""
+    return (query.where(_NODE.c.updated_at >= since),
+            query.where(_NODE.c.id.in_(claimed_on_since(since))))
+
+
 def written_since(session, since, raw_documents=False, ids=(), known=None):
-    """Full rows of the nodes written at or after ``since`` (indexed),
-    and of the nodes ``ids`` whatever their ``updated_at``: each row
-    once, in id order.
+    """Full rows of the nodes written at or after ``since`` (their
+    ``updated_at`` or an allocation's ``created_at``, both indexed), and
+    of the nodes ``ids`` whatever their ``updated_at``: each row once,
+    in id order.
 
     ``known`` (``{id: generation}``, read with ``.get``): the rows written
     since ``since`` whose generation it already holds are not read. Their
@@ -109,9 +127,8 @@ def written_since(session, since, raw_documents=False, ids=(), known=None):
     documents several times. Without ``known``, one statement.
     """
     if known is not None:
-        written = session.execute(
-            sa.select(_NODE.c.id, _NODE.c.generation)
-            .where(_NODE.c.updated_at >= since)).all()
+        written = session.execute(sa.union(*_written_since(
+            sa.select(_NODE.c.id, _NODE.c.generation), since))).all()
         wanted = {row.id for row in written
                   if known.get(row.id) != row.generation}
         wanted.update(ids)
@@ -122,12 +139,11 @@ def written_since(session, since, raw_documents=False, ids=(), known=None):
                 _select_nodes(raw_documents).where(
                     _NODE.c.id.in_(ordered[start:start + ID_CHUNK]))).all())
         return sorted(rows, key=lambda row: row.id)
-    written = _select_nodes(raw_documents).where(_NODE.c.updated_at >= since)
-    if not ids:
-        return session.execute(written.order_by(_NODE.c.id)).all()
-    rows = session.execute(sa.union_all(
-        written, _select_nodes(raw_documents).where(
-            _NODE.c.id.in_(list(ids))))).all()
+    branches = _written_since(_select_nodes(raw_documents), since)
+    if ids:
+        branches += (_select_nodes(raw_documents).where(
+            _NODE.c.id.in_(list(ids))),)
+    rows = session.execute(sa.union_all(*branches)).all()
     return sorted({row.id: row for row in rows}.values(),
                   key=lambda row: row.id)
 

@@ -95,10 +95,15 @@ class Service(TimestampMixin, Base):
 class ComputeNode(TimestampMixin, Base):
     """One hypervisor node: inventory, usage, facts, and its generation.
 
-    ``generation`` is bumped, and ``updated_at`` set, by every write to
-    the row (inventory report, claim, release, mapping), so a reader can
-    find the rows written since a time and tell which changed by
-    comparing generations.
+    ``generation`` is bumped by every write to the row, and
+    ``updated_at`` set by every write but the usual claim (inventory
+    report, release, mapping, a claim that replaces or checks more),
+    so a reader finds the rows written since a time (those, and the
+    nodes of the allocations created since) and tells which changed by
+    comparing generations. The usual claim changes no indexed column: on
+    PostgreSQL its UPDATE is a heap-only tuple update (the table is
+    filled to 80% to leave room for one on each page), which writes no
+    index entry.
     """
 
     __tablename__ = 'compute_nodes'
@@ -263,8 +268,10 @@ class Allocation(Base):
     # What the claim took of the node's NUMA cells and PCI devices
     # (scheduler.hardware's record); None: nothing.
     hardware: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
+    # Indexed: the host caches read the nodes claimed on since their last
+    # refresh from here (a claim leaves the node's updated_at alone).
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
-        Timestamp, default=utcnow)
+        Timestamp, default=utcnow, index=True)
 
 
 class Migration(TimestampMixin, Base):

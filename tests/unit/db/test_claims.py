@@ -1,6 +1,7 @@
 """Claims on every backend: capacity checks, release, and real races."""
 
 import threading
+import time
 import uuid
 
 from oslo_db import exception as db_exc
@@ -386,6 +387,58 @@ def kept_claim(node, kept, consumer=None, resources=(1, 1024, 10)):
     consumer = consumer or str(uuid.uuid4())
     return claims.claim_in_sql(node, consumer, claims.Resources(*resources),
                                refuse_settled=True, report={}, kept=kept)
+
+
+
+def _node_update_counts():
+    """``(updates, heap-only updates)`` of compute_nodes, as the server
+    counts them once every connection of the engine has ended (a backend
+    reports its counts when it exits)."""
+    db_api.dispose_engine()
+    engine = db_api.get_engine()
+    deadline = time.monotonic() + 30
+    counts = None
+    while time.monotonic() < deadline:
+        with engine.connect() as connection:
+            active = connection.exec_driver_sql(
+                'SELECT count(*) FROM pg_stat_activity WHERE datname = '
+                'current_database() AND pid <> pg_backend_pid()').scalar()
+            found = tuple(connection.exec_driver_sql(
+                "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+                "WHERE relname = 'compute_nodes'").one())
+        if not active and found == counts:
+            return found
+        counts = found
+        time.sleep(0.2)
+    raise AssertionError('the statistics did not settle: %s' % (counts,))
+
+
+def test_the_usual_claim_is_a_heap_only_update_of_the_node(
+        postgresql_database):
+    """The usual claim leaves the node's updated_at as it was and changes
+    no other indexed column: on PostgreSQL each of its UPDATEs is a HOT
+    update (no entry written in the node's indexes), the table's pages
+    leaving room for one (fillfactor)."""
+    node = make_node(vcpus=64, memory_mb=65536)
+    with db_api.reader() as session:
+        updated_at = session.scalar(sa.select(_NODE.c.updated_at).where(
+            _NODE.c.id == node))
+        options = session.execute(sa.text(
+            "SELECT reloptions FROM pg_class WHERE relname = "
+            "'compute_nodes'")).scalar()
+    before = _node_update_counts()
+    for _ in range(5):
+        assert claims.claim_in_sql(node, str(uuid.uuid4()),
+                                   claims.Resources(1, 1024, 10),
+                                   refuse_settled=True) is True
+    after = _node_update_counts()
+
+    assert options == ['fillfactor=80']
+    assert node_state(node)['vcpus_used'] == 5
+    with db_api.reader() as session:
+        assert session.scalar(sa.select(_NODE.c.updated_at).where(
+            _NODE.c.id == node)) == updated_at
+    assert (after[0] - before[0], after[1] - before[1]) == (5, 5)
 
 
 def test_claims_on_a_kept_connection_take_it_from_the_pool_once(

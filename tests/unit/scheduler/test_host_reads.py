@@ -2,13 +2,16 @@
 each row once, on every backend."""
 
 import datetime
+import uuid
 
 import pytest
 import sqlalchemy as sa
 
 from scheduler.db import api as db_api
+from scheduler.db import claims
 from scheduler.db import models
 from scheduler import host_reads
+from scheduler import placement_types
 from tests.fixtures import databases
 from tests.unit.scheduler import fakes
 
@@ -142,6 +145,77 @@ def test_a_cells_one_statement_reads_what_the_separate_reads_read(
     assert [row.host for row in shifted[1]] == ['quiet', 'dead', 'never']
     # With nothing written since, the dead ones still come.
     assert nothing == ([], [got[1][1], got[1][2]])
+
+
+
+def test_a_node_claimed_on_is_written_though_its_updated_at_is_not(
+        any_driver_url):
+    """The usual claim leaves the node's updated_at as it was (so that
+    it changes no indexed column); every incremental read finds the node
+    through the allocation's created_at, once, at its new generation,
+    and with ``known`` leaves it out only at that generation."""
+    nodes = models.ComputeNode.__table__
+    long_ago = models.utcnow() - datetime.timedelta(hours=1)
+    with db_api.target_cell(any_driver_url):
+        cloud = fakes.Cloud()
+        ids = {host: cloud.add_node(host) for host in ('claimed', 'quiet')}
+        for host in ids:
+            _age(nodes, host, updated_at=long_ago)
+        since = models.utcnow()
+        assert claims.claim_in_sql(ids['claimed'], str(uuid.uuid4()),
+                                   placement_types.Resources(1, 512, 1))
+        alive_since = since - datetime.timedelta(seconds=60)
+        with db_api.reader() as session:
+            row = session.execute(sa.select(nodes).where(
+                nodes.c.id == ids['claimed'])).one()
+            separate, _services = host_reads.read_changes(
+                session, since, set(), alive_since, set())
+            # Written since and reread: once.
+            reread, _services = host_reads.read_changes(
+                session, since, {ids['claimed']}, alive_since, set())
+            held, _services = host_reads.read_changes(
+                session, since, set(), alive_since, set(),
+                known={ids['claimed']: row.generation})
+        with host_reads.statement_connection() as connection:
+            one, _services = host_reads.read_cell_changes(
+                connection, since, {ids['claimed']}, alive_since, set())
+            later, _services = host_reads.read_cell_changes(
+                connection, models.utcnow() + datetime.timedelta(seconds=5),
+                set(), alive_since, set())
+    assert row.updated_at == long_ago
+    assert row.memory_mb_used == 512
+    for found in (separate, reread, one):
+        assert [(node.id, node.generation) for node in found] == [
+            (ids['claimed'], row.generation)]
+    assert held == []
+    assert later == []
+
+
+def test_the_one_statement_leaves_out_a_claimed_node_it_knows():
+    """On psycopg2 the node claimed on comes but at the generation the
+    cache holds, as a node whose updated_at moved does."""
+    with databases.cell_database('postgresql') as url, \
+            db_api.target_cell(url):
+        cloud = fakes.Cloud()
+        node = cloud.add_node('claimed')
+        since = models.utcnow()
+        assert claims.claim_in_sql(node, str(uuid.uuid4()),
+                                   placement_types.Resources(1, 512, 1))
+        alive_since = since - datetime.timedelta(seconds=60)
+        with db_api.reader() as session:
+            generation = session.scalar(sa.select(
+                models.ComputeNode.generation).where(
+                    models.ComputeNode.id == node))
+        with host_reads.statement_connection() as connection:
+            same, _services = host_reads.read_cell_changes(
+                connection, since, set(), alive_since, set(),
+                known=([node], [generation]))
+            older, _services = host_reads.read_cell_changes(
+                connection, since, set(), alive_since, set(),
+                known=([node], [generation - 1]))
+    assert same == []
+    assert [(row.id, row.generation) for row in older] == [
+        (node, generation)]
 
 
 def test_the_one_statement_leaves_out_the_known_pairs_on_psycopg2():
