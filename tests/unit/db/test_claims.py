@@ -389,7 +389,6 @@ def kept_claim(node, kept, consumer=None, resources=(1, 1024, 10)):
                                refuse_settled=True, report={}, kept=kept)
 
 
-
 def _node_update_counts():
     """``(updates, heap-only updates)`` of compute_nodes, as the server
     counts them once every connection of the engine has ended (a backend

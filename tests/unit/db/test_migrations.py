@@ -143,7 +143,6 @@ def test_foreign_keys_are_enforced(any_database):
                                           compute_node_id=12345))
 
 
-
 def _consumer_lookup_plan(connection, consumer):
     """The server's plan (as text) for reading a consumer's allocations,
     with its scan of the whole table ruled out where it can be."""

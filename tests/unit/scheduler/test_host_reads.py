@@ -147,7 +147,6 @@ def test_a_cells_one_statement_reads_what_the_separate_reads_read(
     assert nothing == ([], [got[1][1], got[1][2]])
 
 
-
 def test_a_node_claimed_on_is_written_though_its_updated_at_is_not(
         any_driver_url):
     """The usual claim leaves the node's updated_at as it was (so that
