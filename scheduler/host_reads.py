@@ -195,13 +195,14 @@ def _changes_statement(with_reread, with_revived, arrays=False,
     # type (PostgreSQL types the columns of a union pairwise, from the
     # first branches; a NULL in both would be text).
     known = [_not_known()] if with_known else []
+    # The nodes updated since, and those claimed on (a claim leaves
+    # updated_at alone).
+    updated, claimed = compute_nodes.written_conditions(since)
     branches = [
-        sa.select(*node_row).where(_NODE.c.updated_at >= since, *known),
+        sa.select(*node_row).where(updated, *known),
         sa.select(*service_row).where(compute,
                                       _SERVICE.c.updated_at >= since),
-        # The nodes claimed on (a claim leaves updated_at alone).
-        sa.select(*node_row).where(
-            _NODE.c.id.in_(compute_nodes.claimed_on_since(since)), *known),
+        sa.select(*node_row).where(claimed, *known),
         sa.select(*service_row).where(
             compute, sa.or_(_SERVICE.c.last_seen_up < alive_since,
                             _SERVICE.c.last_seen_up.is_(None)))]

@@ -97,20 +97,22 @@ def get_generations(session):
     return {row.id: row.generation for row in rows}
 
 
-def claimed_on_since(since):
-    """SQL: the ids of the nodes with an allocation created at or after
-    ``since`` (indexed). The usual claim leaves its node's
+def written_conditions(since):
+    """The two conditions of a node written at or after ``since``, each
+    for a select of its own (both indexed): its ``updated_at``, or an
+    allocation created on it then. The usual claim leaves its node's
     ``updated_at`` as it was (see scheduler.db.claims._fresh_update):
-    these are the nodes it wrote."""
-    return sa.select(_ALLOC.c.compute_node_id).where(
+    the second finds the nodes it wrote."""
+    claimed = sa.select(_ALLOC.c.compute_node_id).where(
         _ALLOC.c.created_at >= since)
+    return (_NODE.c.updated_at >= since, _NODE.c.id.in_(claimed))
 
 
 def _written_since(query, since):
     """``query`` (a select of nodes) for the nodes written at or after
-    ``since``: updated then, or claimed on then (two indexed selects)."""
-    return (query.where(_NODE.c.updated_at >= since),
-            query.where(_NODE.c.id.in_(claimed_on_since(since))))
+    ``since``: one select per :func:`written_conditions`."""
+    return tuple(query.where(condition)
+                 for condition in written_conditions(since))
 
 
 def written_since(session, since, raw_documents=False, ids=(), known=None):
