@@ -54,6 +54,13 @@ def _select_services(since=None, hosts=None, dead_before=None):
 def read_services(session, since=None, hosts=None, dead_before=None):
     """The compute services (all, or those matching every criterion
     given), as ServiceRow tuples."""
+    if since is None and hosts is None and dead_before is None:
+        connection = session.connection()
+        if connection.dialect.driver == 'psycopg2':
+            query, params, processors = _driver_read(
+                connection.dialect, 'services', ServiceRow)
+            return list(map(ServiceRow._make, _typed(
+                db_api.driver_rows(connection, query, params), processors)))
     return named_rows(ServiceRow, session.execute(
         _select_services(since, hosts, dead_before)).all())
 
@@ -79,13 +86,55 @@ def named_rows(row_type, rows):
 def stream_nodes(session):
     """:func:`compute_nodes.stream_nodes` (with the raw documents) as
     NodeRow tuples, each as it comes (the first checked as
-    :func:`named_rows` checks)."""
+    :func:`named_rows` checks). On psycopg2 the driver's own server-side
+    cursor (see :func:`_driver_read`)."""
+    connection = session.connection()
+    if connection.dialect.driver == 'psycopg2':
+        query, params, processors = _driver_read(
+            connection.dialect, 'nodes', NodeRow)
+        make = NodeRow._make
+        for rows in db_api.driver_batches(connection, query, params,
+                                          compute_nodes.STREAM_BATCH):
+            yield from map(make, _typed(rows, processors))
+        return
     rows = compute_nodes.stream_nodes(session, raw_documents=True)
     first = next(rows, None)
     if first is None:
         return
     yield from named_rows(NodeRow, [first])
     yield from map(NodeRow._make, rows)
+
+
+# The whole reads a first load (and a full read) makes, by name.
+_WHOLE_READS = {
+    'nodes': lambda: compute_nodes.full_read(raw_documents=True),
+    'services': _select_services,
+}
+
+
+# Keyed on the dialect: one per cell engine; bounded, as engines come back.
+@functools.lru_cache(maxsize=64)
+def _driver_read(dialect, name, row_type):
+    """``(query string, parameters, result processors)`` of the whole
+    read ``name`` for psycopg2's own cursor, compiled once: at 100,000
+    rows SQLAlchemy's result rows cost more than the driver's fetch (the
+    node rows of a cold start: 0.87-1.09 s in all, 0.68-0.73 s so, on
+    the 2-CPU machine). Processors as in :func:`_driver_changes`.
+
+    :raises RuntimeError: the statement's columns are not
+        ``row_type``'s fields.
+    """
+    statement = _WHOLE_READS[name]()
+    names = tuple(column.name for column in statement.selected_columns)
+    if names != row_type._fields:
+        raise RuntimeError('rows of %s read as %s'
+                           % (', '.join(names), row_type.__name__))
+    processors = tuple(
+        (index, column.type.result_processor(dialect, None))
+        for index, column in enumerate(statement.selected_columns)
+        if isinstance(column.type, sa.types.TypeDecorator))
+    compiled = statement.compile(dialect=dialect)
+    return str(compiled), dict(compiled.params), processors
 
 
 def read_service_changes(session, since, alive_since, dead):

@@ -54,6 +54,7 @@ import collections
 import contextlib
 import contextvars
 import hashlib
+import itertools
 import re
 import threading
 import time
@@ -507,6 +508,39 @@ def driver_rows(connection, statement, parameters):
     except connection.dialect.loaded_dbapi.Error as error:
         connection._handle_dbapi_exception(error, statement, parameters,
                                            cursor, None)
+    finally:
+        try:
+            cursor.close()
+        except Exception:
+            pass
+
+
+# Names of server-side cursors: unique in the process.
+_CURSOR_NUMBERS = itertools.count()
+
+
+def driver_batches(connection, statement, parameters, size):
+    """The rows of ``statement`` (as :func:`driver_rows`) in lists of up
+    to ``size``, fetched from a server-side cursor of the DBAPI
+    connection of ``connection`` (a Core connection in a transaction):
+    a generator, to consume before the connection's next statement.
+    SQLAlchemy's rows cost more CPU than the driver's fetch (see
+    :func:`scheduler.host_reads.stream_nodes`). Errors go through the
+    connection's error handling, as in :func:`driver_rows`; the cursor
+    is closed when the generator ends, is closed or is dropped."""
+    cursor = connection.connection.dbapi_connection.cursor(
+        name='gantt_batches_%d' % next(_CURSOR_NUMBERS))
+    try:
+        try:
+            cursor.execute(statement, parameters)
+            while True:
+                rows = cursor.fetchmany(size)
+                if not rows:
+                    return
+                yield rows
+        except connection.dialect.loaded_dbapi.Error as error:
+            connection._handle_dbapi_exception(error, statement, parameters,
+                                               cursor, None)
     finally:
         try:
             cursor.close()

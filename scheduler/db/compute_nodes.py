@@ -158,13 +158,17 @@ ID_CHUNK = 1000
 STREAM_BATCH = 2000
 
 
+def full_read(raw_documents=False):
+    """The statement of every node's full row, ordered by id."""
+    return _select_nodes(raw_documents).order_by(_NODE.c.id)
+
+
 def stream_nodes(session, raw_documents=False):
     """Every node's full row, ordered by id, fetched in batches of
     :data:`STREAM_BATCH` (a server-side cursor where the driver has one):
     an iterator, to consume before the session's next statement."""
-    result = session.execute(
-        _select_nodes(raw_documents).order_by(_NODE.c.id)
-        .execution_options(yield_per=STREAM_BATCH))
+    result = session.execute(full_read(raw_documents).execution_options(
+        yield_per=STREAM_BATCH))
     for partition in result.partitions():
         yield from partition
 

@@ -291,6 +291,44 @@ def test_the_host_caches_reads_give_named_tuples_of_the_same_rows(
     assert [row.host for row in their_services] == ['n0', 'n1']
 
 
+def test_the_first_load_streams_batches_and_names_a_lost_database(
+        monkeypatch):
+    """On psycopg2 the first load reads the nodes through the driver's
+    server-side cursor, a batch at a time: a session ended between two
+    batches fails the read with oslo.db's DBConnectionError (which the
+    host cache's callers know), not the driver's own error, and the
+    rows already given were whole."""
+    from oslo_db import exception as db_exc
+
+    from scheduler.db import compute_nodes
+    monkeypatch.setattr(compute_nodes, 'STREAM_BATCH', 3)
+    with databases.cell_database('postgresql') as url, \
+            db_api.target_cell(url):
+        cloud = fakes.Cloud()
+        for number in range(7):
+            cloud.add_node('n%d' % number, stats={'n': number})
+        raised = []
+        with pytest.raises(db_exc.DBConnectionError):
+            with db_api.reader() as session:
+                pid = databases.backend_pid('postgresql', session)
+                rows = host_reads.stream_nodes(session)
+                first = [next(rows) for _ in range(3)]
+                databases.kill_session('postgresql', pid)
+                try:
+                    list(rows)
+                except Exception as error:
+                    # The read's own error (the session's end would make
+                    # any error a DBConnectionError).
+                    raised.append(error)
+                    raise
+        with db_api.reader() as session:
+            again = list(host_reads.stream_nodes(session))
+    assert [type(error) for error in raised] == [db_exc.DBConnectionError]
+    assert [(row.host, row.stats) for row in first] == [
+        ('n0', {'n': 0}), ('n1', {'n': 1}), ('n2', {'n': 2})]
+    assert [row.host for row in again] == ['n%d' % n for n in range(7)]
+
+
 def test_rows_of_other_fields_are_refused_by_name(cell_url):
     with db_api.target_cell(cell_url):
         fakes.Cloud().add_node('n0')
