@@ -119,7 +119,8 @@ def _driver_read(dialect, name, row_type):
     read ``name`` for psycopg2's own cursor, compiled once: at 100,000
     rows SQLAlchemy's result rows cost more than the driver's fetch (the
     node rows of a cold start: 0.87-1.09 s in all, 0.68-0.73 s so, on
-    the 2-CPU machine). Processors as in :func:`_driver_changes`.
+    the 2-CPU machine), and the result processors
+    (:func:`_result_processors`).
 
     :raises RuntimeError: the statement's columns are not
         ``row_type``'s fields.
@@ -129,10 +130,7 @@ def _driver_read(dialect, name, row_type):
     if names != row_type._fields:
         raise RuntimeError('rows of %s read as %s'
                            % (', '.join(names), row_type.__name__))
-    processors = tuple(
-        (index, column.type.result_processor(dialect, None))
-        for index, column in enumerate(statement.selected_columns)
-        if isinstance(column.type, sa.types.TypeDecorator))
+    processors = _result_processors(statement, dialect)
     compiled = statement.compile(dialect=dialect)
     return str(compiled), dict(compiled.params), processors
 
@@ -303,16 +301,11 @@ def _driver_changes(with_reread, with_revived, dialect, with_known=False):
     :func:`_changes_statement` for psycopg2's own cursor: prepared on
     each pooled connection (planning the ``UNION ALL`` cost the server
     more than running it), the lists as arrays (so that one statement
-    serves every length), and ``(index, processor)`` of the columns
-    whose driver's value SQLAlchemy would convert: only our own column
-    types (the JSON documents); psycopg2 gives integers, floats,
-    booleans, text and timestamps as SQLAlchemy's result would."""
+    serves every length), and the result processors
+    (:func:`_result_processors`)."""
     statement = _changes_statement(with_reread, with_revived, arrays=True,
                                    with_known=with_known)
-    processors = tuple(
-        (index, column.type.result_processor(dialect, None))
-        for index, column in enumerate(statement.selected_columns)
-        if isinstance(column.type, sa.types.TypeDecorator))
+    processors = _result_processors(statement, dialect)
     return (db_api.Prepared.of(statement, dialect, _READ_PARAMETERS),
             processors)
 
@@ -346,17 +339,37 @@ def _cell_read_parameters(since, reread, alive_since, dead, id_offset):
     return params
 
 
+def _result_processors(statement, dialect):
+    """``(index, processor, keeps None)`` of the columns of
+    ``statement`` whose driver's value SQLAlchemy would convert: only our
+    own column types (the JSON documents); psycopg2 gives integers,
+    floats, booleans, text and timestamps as SQLAlchemy's result would.
+    A processor that makes None None again is not called for None (most
+    documents of most nodes)."""
+    processors = []
+    for index, column in enumerate(statement.selected_columns):
+        if isinstance(column.type, sa.types.TypeDecorator):
+            convert = column.type.result_processor(dialect, None)
+            processors.append((index, convert, convert(None) is None))
+    return tuple(processors)
+
+
 def _typed(rows, processors):
     """``rows`` of psycopg2 with our own column types converted as
-    SQLAlchemy converts them."""
+    SQLAlchemy converts them (see :func:`_result_processors`)."""
     if not processors:
         return rows
     typed = []
     for row in rows:
-        row = list(row)
-        for index, convert in processors:
-            row[index] = convert(row[index])
-        typed.append(row)
+        converted = None
+        for index, convert, keeps_none in processors:
+            value = row[index]
+            if value is None and keeps_none:
+                continue
+            if converted is None:
+                converted = list(row)
+            converted[index] = convert(value)
+        typed.append(row if converted is None else converted)
     return typed
 
 

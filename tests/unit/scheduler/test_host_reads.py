@@ -329,6 +329,36 @@ def test_the_first_load_streams_batches_and_names_a_lost_database(
     assert [row.host for row in again] == ['n%d' % n for n in range(7)]
 
 
+def test_the_drivers_rows_are_converted_as_sqlalchemy_converts_them():
+    """Our own column types are converted as SQLAlchemy's result would
+    convert them; None is passed over only where the type makes None
+    None again, and a row with nothing to convert is the driver's own."""
+    from sqlalchemy.dialects import postgresql
+
+    class EmptyForNone(sa.types.TypeDecorator):
+        impl = sa.Text
+        cache_ok = True
+
+        def process_result_value(self, value, dialect):
+            return {} if value is None else {'text': value}
+
+    table = sa.Table('t', sa.MetaData(), sa.Column('id', sa.Integer),
+                     sa.Column('doc', models.JSONText),
+                     sa.Column('other', EmptyForNone))
+    statement = sa.select(table)
+    processors = host_reads._result_processors(
+        statement, postgresql.psycopg2.dialect())
+    assert [(index, keeps) for index, _, keeps in processors] == [
+        (1, True), (2, False)]
+    bare = (1, None, 'x')
+    rows = host_reads._typed([bare, (2, '{"a": 1}', None)], processors)
+    assert rows == [[1, None, {'text': 'x'}], [2, {'a': 1}, {}]]
+    only_documents = processors[:1]
+    rows = host_reads._typed([bare, (2, '[3]', 'y')], only_documents)
+    assert rows[0] is bare
+    assert rows[1] == [2, [3], 'y']
+
+
 def test_rows_of_other_fields_are_refused_by_name(cell_url):
     with db_api.target_cell(cell_url):
         fakes.Cloud().add_node('n0')
