@@ -493,26 +493,8 @@ def driver_rows(connection, statement, parameters):
     DBDeadlock, DBDuplicateEntry..., and a lost connection invalidates
     the connection and the pool, so that the retries meet fresh ones.
     """
-    cursor = connection.connection.dbapi_connection.cursor()
-    # Cursor listeners (tracing, tests counting statements) see it too.
-    listening = connection._has_events or connection.engine._has_events
-    try:
-        if listening:
-            connection.dispatch.before_cursor_execute(
-                connection, cursor, statement, parameters, None, False)
-        cursor.execute(statement, parameters)
-        if listening:
-            connection.dispatch.after_cursor_execute(
-                connection, cursor, statement, parameters, None, False)
+    with _driver_cursor(connection, statement, parameters) as cursor:
         return cursor.fetchall()
-    except connection.dialect.loaded_dbapi.Error as error:
-        connection._handle_dbapi_exception(error, statement, parameters,
-                                           cursor, None)
-    finally:
-        try:
-            cursor.close()
-        except Exception:
-            pass
 
 
 # Names of server-side cursors: unique in the process.
@@ -525,22 +507,42 @@ def driver_batches(connection, statement, parameters, size):
     connection of ``connection`` (a Core connection in a transaction):
     a generator, to consume before the connection's next statement.
     SQLAlchemy's rows cost more CPU than the driver's fetch (see
-    :func:`scheduler.host_reads.stream_nodes`). Errors go through the
-    connection's error handling, as in :func:`driver_rows`; the cursor
-    is closed when the generator ends, is closed or is dropped."""
-    cursor = connection.connection.dbapi_connection.cursor(
-        name='gantt_batches_%d' % next(_CURSOR_NUMBERS))
+    :func:`scheduler.host_reads.stream_nodes`). Errors, listeners and the
+    cursor's end as in :func:`driver_rows` (the cursor also ends when the
+    generator is closed or dropped)."""
+    name = 'gantt_batches_%d' % next(_CURSOR_NUMBERS)
+    with _driver_cursor(connection, statement, parameters,
+                        name) as cursor:
+        while True:
+            rows = cursor.fetchmany(size)
+            if not rows:
+                return
+            yield rows
+
+
+@contextlib.contextmanager
+def _driver_cursor(connection, statement, parameters, name=None):
+    """A DBAPI cursor of ``connection`` (server-side with a ``name``)
+    that ran ``statement``: the ``*_cursor_execute`` listeners called as
+    SQLAlchemy calls them, a driver error of the block turned into
+    oslo.db's by the connection's error handling, the cursor closed
+    after."""
+    raw = connection.connection.dbapi_connection
+    cursor = raw.cursor() if name is None else raw.cursor(name=name)
+    # Cursor listeners (tracing, tests counting statements) see it too.
+    listening = connection._has_events or connection.engine._has_events
     try:
-        try:
-            cursor.execute(statement, parameters)
-            while True:
-                rows = cursor.fetchmany(size)
-                if not rows:
-                    return
-                yield rows
-        except connection.dialect.loaded_dbapi.Error as error:
-            connection._handle_dbapi_exception(error, statement, parameters,
-                                               cursor, None)
+        if listening:
+            connection.dispatch.before_cursor_execute(
+                connection, cursor, statement, parameters, None, False)
+        cursor.execute(statement, parameters)
+        if listening:
+            connection.dispatch.after_cursor_execute(
+                connection, cursor, statement, parameters, None, False)
+        yield cursor
+    except connection.dialect.loaded_dbapi.Error as error:
+        connection._handle_dbapi_exception(error, statement, parameters,
+                                           cursor, None)
     finally:
         try:
             cursor.close()

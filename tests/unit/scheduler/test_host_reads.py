@@ -329,6 +329,31 @@ def test_the_first_load_streams_batches_and_names_a_lost_database(
     assert [row.host for row in again] == ['n%d' % n for n in range(7)]
 
 
+def test_cursor_listeners_see_the_first_loads_reads():
+    """The reads on psycopg2's own cursor are seen by the engine's
+    cursor listeners as SQLAlchemy's are (tracing, statement counts)."""
+    seen = []
+
+    def listener(conn, cursor, statement, parameters, context, many):
+        seen.extend(table for table in ('services', 'compute_nodes')
+                    if 'FROM %s' % table in statement)
+
+    with databases.cell_database('postgresql') as url, \
+            db_api.target_cell(url):
+        fakes.Cloud().add_node('n0')
+        engine = db_api.get_engine()
+        sa.event.listen(engine, 'before_cursor_execute', listener)
+        try:
+            with db_api.reader() as session:
+                services = host_reads.read_services(session)
+                nodes = list(host_reads.stream_nodes(session))
+        finally:
+            sa.event.remove(engine, 'before_cursor_execute', listener)
+    assert seen == ['services', 'compute_nodes']
+    assert [row.host for row in services] == ['n0']
+    assert [row.host for row in nodes] == ['n0']
+
+
 def test_the_drivers_rows_are_converted_as_sqlalchemy_converts_them():
     """Our own column types are converted as SQLAlchemy's result would
     convert them; None is passed over only where the type makes None
