@@ -118,7 +118,7 @@ def _driver_read(dialect, name, row_type):
     """``(query string, parameters, result processors)`` of the whole
     read ``name`` for psycopg2's own cursor, compiled once: at 100,000
     rows SQLAlchemy's result rows cost more than the driver's fetch (the
-    node rows of a cold start: 0.87-1.09 s in all, 0.68-0.73 s so, on
+    node rows of a cold start: 0.73-1.09 s in all, 0.46-0.65 s so, on
     the 2-CPU machine), and the result processors
     (:func:`_result_processors`).
 
@@ -350,7 +350,8 @@ def _result_processors(statement, dialect):
     for index, column in enumerate(statement.selected_columns):
         if isinstance(column.type, sa.types.TypeDecorator):
             convert = column.type.result_processor(dialect, None)
-            processors.append((index, convert, convert(None) is None))
+            if convert is not None:
+                processors.append((index, convert, convert(None) is None))
     return tuple(processors)
 
 
