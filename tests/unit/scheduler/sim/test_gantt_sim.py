@@ -320,9 +320,12 @@ def test_a_database_url_is_left_empty_after_an_error(
 def test_ctrl_c_removes_the_scratch_database_and_exits_130(tmp_path):
     directory = tmp_path / 'scratch'
     directory.mkdir()
+    # -X faulthandler: a run that does not end after Ctrl-C is made to
+    # say where each of its threads waits (SIGABRT), for the failure.
     process = subprocess.Popen(
-        [sys.executable, '-m', 'scheduler.cmd.sim', '--hosts', '300',
-         '--no-plots'], env=dict(os.environ, TMPDIR=str(directory)),
+        [sys.executable, '-X', 'faulthandler', '-m', 'scheduler.cmd.sim',
+         '--hosts', '300', '--no-plots'],
+        env=dict(os.environ, TMPDIR=str(directory)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -332,11 +335,18 @@ def test_ctrl_c_removes_the_scratch_database_and_exits_130(tmp_path):
             time.sleep(0.05)
         time.sleep(0.5)
         process.send_signal(signal.SIGINT)
-        _out, err = process.communicate(timeout=60)
+        try:
+            _out, err = process.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)
+            _out, err = process.communicate(timeout=30)
+            pytest.fail('gantt-sim did not end 60 s after Ctrl-C; its '
+                        'threads:\n%s' % err)
     finally:
         if process.poll() is None:
             process.kill()
-            process.wait()
+        # Its pipes closed here (left open, a later test reports them).
+        process.communicate()
     assert process.returncode == 130, err
     assert err.endswith('gantt-sim: interrupted; the scratch database is '
                         'removed\n'), err
