@@ -85,6 +85,30 @@ def any_empty_database(request, config):
 
 
 @pytest.fixture
+def postgresql_database(config):
+    """A fresh migrated PostgreSQL database; yields its URL."""
+    with contextlib.ExitStack() as stack:
+        yield _open(stack, databases.migrated_database('postgresql', config))
+
+
+@pytest.fixture
+def mariadb_database(config):
+    """A fresh migrated MariaDB database; yields its URL."""
+    with contextlib.ExitStack() as stack:
+        yield _open(stack, databases.migrated_database('mariadb', config))
+
+
+@pytest.fixture(params=('postgresql', 'mariadb'))
+def server_database(request, config):
+    """A fresh migrated database on each database server in turn
+    (PostgreSQL, MariaDB: the drivers whose claims take one round trip
+    on a kept connection); yields its URL."""
+    with contextlib.ExitStack() as stack:
+        yield _open(stack, databases.migrated_database(request.param,
+                                                       config))
+
+
+@pytest.fixture
 def api_database(config):
     """A fresh SQLite API database with its schema; yields its URL."""
     with contextlib.ExitStack() as stack:

@@ -116,6 +116,19 @@ def _mysql_read_committed(dbapi_connection, connection_record):
     cursor.close()
 
 
+# PyMySQL's CLIENT.MULTI_STATEMENTS (pymysql.constants.CLIENT).
+_PYMYSQL_MULTI_STATEMENTS = 1 << 16
+
+
+def _pymysql_multi_statements(dialect, connection_record, cargs, cparams):
+    """PyMySQL connections take query strings of several statements (the
+    claim's one round trip: see :func:`driver_results`). Every statement
+    Gantt sends binds its values as parameters; none is built from a
+    caller's text."""
+    cparams['client_flag'] = (cparams.get('client_flag', 0)
+                              | _PYMYSQL_MULTI_STATEMENTS)
+
+
 # A pooled connection idle for longer than this is pinged when it is
 # checked out; one in steady use is not (see _ping_if_idle).
 PING_AFTER_IDLE_SECONDS = 1.0
@@ -181,6 +194,8 @@ def _on_engine_create(engine):
             sa.event.listen(engine, 'connect', _sqlite_busy_timeout)
     elif backend in ('mysql', 'mariadb'):
         sa.event.listen(engine, 'connect', _mysql_read_committed)
+        if engine.dialect.driver == 'pymysql':
+            sa.event.listen(engine, 'do_connect', _pymysql_multi_statements)
     else:
         return
     # Drop any connection made before these listeners, so that every
@@ -438,15 +453,22 @@ class KeptConnection:
             with autocommit_connection() as connection:
                 yield connection
             return
-        connection = self._kept(engine)
+        with self.use(engine) as connection, _driver_autocommit(connection):
+            yield connection
+
+    @contextlib.contextmanager
+    def use(self, engine=None):
+        """The kept connection as its driver left it: for a query string
+        that ends the transaction it begins (see :func:`driver_results`)."""
+        connection = self._kept(engine if engine is not None
+                                else get_engine())
         try:
-            with _driver_autocommit(connection):
-                yield connection
+            yield connection
         except BaseException:
             self.close()
             raise
         if connection.invalidated:
-            # Its flag could not be switched back.
+            # Lost, or its autocommit flag could not be switched back.
             self.close()
 
     def _kept(self, engine):
@@ -495,6 +517,22 @@ def driver_rows(connection, statement, parameters):
     """
     with _driver_cursor(connection, statement, parameters) as cursor:
         return cursor.fetchall()
+
+
+def driver_results(connection, statement, parameters):
+    """Run ``statement``, a query string of several statements (as
+    :func:`driver_rows`: the driver's own string and parameters, the
+    listeners called, errors made oslo.db's), and return the rows of
+    each statement, in order (empty for a statement without rows): for
+    PyMySQL, whose connections take several statements (psycopg2 keeps
+    only the last one's). The server stops at the first statement that
+    fails; its error is raised here, never dropped with the results
+    after it."""
+    with _driver_cursor(connection, statement, parameters) as cursor:
+        results = [cursor.fetchall()]
+        while cursor.nextset():
+            results.append(cursor.fetchall())
+        return results
 
 
 # Names of server-side cursors: unique in the process.
@@ -603,6 +641,53 @@ def prepare_on(connection, prepares):
         if name not in prepared:
             connection.exec_driver_sql(statement)
             prepared.add(name)
+
+
+class QueryString(collections.namedtuple(
+        'QueryString', 'statement names defaults')):
+    """Core statements as one query string of the driver's own (its
+    paramstyle, ``pyformat`` or ``format``), to run with
+    :func:`driver_results` in one round trip. ``names``: the parameter
+    of each position for a positional paramstyle, else None;
+    ``defaults``: the values of the parameters the caller does not give
+    (the statements' own constants)::
+
+        trip = QueryString.of([lock, update, 'COMMIT'], dialect, ('node',))
+        results = driver_results(connection, trip.statement,
+                                 trip.arguments({'node': 1}))
+    """
+
+    @classmethod
+    def of(cls, statements, dialect, given):
+        """``statements`` (Core statements, or query strings without
+        parameters) joined; ``given``: the names of the parameters each
+        call gives (expanding lists among the others are rendered as
+        plain parameters)."""
+        given = set(given)
+        parts, names, defaults = [], [], {}
+        for statement in statements:
+            if isinstance(statement, str):
+                parts.append(statement)
+                continue
+            expanded = statement.compile(dialect=dialect) \
+                .construct_expanded_state(dict.fromkeys(given))
+            for name, value in expanded.parameters.items():
+                if name not in given and defaults.setdefault(
+                        name, value) != value:
+                    raise ValueError('two statements give the parameter %s '
+                                     'different values' % name)
+            parts.append(expanded.statement)
+            if dialect.positional:
+                names.extend(expanded.positiontup)
+        return cls(';\n'.join(parts),
+                   tuple(names) if dialect.positional else None, defaults)
+
+    def arguments(self, values):
+        """The driver's parameters, ``values`` giving the caller's."""
+        values = dict(self.defaults, **values)
+        if self.names is None:
+            return values
+        return tuple(values[name] for name in self.names)
 
 
 @contextlib.contextmanager

@@ -389,24 +389,26 @@ def _fresh_statement(checked, refuse_settled):
     if statement is not None:
         return statement
     claimed = update.returning(_NODE.c.id).cte('claimed')
-    statement = _allocation_from(claimed)
+    statement = _allocation_from(claimed.c.id)
     if len(_fresh_statements) > 64:
         _fresh_statements.clear()
     _fresh_statements[update] = statement
     return statement
 
 
-def _allocation_from(claimed):
-    """The allocation's INSERT from the node id ``claimed`` returns."""
+def _allocation_from(node, *conditions):
+    """The allocation's INSERT for the node ``node`` (the id a CTE
+    returns, or a parameter), where ``conditions`` hold."""
     columns = ('consumer_uuid', 'compute_node_id', 'vcpus', 'memory_mb',
                'disk_gb', 'created_at')
     return sa.insert(_ALLOC).from_select(columns, sa.select(
         sa.bindparam('consumer', type_=_ALLOC.c.consumer_uuid.type),
-        claimed.c.id,
+        node,
         sa.bindparam('claim_vcpus', type_=sa.Integer),
         sa.bindparam('claim_memory_mb', type_=sa.Integer),
         sa.bindparam('claim_disk_gb', type_=sa.Integer),
-        sa.bindparam('now', type_=_ALLOC.c.created_at.type)))
+        sa.bindparam('now', type_=_ALLOC.c.created_at.type)).where(
+            *conditions))
 
 
 # The same as a query of the node's generation after the claim: {UPDATE:
@@ -425,7 +427,7 @@ def _fresh_select(checked, refuse_settled):
         return statement
     claimed = update.returning(_NODE.c.id, _NODE.c.generation).cte(
         'claimed')
-    inserted = _allocation_from(claimed).returning(_ALLOC.c.id).cte(
+    inserted = _allocation_from(claimed.c.id).returning(_ALLOC.c.id).cte(
         'inserted')
     statement = sa.select(claimed.c.generation).select_from(
         claimed.join(inserted, sa.true()))
@@ -477,6 +479,38 @@ def _one_trip_sql(checked, refuse_settled, dialect):
     return found
 
 
+# PyMySQL: the lock, the UPDATE, the INSERT if the UPDATE changed the
+# node (ROW_COUNT()), the node's generation if the INSERT was made, and
+# the COMMIT, as one query string (the connections take several
+# statements: see db_api._pymysql_multi_statements): one round trip
+# instead of five (the lock, the UPDATE, the INSERT, COMMIT, and the
+# pool's ROLLBACK when the connection goes back). The server stops at
+# the first statement that fails and leaves the transaction open; the
+# connection is then given back to the pool, which rolls it back.
+_mysql_trips = {}
+# The result in a MySQL trip's results that holds the node's generation.
+_MYSQL_GENERATION = 3
+_ROW_CHANGED = sa.func.row_count() == sa.literal_column('1')
+
+
+def _mysql_trip(checked, refuse_settled, dialect):
+    update = _fresh_update(checked, refuse_settled)
+    key = (update, dialect.paramstyle)
+    found = _mysql_trips.get(key)
+    if found is not None:
+        return found
+    node = sa.bindparam('node', type_=sa.Integer)
+    found = db_api.QueryString.of([
+        _LOCK_INSTANCE, update, _allocation_from(node, _ROW_CHANGED),
+        sa.select(_NODE.c.generation).where(_NODE.c.id == node,
+                                            _ROW_CHANGED),
+        'COMMIT'], dialect, _CLAIM_PARAMETERS)
+    if len(_mysql_trips) > 64:
+        _mysql_trips.clear()
+    _mysql_trips[key] = found
+    return found
+
+
 def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
                  report=None, kept=None):
     """The common claim in one statement and an INSERT: a consumer that
@@ -484,7 +518,8 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
     False when the node has no room or the consumer is not such a one;
     :func:`claim_in_sql` then takes the full path, which says which.
     (Its caller retries on lost connections and deadlocks.) On psycopg2
-    the node's generation after the claim goes into ``report``. With
+    and PyMySQL, one round trip, and the node's generation after the
+    claim goes into ``report``. With
     ``kept`` (a :class:`db_api.KeptConnection`) the claim runs on the
     connection it keeps.
     """
@@ -503,11 +538,28 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
             trip.prepare_on(connection)
             rows = db_api.driver_rows(connection, trip.execute,
                                       dict(trip.defaults, **params))
-        if len(rows) != 1:
-            return False
-        if report is not None:
-            report['generation'] = rows[0][0]
-        return True
+    elif engine.dialect.driver == 'pymysql':
+        trip = _mysql_trip(checked, refuse_settled, engine.dialect)
+        with (engine.connect() if kept is None
+              else kept.use(engine)) as connection:
+            rows = db_api.driver_results(
+                connection, trip.statement,
+                trip.arguments(params))[_MYSQL_GENERATION]
+    else:
+        return _claim_fresh_core(node_id, consumer_uuid, resources,
+                                 checked, refuse_settled, params)
+    if len(rows) != 1:
+        return False
+    if report is not None:
+        report['generation'] = rows[0][0]
+    return True
+
+
+def _claim_fresh_core(node_id, consumer_uuid, resources, checked,
+                      refuse_settled, params):
+    """:func:`_claim_fresh` through SQLAlchemy's execution, for the
+    drivers without a query string of their own (SQLite, psycopg 3,
+    mysqlclient)."""
     with db_api.write_connection() as connection:
         lock_instance(connection, consumer_uuid)
         if connection.dialect.name == 'postgresql':
@@ -524,7 +576,7 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
         connection.execute(_ALLOC_INSERT, {
             'consumer_uuid': consumer_uuid, 'compute_node_id': node_id,
             'vcpus': resources.vcpus, 'memory_mb': resources.memory_mb,
-            'disk_gb': resources.disk_gb, 'created_at': now})
+            'disk_gb': resources.disk_gb, 'created_at': params['now']})
     return True
 
 

@@ -271,3 +271,71 @@ def test_the_retry_budget_is_read_at_each_call(config):
         with pytest.raises(db_exc.DBConnectionError):
             lose_the_connection()
         assert len(calls) == budget + 1
+
+
+def _two_statements():
+    services = sa.select(SERVICES.c.id).where(
+        SERVICES.c.host == sa.bindparam('host'),
+        SERVICES.c.binary.in_(['gantt-compute', 'gantt-scheduler']))
+    hosts = sa.select(SERVICES.c.host).where(
+        SERVICES.c.id == sa.bindparam('id'), SERVICES.c.disabled.is_(False))
+    return services, hosts
+
+
+def test_a_query_string_of_positional_parameters_orders_them():
+    from sqlalchemy.dialects import mysql
+    services, hosts = _two_statements()
+    trip = db_api.QueryString.of([services, 'SELECT 1', hosts],
+                                 mysql.pymysql.dialect(), ('host', 'id'))
+    assert trip.statement.count(';\n') == 2
+    assert trip.statement.count('%s') == len(trip.names) == 4
+    assert trip.names[0] == 'host' and trip.names[-1] == 'id'
+    assert trip.arguments({'host': 'h1', 'id': 7}) == (
+        'h1', 'gantt-compute', 'gantt-scheduler', 7)
+
+
+def test_a_query_string_of_named_parameters_gives_a_mapping():
+    from sqlalchemy.dialects import postgresql
+    services, hosts = _two_statements()
+    trip = db_api.QueryString.of([services, hosts],
+                                 postgresql.psycopg2.dialect(),
+                                 ('host', 'id'))
+    assert trip.names is None
+    assert '%(host)s' in trip.statement and '%(id)s' in trip.statement
+    arguments = trip.arguments({'host': 'h1', 'id': 7})
+    assert arguments['host'] == 'h1' and arguments['id'] == 7
+    assert sorted(value for value in arguments.values()
+                  if isinstance(value, str) and value.startswith('gantt')) \
+        == ['gantt-compute', 'gantt-scheduler']
+
+
+def test_a_query_string_refuses_a_constant_given_two_values():
+    from sqlalchemy.dialects import mysql
+    first = sa.select(SERVICES.c.id).where(SERVICES.c.report_count > 1)
+    second = sa.select(SERVICES.c.id).where(SERVICES.c.report_count > 2)
+    with pytest.raises(ValueError, match='report_count_1'):
+        db_api.QueryString.of([first, second], mysql.pymysql.dialect(), ())
+
+
+def test_driver_results_gives_each_statement_and_raises_a_later_error(
+        mariadb_database):
+    """PyMySQL: the rows of every statement of one string; a statement
+    that fails in the middle raises through oslo.db's handling, and the
+    ones after it are not run."""
+    engine = db_api.get_engine()
+    with engine.connect() as connection:
+        results = db_api.driver_results(
+            connection, 'SELECT 1;\nSELECT 2 UNION SELECT 3;\n'
+            'DO 0;\nSELECT %s', (4,))
+    assert [list(map(tuple, rows)) for rows in results] == [
+        [(1,)], [(2,), (3,)], [], [(4,)]]
+    insert = ("INSERT INTO services (host, `binary`, topic, disabled, "
+              "forced_down, report_count, created_at) "
+              "VALUES (%s, 'b', 't', 0, 0, 0, NOW())")
+    with engine.connect() as connection:
+        db_api.driver_results(connection, insert + ';\nCOMMIT', ('h1',))
+        with pytest.raises(db_exc.DBDuplicateEntry):
+            db_api.driver_results(
+                connection, ';\n'.join(['SELECT 1', insert, insert,
+                                         'COMMIT']), ('h1', 'h9'))
+    assert _service_rows() == [('h1',)]

@@ -300,6 +300,16 @@ def test_fresh_claim_locks_the_instance_then_claims(any_database):
                 'SELECT name, statement FROM pg_prepared_statements').all())
         assert prepared[lock.split()[1].split('(')[0]].endswith('FOR UPDATE')
         assert 'WITH claimed AS' in prepared[claim.split()[1].split('(')[0]]
+    elif engine.dialect.driver == 'pymysql':
+        # The lock, the UPDATE, the INSERT if the UPDATE changed the node,
+        # the generation if the INSERT was made, COMMIT: one query string.
+        assert len(statements) == 1
+        parts = statements[0].split(';\n')
+        assert [part.split()[0] for part in parts] == [
+            'SELECT', 'UPDATE', 'INSERT', 'SELECT', 'COMMIT']
+        assert parts[0].endswith('FOR UPDATE')
+        assert parts[2].endswith('WHERE row_count() = 1')
+        assert parts[3].endswith('AND row_count() = 1')
     else:
         expected = (['SELECT', 'WITH'] if engine.dialect.name == 'postgresql'
                     else ['SELECT', 'UPDATE', 'INSERT'])
@@ -311,9 +321,10 @@ def test_fresh_claim_locks_the_instance_then_claims(any_database):
 
 
 def test_the_usual_claim_reports_the_generation_it_left(any_database):
-    """On psycopg2 the claim says the node's generation after it (what a
-    host cache needs to take its own claim as read); elsewhere it says
-    nothing. A claim that finds no room reports nothing either."""
+    """On psycopg2 and PyMySQL the claim says the node's generation after
+    it (what a host cache needs to take its own claim as read); elsewhere
+    it says nothing. A claim that finds no room reports nothing
+    either."""
     node = make_node()
     before = node_state(node)['generation']
     report = {'generation': 'stale'}
@@ -323,7 +334,7 @@ def test_the_usual_claim_reports_the_generation_it_left(any_database):
     after = node_state(node)
     assert after['generation'] == before + 1
     assert allocations(consumer)
-    if db_api.get_engine().dialect.driver == 'psycopg2':
+    if db_api.get_engine().dialect.driver in ('psycopg2', 'pymysql'):
         assert report == {'generation': after['generation']}
     else:
         assert report == {}
@@ -360,12 +371,14 @@ def test_a_claim_whose_connection_died_is_retried_once(any_database,
     assert inconsistencies() == []
 
 
-@pytest.fixture
-def postgresql_database(config):
-    """A fresh migrated PostgreSQL database (the kept connections are
-    psycopg2's); yields its URL."""
-    with databases.migrated_database('postgresql', config) as url:
-        yield url
+def kept_session(kept):
+    """The server session behind the connection ``kept`` keeps."""
+    backend = databases.backend_of(db_api.get_engine().url)
+    # psycopg2's kept connection stays out of transactions (autocommit);
+    # PyMySQL's is used as it is (the claim's string commits).
+    with (kept.autocommit() if backend == 'postgresql'
+          else kept.use()) as connection:
+        return databases.backend_pid(backend, connection)
 
 
 class _Checkouts:
@@ -441,7 +454,7 @@ def test_the_usual_claim_is_a_heap_only_update_of_the_node(
 
 
 def test_claims_on_a_kept_connection_take_it_from_the_pool_once(
-        postgresql_database, config):
+        server_database, config):
     engine = db_api.get_engine()
     node = make_node(vcpus=16, memory_mb=32768)
     kept = db_api.KeptConnection()
@@ -470,7 +483,7 @@ def test_claims_on_a_kept_connection_take_it_from_the_pool_once(
 
 
 def test_a_kept_connection_lost_meanwhile_is_replaced_by_the_retry(
-        postgresql_database, config):
+        server_database, config):
     """The server ends the kept session between two claims (a restart,
     an operator): the next claim meets the lost connection, is retried
     on a new one, and claims exactly once."""
@@ -480,13 +493,12 @@ def test_a_kept_connection_lost_meanwhile_is_replaced_by_the_retry(
     kept = db_api.KeptConnection()
     try:
         assert kept_claim(node, kept) is True
-        with kept.autocommit() as connection:
-            pid = databases.backend_pid('postgresql', connection)
-        databases.kill_session('postgresql', pid)
+        pid = kept_session(kept)
+        databases.kill_session(databases.backend_of(
+            db_api.get_engine().url), pid)
         consumer = str(uuid.uuid4())
         assert kept_claim(node, kept, consumer, (2, 2048, 20)) is True
-        with kept.autocommit() as connection:
-            assert databases.backend_pid('postgresql', connection) != pid
+        assert kept_session(kept) != pid
     finally:
         kept.close()
     assert len(allocations(consumer)) == 1
@@ -494,7 +506,7 @@ def test_a_kept_connection_lost_meanwhile_is_replaced_by_the_retry(
     assert inconsistencies() == []
 
 
-def test_a_kept_connection_follows_the_engine(postgresql_database):
+def test_a_kept_connection_follows_the_engine(server_database):
     """dispose_engine (new options, a cell's engine): the kept
     connection of the old pool is given back, a new one taken."""
     node = make_node()
@@ -512,7 +524,7 @@ def test_a_kept_connection_follows_the_engine(postgresql_database):
 
 
 def test_a_failed_claim_on_a_kept_connection_gives_it_back(
-        postgresql_database):
+        server_database):
     # An error other than a lost connection: nothing used after an error
     # is kept (the refusal of a settled instance comes from the full path,
     # after the fast one found nothing to claim).
@@ -522,7 +534,7 @@ def test_a_failed_claim_on_a_kept_connection_gives_it_back(
     try:
         assert kept_claim(node, kept) is True
         with pytest.raises(RuntimeError):
-            with kept.autocommit():
+            with kept.use():
                 raise RuntimeError('boom')
         assert db_api.get_engine().pool.checkedout() == 0
         assert kept_claim(node, kept) is True
@@ -530,6 +542,59 @@ def test_a_failed_claim_on_a_kept_connection_gives_it_back(
     finally:
         checkouts.stop()
         kept.close()
+
+
+_REFUSE_ALLOCATIONS = {
+    'postgresql': [
+        "CREATE FUNCTION gantt_test_refuse() RETURNS trigger LANGUAGE "
+        "plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused by the test'; END $$",
+        "CREATE TRIGGER gantt_test_refuse BEFORE INSERT ON allocations "
+        "FOR EACH ROW EXECUTE FUNCTION gantt_test_refuse()"],
+    'mariadb': [
+        "CREATE TRIGGER gantt_test_refuse BEFORE INSERT ON allocations "
+        "FOR EACH ROW SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = "
+        "'refused by the test'"],
+}
+
+
+def test_a_claim_failing_midway_leaves_nothing_written(server_database):
+    """The allocation's INSERT fails after the node's UPDATE took the
+    room (a trigger refuses it): the claim raises the server's error (not
+    dropped with the results after it), the node's usage is as it was,
+    no allocation is left, the instance's row is not left locked, and
+    the kept connection is given back; the next claim goes through."""
+    engine = db_api.get_engine()
+    backend = databases.backend_of(engine.url)
+    node = make_node()
+    instance = add_instance()
+    kept = db_api.KeptConnection()
+    try:
+        assert kept_claim(node, kept) is True
+        before = node_state(node)
+        with engine.begin() as connection:
+            for statement in _REFUSE_ALLOCATIONS[backend]:
+                connection.exec_driver_sql(statement)
+        # (oslo.db passes MariaDB's OperationalError through as it is.)
+        with pytest.raises((db_exc.DBError, sa.exc.OperationalError),
+                           match='refused by the test'):
+            kept_claim(node, kept, instance)
+        assert engine.pool.checkedout() == 0
+        assert node_state(node) == before
+        assert allocations(instance) == []
+        with engine.begin() as connection:
+            # Another session locks the instance without waiting.
+            assert connection.execute(sa.text(
+                'SELECT id FROM instances WHERE uuid = :uuid '
+                'FOR UPDATE NOWAIT'), {'uuid': instance}).all()
+            connection.exec_driver_sql(
+                'DROP TRIGGER gantt_test_refuse' +
+                (' ON allocations' if backend == 'postgresql' else ''))
+        assert kept_claim(node, kept, instance) is True
+    finally:
+        kept.close()
+    assert node_state(node)['vcpus_used'] == before['vcpus_used'] + 1
+    assert len(allocations(instance)) == 1
+    assert inconsistencies() == []
 
 
 def add_instance(vm_state='building', task_state='scheduling', host=None):

@@ -11,22 +11,14 @@ import contextlib
 import threading
 import time
 
-import pytest
 import sqlalchemy as sa
 
 from scheduler.db import api as db_api
 from scheduler.drivers import base
 from scheduler.drivers import filter_scheduler
-from tests.fixtures import databases
 from tests.unit.scheduler import fakes
 
 REQUESTS = 12
-
-
-@pytest.fixture(params=['postgresql', 'mariadb'])
-def pooled_database(request, config):
-    with databases.migrated_database(request.param, config) as url:
-        yield url
 
 
 class _PoolWatch:
@@ -83,7 +75,7 @@ def test_claim_slots_follow_the_pool_size(config):
 
 
 def test_concurrent_claims_wait_for_a_pooled_connection(
-        pooled_database, config, make_driver):
+        server_database, config, make_driver):
     config.config(max_pool_size=3, group='database')
     config.config(host_state_refresh_interval=3600, group='scheduler')
     db_api.dispose_engine()
@@ -124,30 +116,23 @@ def test_concurrent_claims_wait_for_a_pooled_connection(
     assert sorted(claimed) == sorted(uuids)
     assert driver.stats['claims'] == REQUESTS
     engine = db_api.get_engine()
-    if engine.dialect.driver == 'psycopg2':
-        # Each slot kept the connection of its claims (the one-trip
-        # claim); the driver gives them back when it stops.
-        assert engine.pool.checkedout() == base.claim_slots()
+    # Each slot kept the connection of its claims (the one-trip claim);
+    # the driver gives them back when it stops.
+    assert engine.pool.checkedout() == base.claim_slots()
     driver.stop()
     assert engine.pool.checkedout() == 0
 
 
 def _use(kept):
-    with kept.autocommit() as connection:
+    with kept.use() as connection:
         connection.exec_driver_sql('SELECT 1')
 
 
-@pytest.fixture
-def postgresql_database(config):
-    # Connections are kept for the one-trip claim of psycopg2.
-    with databases.migrated_database('postgresql', config) as url:
-        yield url
-
-
 def test_slots_keep_a_connection_each_and_give_them_back_when_closed(
-        postgresql_database):
+        server_database):
+    # Connections are kept for the one-trip claims of psycopg2 and PyMySQL.
     engine = db_api.get_engine()
-    assert engine.dialect.driver == 'psycopg2'
+    assert engine.dialect.driver in ('psycopg2', 'pymysql')
     slots = base.ClaimSlots(3)
     with slots.slot() as first:
         _use(first)
