@@ -597,6 +597,60 @@ def test_a_claim_failing_midway_leaves_nothing_written(server_database):
     assert inconsistencies() == []
 
 
+# The server session of a claim waiting for a row lock.
+_WAITING_SESSION = {
+    'postgresql': "SELECT pid FROM pg_stat_activity WHERE datname = "
+                  "current_database() AND wait_event_type = 'Lock'",
+    'mariadb': "SELECT trx_mysql_thread_id FROM information_schema."
+               "innodb_trx WHERE trx_state = 'LOCK WAIT'",
+}
+
+
+def test_a_claim_whose_session_ends_while_it_waits_claims_once(
+        server_database, config):
+    """The database ends the claim's session in the middle of its one
+    round trip (it waits for the instance's lock, held by another
+    transaction): the claim meets the lost connection, is retried on a
+    new one, and claims exactly once; nothing of the first try stays."""
+    config.config(db_retry_interval=0, db_inc_retry_interval=False,
+                  group='database')
+    engine = db_api.get_engine()
+    backend = databases.backend_of(engine.url)
+    node = make_node()
+    instance = add_instance()
+    kept = db_api.KeptConnection()
+    outcome = []
+    try:
+        assert kept_claim(node, kept) is True
+        before = node_state(node)
+        with engine.connect() as holder:
+            holder.execute(sa.text('SELECT id FROM instances WHERE uuid = '
+                                   ':uuid FOR UPDATE'), {'uuid': instance})
+            claimer = threading.Thread(target=lambda: outcome.append(
+                kept_claim(node, kept, instance)))
+            claimer.start()
+            deadline = time.monotonic() + 30
+            waiting = []
+            while not waiting and time.monotonic() < deadline:
+                time.sleep(0.05)
+                with engine.connect() as watcher:
+                    waiting = watcher.exec_driver_sql(
+                        _WAITING_SESSION[backend]).scalars().all()
+            assert len(waiting) == 1, 'the claim never waited'
+            databases.kill_session(backend, waiting[0])
+            time.sleep(0.2)
+            holder.rollback()
+        claimer.join(30)
+        assert not claimer.is_alive()
+    finally:
+        kept.close()
+    assert outcome == [True]
+    assert len(allocations(instance)) == 1
+    assert node_state(node)['vcpus_used'] == before['vcpus_used'] + 1
+    assert node_state(node)['generation'] == before['generation'] + 1
+    assert inconsistencies() == []
+
+
 def add_instance(vm_state='building', task_state='scheduling', host=None):
     instance_uuid = str(uuid.uuid4())
     now = models.utcnow()
