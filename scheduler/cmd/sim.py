@@ -32,6 +32,7 @@ import argparse
 import os
 import random
 import shutil
+import signal
 import sys
 import tempfile
 
@@ -185,17 +186,47 @@ def _drop_tables():
     db_api.dispose_engine()
 
 
-def run_once(cloud, requests, path, args):
-    """One run under the configuration file ``path``: a Result."""
+class CtrlC:
+    """The SIGINT handler of the runs: the first Ctrl-C is noted, and the
+    run stops at its next :meth:`check` (between two phases of the set-up,
+    between two decisions of the replay), never inside a transaction or
+    a callback. A KeyboardInterrupt raised wherever the signal lands was
+    lost in a garbage-collector callback ("Exception ignored"), or cut a
+    claim's transaction short so that SQLite stayed locked for the
+    release after it: either way the run did not end. A second Ctrl-C
+    raises at once."""
+
+    def __init__(self):
+        self.pressed = False
+
+    def __call__(self, signum, frame):
+        if self.pressed:
+            raise KeyboardInterrupt()
+        self.pressed = True
+
+    def check(self):
+        """Raise KeyboardInterrupt if Ctrl-C was pressed."""
+        if self.pressed:
+            raise KeyboardInterrupt()
+
+
+def run_once(cloud, requests, path, args, ctrl_c=None):
+    """One run under the configuration file ``path``: a Result. With
+    ``ctrl_c`` (a :class:`CtrlC` handling SIGINT) an interrupt ends the
+    run between two phases or two decisions."""
+    ctrl_c = ctrl_c or CtrlC()
     _configure(path)
     _use_cloud_aliases(cloud)
     workdir = tempfile.mkdtemp(prefix='gantt-sim-')
     try:
         _open_database(args.database_url, workdir)
+        ctrl_c.check()
         sim_cloud.populate(cloud, random.Random(args.seed))
+        ctrl_c.check()
         simulation = engine.Simulation(cloud, requests, seed=args.seed,
                                        callers=args.callers,
-                                       workers=args.workers)
+                                       workers=args.workers,
+                                       checkpoint=ctrl_c.check)
         return simulation.run()
     finally:
         # Normal end, error or Ctrl-C: the scratch database goes.
@@ -243,9 +274,12 @@ def main(argv=None):
         cloud.host_count, len(requests),
         args.trace or 'generated, seed %d' % args.seed))
     results = []
+    ctrl_c = CtrlC()
+    previous = signal.signal(signal.SIGINT, ctrl_c)
     try:
         for label, path in runs:
-            result = run_once(cloud, requests, path, args)
+            result = run_once(cloud, requests, path, args, ctrl_c)
+            ctrl_c.check()
             results.append((label, result))
             print(metrics.summary(result, label))
             sys.stdout.flush()
@@ -255,6 +289,8 @@ def main(argv=None):
         return _say_interrupted()
     except KeyboardInterrupt:
         return _say_interrupted()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     if not args.no_plots:
         from scheduler.sim import plots
         for written in plots.draw_all(args.output, results):

@@ -55,8 +55,12 @@ class Simulation:
     """One run of a workload; see the module docstring."""
 
     def __init__(self, cloud, requests, seed=0, callers=1, workers=1,
-                 samples=SAMPLES):
+                 samples=SAMPLES, checkpoint=None):
+        """``checkpoint()``: called between two events of the replay (a
+        round of decisions, a deletion); what it raises ends the run
+        there, no decision cut short."""
         self.cloud = cloud
+        self.checkpoint = checkpoint or (lambda: None)
         self.requests = requests
         self.callers = callers
         self.seed = seed
@@ -116,6 +120,7 @@ class Simulation:
         clock = 0.0
         heartbeat_at = time.monotonic()
         while events:
+            self.checkpoint()
             if time.monotonic() - heartbeat_at >= CONF.report_interval:
                 # The computes' heartbeats (real time: a host cache reads
                 # liveness against the real clock), outside any decision.

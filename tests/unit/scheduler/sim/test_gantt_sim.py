@@ -317,6 +317,51 @@ def test_a_database_url_is_left_empty_after_an_error(
         engine_.dispose()
 
 
+def test_ctrl_c_is_noted_then_raised_at_the_next_check_or_press():
+    ctrl_c = sim.CtrlC()
+    ctrl_c.check()                      # not pressed
+    ctrl_c(signal.SIGINT, None)         # noted, not raised
+    with pytest.raises(KeyboardInterrupt):
+        ctrl_c.check()
+    with pytest.raises(KeyboardInterrupt):
+        ctrl_c(signal.SIGINT, None)     # a second press: at once
+
+
+def test_ctrl_c_inside_a_claim_ends_the_run_after_that_decision(files):
+    """SIGINT arrives while a claim's transaction is open: the claim
+    commits, the run stops before the next decision (a claim cut short
+    kept SQLite locked, and the clean-up after it waited)."""
+    argv = ['--cloud', files['cloud.toml'], '--trace', files['trace.csv']]
+    args = sim._parser().parse_args(argv)
+    cloud, requests, _runs = sim._inputs(args)
+    events = []
+
+    def statement(conn, cursor, text, params, context, executemany):
+        if text.startswith('INSERT INTO allocations'):
+            events.append('claim')
+            if events.count('claim') == 1:
+                os.kill(os.getpid(), signal.SIGINT)
+
+    def commit(conn):
+        events.append('commit')
+
+    ctrl_c = sim.CtrlC()
+    previous = signal.signal(signal.SIGINT, ctrl_c)
+    sa.event.listen(sa.engine.Engine, 'before_cursor_execute', statement)
+    sa.event.listen(sa.engine.Engine, 'commit', commit)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            sim.run_once(cloud, requests, files['spread.conf'], args,
+                         ctrl_c)
+    finally:
+        sa.event.remove(sa.engine.Engine, 'before_cursor_execute', statement)
+        sa.event.remove(sa.engine.Engine, 'commit', commit)
+        signal.signal(signal.SIGINT, previous)
+    assert ctrl_c.pressed
+    claim = events.index('claim')
+    assert events[claim:] == ['claim', 'commit'], events
+
+
 def test_ctrl_c_removes_the_scratch_database_and_exits_130(tmp_path):
     directory = tmp_path / 'scratch'
     directory.mkdir()
