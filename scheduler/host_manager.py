@@ -67,6 +67,8 @@ each of its passes, every few thousand requests, stopped the process for
 90-140 ms at 10,000 hosts (4.5-11 ms frozen; ``benchmarks/README.md``,
 session 22). What is frozen is thawed and collected at the next full
 read, so garbage cycles among frozen objects wait at most that long.
+In every process, the collector is paused while a full read builds the
+cache (:func:`_collector_paused`).
 
 The background thread starts lazily on the first snapshot, and again in a
 forked child (threads do not survive ``fork``). With ``auto_refresh=False``
@@ -81,6 +83,7 @@ is called by the owner::
 """
 
 import collections
+import contextlib
 import datetime
 import gc
 import itertools
@@ -476,13 +479,16 @@ class HostManager(instance_tracking.InstanceTracking):
                 changes.aggregate_seq = self._aggregate_seq
                 dead = set(self._dead_hosts)
                 recent = self._recent_pairs(now) if at_once else None
-            if multi_cell:
-                table = host_manager_cells.refresh(
-                    self, changes, full, known, reread, dead, began,
-                    seen_seq)
-            else:
-                table = self._read_one_cell(changes, first_load, full, known,
-                                            reread, dead, seen_seq, recent)
+            with (_collector_paused() if full
+                  else contextlib.nullcontext()):
+                if multi_cell:
+                    table = host_manager_cells.refresh(
+                        self, changes, full, known, reread, dead, began,
+                        seen_seq)
+                else:
+                    table = self._read_one_cell(changes, first_load, full,
+                                                known, reread, dead,
+                                                seen_seq, recent)
             self._watermark = began
             self._watermark_monotonic = now
             if full:
@@ -909,6 +915,37 @@ class HostManager(instance_tracking.InstanceTracking):
         self._cells.stop()
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=10)
+
+
+# Full reads under way that paused the cyclic collector, and whether it
+# ran before the first of them (see _collector_paused).
+_pause_lock = threading.Lock()
+_pauses = 0
+_was_enabled = False
+
+
+@contextlib.contextmanager
+def _collector_paused():
+    """Pause the cyclic garbage collector while a full read builds the
+    cache: its hundreds of thousands of new objects would make the
+    collector walk the growing cache again and again (a fifth of a cold
+    start at 100,000 hosts), to find nothing, since they are all kept.
+    What other threads make meanwhile waits until the read ends; nested
+    and concurrent pauses (several caches) resume it once, and only if
+    it ran before."""
+    global _pauses, _was_enabled
+    with _pause_lock:
+        if _pauses == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0 and _was_enabled:
+                gc.enable()
 
 
 def _collect_and_freeze():

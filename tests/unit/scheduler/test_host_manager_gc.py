@@ -1,14 +1,20 @@
 """The scheduler daemon's host cache frozen out of the garbage
-collector's passes after each full read (host_manager.freeze_collector).
+collector's passes after each full read (host_manager.freeze_collector),
+and the collector paused while a full read builds the cache.
 """
 
+import contextlib
 import gc
+import threading
 import weakref
 
+from oslo_db import exception as db_exc
 import pytest
+import sqlalchemy as sa
 
 from scheduler.cmd import common
 from scheduler.cmd import scheduler as scheduler_cmd
+from scheduler.db import api as db_api
 from scheduler import host_manager
 
 
@@ -79,3 +85,105 @@ def test_the_scheduler_daemon_freezes(monkeypatch):
     scheduler_cmd.main()
     assert started == ['gantt-scheduler']
     assert host_manager._freezing is True
+
+
+@contextlib.contextmanager
+def _on_each_statement(call):
+    """``call(statement)`` before each statement the engine runs."""
+    engine = db_api.get_engine()
+
+    def before(conn, cursor, statement, *args):
+        call(statement)
+    sa.event.listen(engine, 'before_cursor_execute', before)
+    try:
+        yield
+    finally:
+        sa.event.remove(engine, 'before_cursor_execute', before)
+
+
+@pytest.fixture
+def collector_on():
+    """The collector runs when the test starts, and again after it."""
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if was:
+        gc.enable()
+    else:
+        gc.disable()
+
+
+def test_the_collector_is_paused_while_a_full_read_runs(
+        cloud, collector_on, make_host_manager):
+    cloud.add_node('a')
+    manager = make_host_manager(auto_refresh=False)
+    seen = []
+    with _on_each_statement(lambda statement: seen.append(gc.isenabled())):
+        manager.snapshot()          # the first load
+        first = list(seen)
+        del seen[:]
+        manager.refresh()           # incremental
+        incremental = list(seen)
+        del seen[:]
+        manager.refresh(full=True)
+        full = list(seen)
+    assert first and not any(first)
+    assert incremental and all(incremental)
+    assert full and not any(full)
+    assert gc.isenabled()
+
+
+def test_a_full_read_that_fails_resumes_the_collector(
+        cloud, collector_on, make_host_manager):
+    cloud.add_node('a')
+    manager = make_host_manager(auto_refresh=False)
+
+    def fail(statement):
+        if 'compute_nodes' in statement:
+            raise RuntimeError('the database went away')
+    with _on_each_statement(fail), pytest.raises(db_exc.DBError):
+        manager.snapshot()
+    assert gc.isenabled()
+    assert manager.snapshot().states[0].host == 'a'
+
+
+def test_a_collector_paused_by_the_process_stays_paused(
+        cloud, collector_on, make_host_manager):
+    cloud.add_node('a')
+    gc.disable()
+    make_host_manager(auto_refresh=False).snapshot()
+    assert not gc.isenabled()
+
+
+def test_the_collector_resumes_when_the_last_of_two_reads_ends(
+        cloud, collector_on, make_host_manager):
+    cloud.add_node('a')
+    reading, go = threading.Event(), threading.Event()
+    slow = None
+
+    def hold(statement):
+        if threading.current_thread() is slow:
+            reading.set()
+            assert go.wait(30)
+    first = make_host_manager(auto_refresh=False)
+    failures = []
+
+    def load():
+        try:
+            first.snapshot()
+        except Exception as error:    # reported below
+            failures.append(error)
+    with _on_each_statement(hold):
+        thread = threading.Thread(target=load)
+        slow = thread
+        thread.start()
+        try:
+            assert reading.wait(30)
+            # Another cache's full read starts and ends meanwhile.
+            make_host_manager(auto_refresh=False).snapshot()
+            assert not gc.isenabled()
+        finally:
+            go.set()
+            thread.join(30)
+    assert not failures
+    assert gc.isenabled()
