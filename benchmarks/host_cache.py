@@ -2,9 +2,12 @@
 
 Against a database of its own on the local PostgreSQL (or MariaDB, or a
 SQLite file) holding N mapped compute nodes with live services, one
-scheduler process's HostManager is timed:
+scheduler process's HostManager is timed, as ``gantt-scheduler`` runs
+it (each full read ends with a pass of the garbage collector over
+everything and a freeze: see ``host_manager.freeze_collector``):
 
-* **cold start**: the first full load of the host table, SQL to table;
+* **cold start**: the first full load of the host table, SQL to table,
+  and that pass;
 * **memory per host**: the process's resident memory grown by that load,
   divided by N;
 * **refresh, k changed**: one refresh (``HostManager.refresh``) after k
@@ -238,6 +241,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     CONF([], project='gantt')
     objects.register_all()
+    # As the daemon's main does.
+    host_manager.freeze_collector()
     for hosts in args.hosts:
         run(hosts, args.rounds, args.changes, args.db)
 
