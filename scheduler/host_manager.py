@@ -68,7 +68,7 @@ each of its passes, every few thousand requests, stopped the process for
 session 22). What is frozen is thawed and collected at the next full
 read, so garbage cycles among frozen objects wait at most that long.
 In every process, the collector is paused while a full read builds the
-cache (:func:`_collector_paused`).
+cache, for :data:`PAUSE_LIMIT` seconds at most (:func:`_collector_paused`).
 
 The background thread starts lazily on the first snapshot, and again in a
 forked child (threads do not survive ``fork``). With ``auto_refresh=False``
@@ -917,11 +917,19 @@ class HostManager(instance_tracking.InstanceTracking):
             thread.join(timeout=10)
 
 
-# Full reads under way that paused the cyclic collector, and whether it
-# ran before the first of them (see _collector_paused).
+# The longest a full read keeps the collector paused: a read held up by
+# a database that stopped answering must not leave the process's garbage
+# uncollected until it ends (a cold start at 100,000 hosts takes 2-4 s).
+PAUSE_LIMIT = 60.0
+
+# Full reads under way that paused the cyclic collector, whether it ran
+# before the first of them, and the pause's number (see
+# _collector_paused).
 _pause_lock = threading.Lock()
 _pauses = 0
 _was_enabled = False
+_pause_number = 0
+_pause_timer = None
 
 
 @contextlib.contextmanager
@@ -930,22 +938,45 @@ def _collector_paused():
     cache: its hundreds of thousands of new objects would make the
     collector walk the growing cache again and again (a fifth of a cold
     start at 100,000 hosts), to find nothing, since they are all kept.
-    What other threads make meanwhile waits until the read ends; nested
-    and concurrent pauses (several caches) resume it once, and only if
-    it ran before."""
-    global _pauses, _was_enabled
+    What other threads make meanwhile waits until the read ends, or
+    :data:`PAUSE_LIMIT` seconds at most; nested and concurrent pauses
+    (several caches) resume it once, and only if it ran before."""
+    global _pauses, _was_enabled, _pause_number, _pause_timer
     with _pause_lock:
         if _pauses == 0:
             _was_enabled = gc.isenabled()
             gc.disable()
+            _pause_number += 1
+            if _was_enabled:
+                limit = threading.Timer(PAUSE_LIMIT, _pause_too_long,
+                                        args=(_pause_number,))
+                limit.daemon = True
+                limit.start()
+                _pause_timer = limit
         _pauses += 1
     try:
         yield
     finally:
         with _pause_lock:
             _pauses -= 1
-            if _pauses == 0 and _was_enabled:
-                gc.enable()
+            if _pauses == 0:
+                if _pause_timer is not None:
+                    _pause_timer.cancel()
+                    _pause_timer = None
+                if _was_enabled:
+                    gc.enable()
+
+
+def _pause_too_long(number):
+    """The pause ``number`` outlasted :data:`PAUSE_LIMIT`: resume the
+    collector (the reads under way go on without the pause)."""
+    with _pause_lock:
+        if _pauses == 0 or number != _pause_number or gc.isenabled():
+            return
+        gc.enable()
+    LOG.warning('A full read of the host cache has run for more than %d '
+                's; the garbage collector runs again meanwhile',
+                PAUSE_LIMIT)
 
 
 def _collect_and_freeze():

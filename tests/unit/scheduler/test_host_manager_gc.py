@@ -187,3 +187,37 @@ def test_the_collector_resumes_when_the_last_of_two_reads_ends(
             thread.join(30)
     assert not failures
     assert gc.isenabled()
+
+
+def test_a_full_read_held_up_resumes_the_collector_after_the_limit(
+        cloud, collector_on, make_host_manager, monkeypatch, caplog):
+    # A database that stops answering in the middle of the first load.
+    cloud.add_node('a')
+    monkeypatch.setattr(host_manager, 'PAUSE_LIMIT', 0.05)
+    reading, go = threading.Event(), threading.Event()
+    manager = make_host_manager(auto_refresh=False)
+    loaded = []
+
+    def hold(statement):
+        if threading.current_thread() is thread:
+            reading.set()
+            assert go.wait(30)
+    with _on_each_statement(hold):
+        thread = threading.Thread(
+            target=lambda: loaded.append(manager.snapshot()))
+        thread.start()
+        try:
+            assert reading.wait(30)
+            assert not gc.isenabled()
+            for _ in range(1000):
+                if gc.isenabled():
+                    break
+                threading.Event().wait(0.01)
+            assert gc.isenabled()   # while the read still waits
+            assert thread.is_alive()
+        finally:
+            go.set()
+            thread.join(30)
+    assert loaded and loaded[0].states[0].host == 'a'
+    assert gc.isenabled()
+    assert 'garbage collector runs again' in caplog.text
