@@ -923,12 +923,11 @@ class HostManager(instance_tracking.InstanceTracking):
 PAUSE_LIMIT = 60.0
 
 # Full reads under way that paused the cyclic collector, whether it ran
-# before the first of them, and the pause's number (see
+# before the first of them, and the timer of the pause's limit (see
 # _collector_paused).
 _pause_lock = threading.Lock()
 _pauses = 0
 _was_enabled = False
-_pause_number = 0
 _pause_timer = None
 
 
@@ -941,18 +940,15 @@ def _collector_paused():
     What other threads make meanwhile waits until the read ends, or
     :data:`PAUSE_LIMIT` seconds at most; nested and concurrent pauses
     (several caches) resume it once, and only if it ran before."""
-    global _pauses, _was_enabled, _pause_number, _pause_timer
+    global _pauses, _was_enabled, _pause_timer
     with _pause_lock:
         if _pauses == 0:
             _was_enabled = gc.isenabled()
             gc.disable()
-            _pause_number += 1
             if _was_enabled:
-                limit = threading.Timer(PAUSE_LIMIT, _pause_too_long,
-                                        args=(_pause_number,))
-                limit.daemon = True
-                limit.start()
-                _pause_timer = limit
+                _pause_timer = threading.Timer(PAUSE_LIMIT, _pause_too_long)
+                _pause_timer.daemon = True
+                _pause_timer.start()
         _pauses += 1
     try:
         yield
@@ -967,11 +963,14 @@ def _collector_paused():
                     gc.enable()
 
 
-def _pause_too_long(number):
-    """The pause ``number`` outlasted :data:`PAUSE_LIMIT`: resume the
-    collector (the reads under way go on without the pause)."""
+def _pause_too_long():
+    """In the pause's timer: the pause outlasted :data:`PAUSE_LIMIT`:
+    resume the collector (the reads under way go on without the pause).
+    A timer whose pause ended meanwhile, its own or a later one's, finds
+    another timer, or none, in ``_pause_timer`` and does nothing."""
     with _pause_lock:
-        if _pauses == 0 or number != _pause_number or gc.isenabled():
+        if (_pause_timer is not threading.current_thread()
+                or gc.isenabled()):
             return
         gc.enable()
     LOG.warning('A full read of the host cache has run for more than %d '
