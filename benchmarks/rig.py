@@ -141,6 +141,15 @@ def exit_on_sigterm():
     return signal.signal(signal.SIGTERM, _terminated)
 
 
+# The tables autovacuum would analyse now (its default threshold, 50, and
+# scale factor, 0.1; see Rig.analyze).
+_DUE_FOR_ANALYZE = """
+    SELECT s.relname FROM pg_stat_user_tables s
+    JOIN pg_class c ON c.oid = s.relid
+    WHERE s.n_mod_since_analyze > 50 + 0.1 * greatest(c.reltuples, 0)
+"""
+
+
 class Rig:
     def __init__(self, workdir, backend, hosts, host_sizes=None,
                  seed=11, options=()):
@@ -212,14 +221,32 @@ class Rig:
         self.analyze()
 
     def analyze(self):
-        """Fresh planner statistics, as autovacuum would leave them."""
+        """Fresh planner statistics, as autovacuum would leave them.
+
+        On PostgreSQL, by autovacuum's own rule (a table is analysed
+        once more than 50 rows plus a tenth of it changed since it last
+        was), applied here because autovacuum is off on the benchmark
+        machine: after the rig fills the cloud, and before each round
+        (see :meth:`instances`). A table still empty is left as a new
+        database has it, never analysed, which the planner takes for a
+        table of a few pages. Analysed empty and never again, the
+        allocations would look empty for the whole run, and the
+        statements the scheduler prepares once per connection would keep
+        the plans made for an empty table: each claim read every
+        allocation made before it (benchmarks/README.md, session 27).
+        (MariaDB plans each statement as it comes, and InnoDB recomputes
+        a table's statistics itself after a tenth of it changed.)
+        """
         with self.cluster.engine.connect() as connection:
             if self.cluster.backend == 'mariadb':
                 connection.execute(sa.text(
                     'ANALYZE TABLE compute_nodes, services, instances, '
                     'allocations'))
             elif self.cluster.backend == 'postgresql':
-                connection.execute(sa.text('ANALYZE'))
+                quote = connection.dialect.identifier_preparer.quote
+                for (name,) in connection.execute(sa.text(
+                        _DUE_FOR_ANALYZE)).all():
+                    connection.execute(sa.text('ANALYZE %s' % quote(name)))
             connection.commit()
 
     def heartbeat(self):
@@ -240,6 +267,10 @@ class Rig:
                      'task_state': 'scheduling', 'created_at': now,
                      'updated_at': now, 'deleted': 0}
                     for value in uuids[start:start + 5000]])
+        if self.cluster.backend == 'postgresql':
+            # Before the round these instances are made for (outside its
+            # clock), what autovacuum would have analysed by then.
+            self.analyze()
         return uuids
 
     # -- daemons --------------------------------------------------------------
