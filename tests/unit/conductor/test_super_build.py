@@ -28,6 +28,7 @@ from scheduler.db import mappings
 from scheduler.db import models
 from scheduler import exception
 from tests.fixtures import databases
+from tests.fixtures import statements
 from tests.unit import inprocess
 
 HOST = {'vcpus': 8, 'memory_mb': 16384, 'local_gb': 200}
@@ -163,16 +164,13 @@ def statements_fail(engine, prefix, times):
     statements starting with ``prefix`` (-1: all of them)."""
     left = [times]
 
-    def before(conn, cursor, statement, parameters, context, executemany):
+    def before(statement):
         if statement.startswith(prefix) and left[0]:
             left[0] -= 1
             raise db_exc.DBConnectionError(
                 sqlite3.OperationalError('unable to open database file'))
-    sa.event.listen(engine, 'before_cursor_execute', before)
-    try:
+    with statements.each_statement(before, engine):
         yield
-    finally:
-        sa.event.remove(engine, 'before_cursor_execute', before)
 
 
 def instance_inserts_fail(url, times):

@@ -1,8 +1,8 @@
 import pytest
-import sqlalchemy as sa
 
 from scheduler.db import aggregates
 from scheduler.db import api as db_api
+from tests.fixtures import statements
 
 
 def _create(name, hosts=(), **metadata):
@@ -120,15 +120,6 @@ def test_fingerprint_moves_with_every_change(any_database):
 def test_fingerprint_is_one_statement(any_database):
     # Each host cache refresh asks for it: one round trip, not three.
     _create('rack1')
-    statements = []
-
-    def count(conn, cursor, statement, *args):
-        statements.append(statement)
-
-    engine = db_api.get_engine()
-    sa.event.listen(engine, 'before_cursor_execute', count)
-    try:
+    with statements.recorded() as sent:
         _fingerprint()
-    finally:
-        sa.event.remove(engine, 'before_cursor_execute', count)
-    assert len([s for s in statements if 'aggregate' in s]) == 1
+    assert len([s for s in sent if 'aggregate' in s]) == 1

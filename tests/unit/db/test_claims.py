@@ -15,6 +15,7 @@ from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler import exception
 from tests.fixtures import databases
+from tests.fixtures import statements
 
 _NODE = models.ComputeNode.__table__
 _ALLOC = models.Allocation.__table__
@@ -275,24 +276,16 @@ def sql_claim(node_id, resources, consumer=None, refuse_settled=True):
 def test_fresh_claim_locks_the_instance_then_claims(any_database):
     node = make_node()
     sql_claim(node, (1, 1, 1))            # statements prepared
-    statements = []
-
-    def record(conn, cursor, statement, params, context, executemany):
-        statements.append(statement)
-
-    engine = db_api.get_engine()
-    sa.event.listen(engine, 'before_cursor_execute', record)
-    try:
+    with statements.recorded() as sent:
         assert sql_claim(node, (1, 1024, 10)) is True
-    finally:
-        sa.event.remove(engine, 'before_cursor_execute', record)
+    engine = db_api.get_engine()
     # The instance's row lock, then on PostgreSQL one statement (the
     # UPDATE in a CTE that feeds the INSERT); with psycopg2 both are
     # prepared on the connection (by the first claim) and executed in one
     # query string, which the server runs as one transaction.
     if engine.dialect.driver == 'psycopg2':
-        assert len(statements) == 1
-        lock, claim = statements[0].split(';\n')
+        assert len(sent) == 1
+        lock, claim = sent[0].split(';\n')
         assert lock.startswith('EXECUTE gantt_')
         assert claim.startswith('EXECUTE gantt_')
         with engine.connect() as connection:
@@ -303,8 +296,8 @@ def test_fresh_claim_locks_the_instance_then_claims(any_database):
     elif engine.dialect.driver == 'pymysql':
         # The lock, the UPDATE, the INSERT if the UPDATE changed the node,
         # the generation if the INSERT was made, COMMIT: one query string.
-        assert len(statements) == 1
-        parts = statements[0].split(';\n')
+        assert len(sent) == 1
+        parts = sent[0].split(';\n')
         assert [part.split()[0] for part in parts] == [
             'SELECT', 'UPDATE', 'INSERT', 'SELECT', 'COMMIT']
         assert parts[0].endswith('FOR UPDATE')
@@ -313,7 +306,7 @@ def test_fresh_claim_locks_the_instance_then_claims(any_database):
     else:
         expected = (['SELECT', 'WITH'] if engine.dialect.name == 'postgresql'
                     else ['SELECT', 'UPDATE', 'INSERT'])
-        assert [s.split()[0].upper() for s in statements
+        assert [s.split()[0].upper() for s in sent
                 if s.split()[0].upper() in (
                     'SELECT', 'UPDATE', 'INSERT', 'WITH')] == expected
     assert node_state(node)['vcpus_used'] == 2
@@ -767,19 +760,10 @@ def test_claims_through_a_bare_postgresql_url_use_psycopg_3(config):
         assert db_api.get_engine().dialect.driver == 'psycopg'
         node = make_node()
         sql_claim(node, (1, 1, 1))
-        statements = []
-
-        def record(conn, cursor, statement, params, context, executemany):
-            statements.append(statement.split()[0].upper())
-
-        engine = db_api.get_engine()
-        sa.event.listen(engine, 'before_cursor_execute', record)
-        try:
-            consumer = str(uuid.uuid4())
+        consumer = str(uuid.uuid4())
+        with statements.recorded() as sent:
             assert sql_claim(node, (1, 1024, 10), consumer) is True
-        finally:
-            sa.event.remove(engine, 'before_cursor_execute', record)
-        assert statements == ['SELECT', 'WITH']
+        assert [s.split()[0].upper() for s in sent] == ['SELECT', 'WITH']
         assert len(allocations(consumer)) == 1
         assert node_state(node)['vcpus_used'] == 2
         assert inconsistencies() == []

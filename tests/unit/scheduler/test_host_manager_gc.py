@@ -3,19 +3,17 @@ collector's passes after each full read (host_manager.freeze_collector),
 and the collector paused while a full read builds the cache.
 """
 
-import contextlib
 import gc
 import threading
 import weakref
 
 from oslo_db import exception as db_exc
 import pytest
-import sqlalchemy as sa
 
 from scheduler.cmd import common
 from scheduler.cmd import scheduler as scheduler_cmd
-from scheduler.db import api as db_api
 from scheduler import host_manager
+from tests.fixtures import statements
 
 
 class _Cyclic:
@@ -87,20 +85,6 @@ def test_the_scheduler_daemon_freezes(monkeypatch):
     assert host_manager._freezing is True
 
 
-@contextlib.contextmanager
-def _on_each_statement(call):
-    """``call(statement)`` before each statement the engine runs."""
-    engine = db_api.get_engine()
-
-    def before(conn, cursor, statement, *args):
-        call(statement)
-    sa.event.listen(engine, 'before_cursor_execute', before)
-    try:
-        yield
-    finally:
-        sa.event.remove(engine, 'before_cursor_execute', before)
-
-
 @pytest.fixture
 def collector_on():
     """The collector runs when the test starts, and again after it."""
@@ -118,7 +102,8 @@ def test_the_collector_is_paused_while_a_full_read_runs(
     cloud.add_node('a')
     manager = make_host_manager(auto_refresh=False)
     seen = []
-    with _on_each_statement(lambda statement: seen.append(gc.isenabled())):
+    with statements.each_statement(
+            lambda statement: seen.append(gc.isenabled())):
         manager.snapshot()          # the first load
         first = list(seen)
         del seen[:]
@@ -141,7 +126,7 @@ def test_a_full_read_that_fails_resumes_the_collector(
     def fail(statement):
         if 'compute_nodes' in statement:
             raise RuntimeError('the database went away')
-    with _on_each_statement(fail), pytest.raises(db_exc.DBError):
+    with statements.each_statement(fail), pytest.raises(db_exc.DBError):
         manager.snapshot()
     assert gc.isenabled()
     assert manager.snapshot().states[0].host == 'a'
@@ -173,7 +158,7 @@ def test_the_collector_resumes_when_the_last_of_two_reads_ends(
             first.snapshot()
         except Exception as error:    # reported below
             failures.append(error)
-    with _on_each_statement(hold):
+    with statements.each_statement(hold):
         thread = threading.Thread(target=load)
         slow = thread
         thread.start()
@@ -202,7 +187,7 @@ def test_a_full_read_held_up_resumes_the_collector_after_the_limit(
         if threading.current_thread() is thread:
             reading.set()
             assert go.wait(30)
-    with _on_each_statement(hold):
+    with statements.each_statement(hold):
         thread = threading.Thread(
             target=lambda: loaded.append(manager.snapshot()))
         thread.start()

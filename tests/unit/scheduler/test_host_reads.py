@@ -13,6 +13,7 @@ from scheduler.db import models
 from scheduler import host_reads
 from scheduler import placement_types
 from tests.fixtures import databases
+from tests.fixtures import statements
 from tests.unit.scheduler import fakes
 
 
@@ -332,23 +333,16 @@ def test_the_first_load_streams_batches_and_names_a_lost_database(
 def test_cursor_listeners_see_the_first_loads_reads():
     """The reads on psycopg2's own cursor are seen by the engine's
     cursor listeners as SQLAlchemy's are (tracing, statement counts)."""
-    seen = []
-
-    def listener(conn, cursor, statement, parameters, context, many):
-        seen.extend(table for table in ('services', 'compute_nodes')
-                    if 'FROM %s' % table in statement)
-
     with databases.cell_database('postgresql') as url, \
             db_api.target_cell(url):
         fakes.Cloud().add_node('n0')
-        engine = db_api.get_engine()
-        sa.event.listen(engine, 'before_cursor_execute', listener)
-        try:
-            with db_api.reader() as session:
-                services = host_reads.read_services(session)
-                nodes = list(host_reads.stream_nodes(session))
-        finally:
-            sa.event.remove(engine, 'before_cursor_execute', listener)
+        with statements.recorded() as sent, \
+                db_api.reader() as session:
+            services = host_reads.read_services(session)
+            nodes = list(host_reads.stream_nodes(session))
+    seen = [table for statement in sent
+            for table in ('services', 'compute_nodes')
+            if 'FROM %s' % table in statement]
     assert seen == ['services', 'compute_nodes']
     assert [row.host for row in services] == ['n0']
     assert [row.host for row in nodes] == ['n0']
