@@ -249,8 +249,16 @@ def select(driver, spec):
     return True
 
 
-# The filter+weigh target of each set at 10,000 hosts (ms, p50).
+# The filter+weigh target of each set at 10,000 hosts (ms, p50), and the
+# default set's at 100,000 (issue 9).
 TARGETS = {'default': 5.0, 'full': 5.0, 'hardware': 3.0}
+TARGET_100K = 2.0
+
+
+def _target(mode, hosts):
+    if mode == 'default' and hosts >= 100000:
+        return 'p50 <= %.0f ms at 100,000 hosts' % TARGET_100K
+    return 'p50 <= %.0f ms at 10,000 hosts' % TARGETS[mode]
 
 
 def time_requests(driver, rng, requests, mode):
@@ -283,11 +291,10 @@ def report(hosts, mode, backend, driver, timings, setup, load):
           'on %s' % (hosts, mode, len(driver.enabled_filters),
                      len(driver.weighers), backend))
     print('%6s        filter+weigh p50 %6.2f ms  p99 %6.2f ms  (target '
-          'p50 <= %.0f ms at 10,000 hosts)  |  claim p50 %6.2f ms  p99 '
-          '%6.2f ms' % ('', statistics.median(filter_weigh),
-                        metrics.percentile(filter_weigh, 0.99),
-                        TARGETS[mode], statistics.median(claim),
-                        metrics.percentile(claim, 0.99)))
+          '%s)  |  claim p50 %6.2f ms  p99 %6.2f ms' % (
+              '', statistics.median(filter_weigh),
+              metrics.percentile(filter_weigh, 0.99), _target(mode, hosts),
+              statistics.median(claim), metrics.percentile(claim, 0.99)))
     if len(by_kind) > 1:
         print('%6s        filter+weigh p50 by kind: %s' % ('', ', '.join(
             '%s %.2f ms (%d)' % (kind, statistics.median(values),
