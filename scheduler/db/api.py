@@ -456,6 +456,38 @@ class KeptConnection:
         with self.use(engine) as connection, _driver_autocommit(connection):
             yield connection
 
+    def autocommit_rows(self, engine, prepares, statement, parameters):
+        """On psycopg2: the rows of ``statement`` (as :func:`driver_rows`)
+        run in the driver's autocommit mode on the kept connection, once
+        it prepared what it has not of ``prepares`` (as
+        :func:`prepare_on`). The same as :meth:`autocommit`,
+        :func:`prepare_on` and :func:`driver_rows` together, without
+        their three generator context managers (a claim's path).
+
+        :raises ValueError: the engine's driver is not psycopg2.
+        """
+        if engine.dialect.driver != 'psycopg2':
+            raise ValueError('autocommit_rows runs on psycopg2, not %s'
+                             % engine.dialect.driver)
+        connection = self._kept(engine)
+        try:
+            raw = connection.connection.dbapi_connection
+            raw.autocommit = True
+            try:
+                prepare_on(connection, prepares)
+                rows = driver_rows(connection, statement, parameters)
+            finally:
+                try:
+                    raw.autocommit = False
+                except Exception:
+                    connection.invalidate()
+        except BaseException:
+            self.close()
+            raise
+        if connection.invalidated:
+            self.close()
+        return rows
+
     @contextlib.contextmanager
     def use(self, engine=None):
         """The kept connection as its driver left it: for a query string
@@ -515,8 +547,11 @@ def driver_rows(connection, statement, parameters):
     DBDeadlock, DBDuplicateEntry..., and a lost connection invalidates
     the connection and the pool, so that the retries meet fresh ones.
     """
-    with _driver_cursor(connection, statement, parameters) as cursor:
-        return cursor.fetchall()
+    return _read_cursor(connection, statement, parameters, _fetch_all)
+
+
+def _fetch_all(cursor):
+    return cursor.fetchall()
 
 
 def driver_results(connection, statement, parameters):
@@ -528,11 +563,14 @@ def driver_results(connection, statement, parameters):
     only the last one's). The server stops at the first statement that
     fails; its error is raised here, never dropped with the results
     after it."""
-    with _driver_cursor(connection, statement, parameters) as cursor:
-        results = [cursor.fetchall()]
-        while cursor.nextset():
-            results.append(cursor.fetchall())
-        return results
+    return _read_cursor(connection, statement, parameters, _every_result)
+
+
+def _every_result(cursor):
+    results = [cursor.fetchall()]
+    while cursor.nextset():
+        results.append(cursor.fetchall())
+    return results
 
 
 # Names of server-side cursors: unique in the process.
@@ -558,34 +596,58 @@ def driver_batches(connection, statement, parameters, size):
             yield rows
 
 
+def _read_cursor(connection, statement, parameters, read):
+    """``read(cursor)`` of a DBAPI cursor of ``connection`` that ran
+    ``statement`` (see :func:`_execute`); a driver error turned into
+    oslo.db's by the connection's error handling, the cursor closed
+    after. A plain function, not a generator's context manager: the
+    claim's path runs it."""
+    cursor = connection.connection.dbapi_connection.cursor()
+    try:
+        _execute(connection, cursor, statement, parameters)
+        return read(cursor)
+    except connection.dialect.loaded_dbapi.Error as error:
+        connection._handle_dbapi_exception(error, statement, parameters,
+                                           cursor, None)
+    finally:
+        _close(cursor)
+
+
 @contextlib.contextmanager
 def _driver_cursor(connection, statement, parameters, name=None):
-    """A DBAPI cursor of ``connection`` (server-side with a ``name``)
-    that ran ``statement``: the ``*_cursor_execute`` listeners called as
-    SQLAlchemy calls them, a driver error of the block turned into
-    oslo.db's by the connection's error handling, the cursor closed
-    after."""
-    raw = connection.connection.dbapi_connection
-    cursor = raw.cursor() if name is None else raw.cursor(name=name)
-    # Cursor listeners (tracing, tests counting statements) see it too.
-    listening = connection._has_events or connection.engine._has_events
+    """:func:`_read_cursor` as a context manager, for a server-side
+    cursor (``name``) read by a generator: the cursor that ran
+    ``statement``, a driver error of the block made oslo.db's."""
+    cursor = connection.connection.dbapi_connection.cursor(name=name)
     try:
-        if listening:
-            connection.dispatch.before_cursor_execute(
-                connection, cursor, statement, parameters, None, False)
-        cursor.execute(statement, parameters)
-        if listening:
-            connection.dispatch.after_cursor_execute(
-                connection, cursor, statement, parameters, None, False)
+        _execute(connection, cursor, statement, parameters)
         yield cursor
     except connection.dialect.loaded_dbapi.Error as error:
         connection._handle_dbapi_exception(error, statement, parameters,
                                            cursor, None)
     finally:
-        try:
-            cursor.close()
-        except Exception:
-            pass
+        _close(cursor)
+
+
+def _execute(connection, cursor, statement, parameters):
+    """``cursor.execute``, the ``*_cursor_execute`` listeners around it
+    called as SQLAlchemy calls them (tracing, tests counting
+    statements)."""
+    listening = connection._has_events or connection.engine._has_events
+    if listening:
+        connection.dispatch.before_cursor_execute(
+            connection, cursor, statement, parameters, None, False)
+    cursor.execute(statement, parameters)
+    if listening:
+        connection.dispatch.after_cursor_execute(
+            connection, cursor, statement, parameters, None, False)
+
+
+def _close(cursor):
+    try:
+        cursor.close()
+    except Exception:
+        pass
 
 
 # A pyformat parameter of a compiled statement (psycopg2's style).

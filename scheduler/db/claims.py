@@ -533,11 +533,15 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
     engine = db_api.get_engine()
     if engine.dialect.driver == 'psycopg2':
         trip = _one_trip_sql(checked, refuse_settled, engine.dialect)
-        with (db_api.autocommit_connection() if kept is None
-              else kept.autocommit(engine)) as connection:
-            trip.prepare_on(connection)
-            rows = db_api.driver_rows(connection, trip.execute,
-                                      dict(trip.defaults, **params))
+        arguments = dict(trip.defaults, **params)
+        if kept is None:
+            with db_api.autocommit_connection() as connection:
+                trip.prepare_on(connection)
+                rows = db_api.driver_rows(connection, trip.execute,
+                                          arguments)
+        else:
+            rows = kept.autocommit_rows(engine, trip.prepares, trip.execute,
+                                        arguments)
     elif engine.dialect.driver == 'pymysql':
         trip = _mysql_trip(checked, refuse_settled, engine.dialect)
         with (engine.connect() if kept is None

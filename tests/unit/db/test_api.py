@@ -242,6 +242,74 @@ def test_an_autocommit_connection_that_died_is_not_pooled(server_database):
     assert _service_rows() == []
 
 
+# PostgreSQL's own SQL, with psycopg2's parameters.
+_INSERT_SERVICE = (
+    'INSERT INTO services (host, "binary", topic, disabled, forced_down, '
+    "report_count, created_at) VALUES (%(host)s, 'gantt-scheduler', "
+    "'scheduler', false, false, 0, now()) RETURNING host")
+
+
+def _psycopg2_only(server_database):
+    if server_database[0] != 'postgresql':
+        pytest.skip('the kept connection\'s rows are psycopg2\'s')
+
+
+def test_rows_on_a_kept_connection_commit_and_it_goes_back_transactional(
+        server_database):
+    """KeptConnection.autocommit_rows: the statement (after the PREPAREs
+    it names) commits by itself; once the connection is given back, the
+    next user of it is in transactions again."""
+    _psycopg2_only(server_database)
+    engine = db_api.get_engine()
+    kept = db_api.KeptConnection()
+    try:
+        prepares = {'gantt_test_one': 'PREPARE gantt_test_one AS SELECT 1'}
+        assert kept.autocommit_rows(engine, prepares,
+                                    'EXECUTE gantt_test_one', {}) == [(1,)]
+        assert kept.autocommit_rows(engine, {}, _INSERT_SERVICE,
+                                    {'host': 'h0'}) == [('h0',)]
+        # Prepared once on the connection: named again, not prepared again.
+        assert kept.autocommit_rows(engine, prepares,
+                                    'EXECUTE gantt_test_one', {}) == [(1,)]
+    finally:
+        kept.close()
+    assert [row.host for row in _service_rows()] == ['h0']
+    assert engine.pool.checkedout() == 0
+    _add_service_then_fail()
+    assert [row.host for row in _service_rows()] == ['h0']
+
+
+def test_a_failed_statement_on_a_kept_connection_gives_it_back(
+        server_database):
+    """An error of the driver is oslo.db's, and the kept connection goes
+    back to the pool (nothing is reused after an error); the next use
+    takes another."""
+    _psycopg2_only(server_database)
+    engine = db_api.get_engine()
+    kept = db_api.KeptConnection()
+    try:
+        assert kept.autocommit_rows(engine, {}, _INSERT_SERVICE,
+                                    {'host': 'h0'}) == [('h0',)]
+        with pytest.raises(db_exc.DBDuplicateEntry):
+            kept.autocommit_rows(engine, {}, _INSERT_SERVICE,
+                                 {'host': 'h0'})
+        assert engine.pool.checkedout() == 0
+        assert kept.autocommit_rows(engine, {}, _INSERT_SERVICE,
+                                    {'host': 'h1'}) == [('h1',)]
+    finally:
+        kept.close()
+    assert sorted(row.host for row in _service_rows()) == ['h0', 'h1']
+
+
+def test_rows_on_a_kept_connection_are_psycopg2_only(server_database):
+    if server_database[0] == 'postgresql':
+        pytest.skip('psycopg2 runs them')
+    with pytest.raises(ValueError, match='psycopg2'):
+        db_api.KeptConnection().autocommit_rows(
+            db_api.get_engine(), {}, 'SELECT 1', {})
+    assert db_api.get_engine().pool.checkedout() == 0
+
+
 def test_a_connection_going_back_to_the_pool_does_not_yield_the_gil(
         database, monkeypatch):
     """oslo.db's sleep(0) at check-in is for eventlet; on native threads
