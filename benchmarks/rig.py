@@ -57,6 +57,11 @@ COMMIT_TABLE = 'gantt_bench_commit'
 COMMIT_ROWS = 1000
 # The flavor (vcpus, memory_mb, root_gb) of requests that name none.
 FLAVOR = (1, 512, 1)
+# run_in_turns: calls of one kind in a row, and the rest between two
+# blocks (the ranking a scheduler makes ahead after its reply, and
+# PostgreSQL's WAL writer, are done by then).
+TURN_BLOCK = 10
+TURN_PAUSE = 0.01
 # Caller processes for concurrent callers (each with its share of them as
 # threads): measured with 16 echo callers on the 2-CPU machine, 1 process
 # (16 threads), 2, 4 and 8 processes made the same calls/s within the
@@ -401,13 +406,40 @@ class Rig:
         threads = [callers // processes + (1 if index < callers % processes
                                            else 0)
                    for index in range(processes)]
+        elapsed, results = self._run([
+            (items[index::processes], warm[index::processes], count)
+            for index, count in enumerate(threads)])
+        return elapsed, [result[:3] for result in results]
+
+    def run_in_turns(self, work, warmup, block=TURN_BLOCK, pause=TURN_PAUSE):
+        """One caller making the calls of several kinds in turn, ``block``
+        calls of one kind, then ``block`` of the next, ``pause`` seconds
+        of rest between two blocks, so that every kind meets whatever
+        else the machine does at that moment alike (rounds of one kind
+        each, seconds apart, met different moments: benchmarks/README.md,
+        session 28). ``work`` and ``warmup``: ``{kind: work}``, as
+        :meth:`run_callers` takes it for that kind (``warmup``'s calls
+        made the same way first, untimed). Returns ``{kind: [(latency
+        seconds, host or None, error or None)]}``.
+        """
+        _elapsed, results = self._run([
+            (_in_turns(work, block), _in_turns(warmup, block), 1)],
+            pause=pause)
+        by_kind = {kind: [] for kind in work}
+        for result in results:
+            by_kind[result[3]].append(result[:3])
+        return by_kind
+
+    def _run(self, shares, pause=0.0):
+        """One caller process for each ``(items, warm items, threads)``
+        of ``shares``; returns ``(seconds, [(latency seconds, host,
+        error, kind)])``."""
         context = multiprocessing.get_context('spawn')
-        ready = context.Barrier(processes + 1)
+        ready = context.Barrier(len(shares) + 1)
         queue = context.Queue()
         workers = [context.Process(target=_caller_process, args=(
-            self.cluster.conf_path, kind, items[index::processes],
-            warm[index::processes], count, ready, queue))
-            for index, count in enumerate(threads)]
+            self.cluster.conf_path, items, warm, count, pause, ready,
+            queue)) for items, warm, count in shares]
         for worker in workers:
             worker.start()
         try:
@@ -427,12 +459,26 @@ class Rig:
         return finished - started, results
 
 
-def _items(kind, work, flavor):
-    """What each call sends: ``None`` (echo), or ``(uuid, flavor)``."""
+def _items(kind, work, flavor=FLAVOR):
+    """What each call sends: ``(kind, None)`` (an echo), or ``(kind,
+    (uuid, flavor))``."""
     if kind in ECHO_KINDS:
-        return [None] * (work if isinstance(work, int) else len(work))
-    return [(uuid, flavor[uuid] if isinstance(flavor, dict) else flavor)
-            for uuid in work]
+        return [(kind, None)] * (work if isinstance(work, int) else
+                                 len(work))
+    return [(kind, (uuid, flavor[uuid] if isinstance(flavor, dict)
+                    else flavor)) for uuid in work]
+
+
+def _in_turns(work, block):
+    """The items of ``{kind: work}`` (see :func:`_items`), ``block`` of
+    each kind in turn until all are taken."""
+    queues = [_items(kind, amount) for kind, amount in work.items()]
+    items = []
+    while any(queues):
+        for queue in queues:
+            items.extend(queue[:block])
+            del queue[:block]
+    return items
 
 
 def _utcnow():
@@ -477,10 +523,12 @@ def _spec(flavor):
         num_instances=1, project_id='bench')
 
 
-def _caller_process(conf_path, kind, items, warm, threads, ready, queue):
+def _caller_process(conf_path, items, warm, threads, pause, ready, queue):
     """One caller process: ``threads`` callers, each warming up on its
-    share of ``warm``, then all timed together over ``items``; puts
-    ``(time.monotonic() at the end, results)`` on ``queue``."""
+    share of ``warm``, then all timed together over ``items`` (see
+    :func:`_items`; a thread rests ``pause`` seconds where the kind of its
+    calls changes); puts ``(time.monotonic() at the end, [(latency
+    seconds, host, error, kind)])`` on ``queue``."""
     import threading
 
     import oslo_messaging as messaging
@@ -491,14 +539,15 @@ def _caller_process(conf_path, kind, items, warm, threads, ready, queue):
     _init(conf_path)
     ctxt = context.get_admin_context()
     serializer = rpc.get_serializer()
-    if kind in ECHO_KINDS:
+    kinds = {kind for kind, _ in items + warm}
+    if kinds & set(ECHO_KINDS):
         client = rpc.get_client(messaging.Target(topic=ECHO_TOPIC))
         payload = serializer.serialize_entity(ctxt, _spec(FLAVOR))
-    else:
+    if 'select' in kinds:
         scheduler = rpcapi.SchedulerAPI()
     specs = {}
 
-    def call(item):
+    def call(kind, item):
         if kind in ECHO_KINDS:
             client.call(ctxt, kind, payload=payload)
             return None
@@ -516,22 +565,22 @@ def _caller_process(conf_path, kind, items, warm, threads, ready, queue):
     go = threading.Event()
 
     def run(share, warm_share):
-        for item in warm_share:
+        for kind, item in _resting(warm_share, pause):
             try:
-                call(item)
+                call(kind, item)
             except Exception:   # the timed calls will say what fails
                 pass
         warmed.wait()
         go.wait()
         mine = []
-        for item in share:
+        for kind, item in _resting(share, pause):
             started = time.perf_counter()
             host = error = None
             try:
-                host = call(item)
+                host = call(kind, item)
             except Exception as failure:  # counted and reported
                 error = type(failure).__name__
-            mine.append((time.perf_counter() - started, host, error))
+            mine.append((time.perf_counter() - started, host, error, kind))
         with lock:
             results.extend(mine)
 
@@ -547,6 +596,17 @@ def _caller_process(conf_path, kind, items, warm, threads, ready, queue):
         worker.join()
     queue.put((time.monotonic(), results))
     rpc.cleanup()
+
+
+def _resting(items, pause):
+    """``items`` (see :func:`_items`), ``pause`` seconds of rest before
+    each whose kind is not the one before's."""
+    last = None
+    for kind, item in items:
+        if pause and last not in (None, kind):
+            time.sleep(pause)
+        last = kind
+        yield kind, item
 
 
 def _commit_table(engine):

@@ -14,8 +14,9 @@ the same run, with their ratio and the target:
 
 * **latency** at ``--latency-hosts`` (10,000): one caller, one instance
   per request, ``--calls`` (300) of each kind after 30 warm-up calls,
-  select and echo taking turns in three rounds; p50 and p99 (targets:
-  at most 2x and 4x the echo's). For reference, a third kind takes its
+  select and echo taking turns every 10 calls, 10 ms apart
+  (``rig.Rig.run_in_turns``); p50 and p99 (targets: at most 2x and 4x
+  the echo's). For reference, a third kind takes its
   turn too: the echo server's ``echo_commit``, which commits one
   single-row UPDATE on the same database before it answers (see
   ``rig.py``), the floor of any service that writes durably before it
@@ -60,9 +61,8 @@ import rig  # noqa: E402
 
 
 WARMUP = 30
-# Latency calls and throughput runs are made in this many rounds, select
-# and echo in turn, so that both see the same load from whatever else
-# runs on the machine.
+# Throughput runs are made in this many rounds, select and echo in turn,
+# so that both see the same load from whatever else runs on the machine.
 ROUNDS = 3
 
 
@@ -83,17 +83,13 @@ def latency(backend, hosts, calls, options=()):
         with rig.Rig(workdir, backend, hosts, options=options) as cloud:
             cloud.start_schedulers(1)
             cloud.start_echo()
-            selects, echoes, commits = [], [], []
-            for number in range(ROUNDS):
-                share = calls // ROUNDS + (number < calls % ROUNDS)
-                warm = cloud.instances(WARMUP)
-                uuids = cloud.instances(share)
-                selects += cloud.run_callers('select', 1, uuids,
-                                             warmup=warm)[1]
-                echoes += cloud.run_callers('echo', 1, share,
-                                            warmup=WARMUP)[1]
-                commits += cloud.run_callers('echo_commit', 1, share,
-                                             warmup=WARMUP)[1]
+            turns = cloud.run_in_turns(
+                {'select': cloud.instances(calls), 'echo': calls,
+                 'echo_commit': calls},
+                {'select': cloud.instances(WARMUP), 'echo': WARMUP,
+                 'echo_commit': WARMUP})
+            selects, echoes, commits = (turns['select'], turns['echo'],
+                                        turns['echo_commit'])
             stopped = cloud.stop_schedulers()
             status, _output = cloud.db_check()
             select_ms = [seconds * 1000 for seconds, _, _ in selects]
@@ -101,8 +97,9 @@ def latency(backend, hosts, calls, options=()):
             commit_ms = [seconds * 1000 for seconds, _, _ in commits]
             errors = _errors(selects + echoes + commits)
             print('latency: %d hosts, %s, 1 caller, %d calls of each kind '
-                  '(after %d warm-up calls, in %d rounds); %s'
-                  % (hosts, backend, calls, WARMUP, ROUNDS, _sizes()))
+                  '(after %d warm-up calls), the kinds taking turns every '
+                  '%d calls; %s' % (hosts, backend, calls, WARMUP,
+                                    rig.TURN_BLOCK, _sizes()))
             rig.table([
                 ('select_destinations p50 (ms) vs echo', rig.p50(select_ms),
                  rig.p50(echo_ms), '<= 2x'),

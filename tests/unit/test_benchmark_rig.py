@@ -111,3 +111,15 @@ def test_echo_commit_commits_one_row_per_call(backend):
     finally:
         engine.dispose()
         databases.drop_database(url)
+
+
+def test_calls_in_turns_take_blocks_of_each_kind_until_all_are_made():
+    items = rig._in_turns({'select': ['u1', 'u2', 'u3'], 'echo': 5}, 2)
+    assert [kind for kind, _ in items] == [
+        'select', 'select', 'echo', 'echo', 'select', 'echo', 'echo',
+        'echo']
+    # Each call keeps what it sends: the instance (with the benchmark's
+    # flavor), or nothing for an echo.
+    assert [item for kind, item in items if kind == 'select'] == [
+        ('u1', rig.FLAVOR), ('u2', rig.FLAVOR), ('u3', rig.FLAVOR)]
+    assert {item for kind, item in items if kind == 'echo'} == {None}
