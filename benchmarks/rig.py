@@ -58,8 +58,8 @@ COMMIT_ROWS = 1000
 # The flavor (vcpus, memory_mb, root_gb) of requests that name none.
 FLAVOR = (1, 512, 1)
 # run_in_turns: calls of one kind in a row, and the rest between two
-# blocks (the ranking a scheduler makes ahead after its reply, and
-# PostgreSQL's WAL writer, are done by then).
+# turns (the ranking a scheduler makes ahead after its reply is done by
+# then, rather than running beside the next kind's calls).
 TURN_BLOCK = 10
 TURN_PAUSE = 0.01
 # Caller processes for concurrent callers (each with its share of them as

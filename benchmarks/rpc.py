@@ -14,8 +14,8 @@ the same run, with their ratio and the target:
 
 * **latency** at ``--latency-hosts`` (10,000): one caller, one instance
   per request, ``--calls`` (300) of each kind after 30 warm-up calls,
-  select and echo taking turns every 10 calls, 10 ms apart
-  (``rig.Rig.run_in_turns``); p50 and p99 (targets: at most 2x and 4x
+  the kinds taking turns every 10 calls, with 10 ms of rest between two
+  turns (``rig.Rig.run_in_turns``); p50 and p99 (targets: at most 2x and 4x
   the echo's). For reference, a third kind takes its
   turn too: the echo server's ``echo_commit``, which commits one
   single-row UPDATE on the same database before it answers (see
