@@ -427,7 +427,8 @@ class KeptConnection:
     PostgreSQL: 485 us for claim_in_sql on a pooled connection, 163 us on
     a kept one, 131 us for the driver's call alone).
 
-    :meth:`autocommit` is :func:`autocommit_connection` on it. The
+    :meth:`autocommit_rows` runs a query string on it in psycopg2's
+    autocommit mode, :meth:`use` hands it over as it is. The
     connection is given back to the pool and a new one taken when a use
     fails (whatever the error: a lost connection was invalidated by its
     error handling; nothing else is reused after an error), when the
@@ -443,26 +444,13 @@ class KeptConnection:
         self._pool = None
         self._since = 0.0
 
-    @contextlib.contextmanager
-    def autocommit(self, engine=None):
-        """``engine``: the targeted cell's (:func:`get_engine`), when the
-        caller has it already."""
-        if engine is None:
-            engine = get_engine()
-        if engine.dialect.driver != 'psycopg2':
-            with autocommit_connection() as connection:
-                yield connection
-            return
-        with self.use(engine) as connection, _driver_autocommit(connection):
-            yield connection
-
     def autocommit_rows(self, engine, prepares, statement, parameters):
         """On psycopg2: the rows of ``statement`` (as :func:`driver_rows`)
-        run in the driver's autocommit mode on the kept connection, once
+        run in the driver's autocommit mode on the kept connection (as
+        :func:`autocommit_connection` runs them on a pooled one), once
         it prepared what it has not of ``prepares`` (as
-        :func:`prepare_on`). The same as :meth:`autocommit`,
-        :func:`prepare_on` and :func:`driver_rows` together, without
-        their three generator context managers (a claim's path).
+        :func:`prepare_on`). Plain calls, no generator's context manager
+        (a claim's path).
 
         :raises ValueError: the engine's driver is not psycopg2.
         """

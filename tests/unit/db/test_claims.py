@@ -366,11 +366,14 @@ def test_a_claim_whose_connection_died_is_retried_once(any_database,
 
 def kept_session(kept):
     """The server session behind the connection ``kept`` keeps."""
-    backend = databases.backend_of(db_api.get_engine().url)
-    # psycopg2's kept connection stays out of transactions (autocommit);
+    engine = db_api.get_engine()
+    backend = databases.backend_of(engine.url)
+    if backend == 'postgresql':
+        # psycopg2's kept connection stays out of transactions.
+        return kept.autocommit_rows(engine, {}, 'SELECT pg_backend_pid()',
+                                    {})[0][0]
     # PyMySQL's is used as it is (the claim's string commits).
-    with (kept.autocommit() if backend == 'postgresql'
-          else kept.use()) as connection:
+    with kept.use() as connection:
         return databases.backend_pid(backend, connection)
 
 
