@@ -90,6 +90,10 @@ the filters, weighers or options), it uses that ranking and still draws
 its pick among the best hosts when it arrives: the same answer, without
 its filtering and weighing time. No ranking is made while other
 requests are in flight, and one under way stops when a request arrives.
+When the cache was written only in a few hosts since the last ranking
+(the claim of the request that used it), that ranking is patched: those
+hosts alone are filtered and weighed again, which gives the same
+ranking for the cost of a few hosts instead of all of them.
 
 Only single-instance requests without a server group are ranked ahead,
 when the request before had the same shape, not with

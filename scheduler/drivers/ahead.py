@@ -24,6 +24,12 @@ depends on:
 * the filters and weighers loaded, and the size of the ranking (the best
   ``host_subset_size`` plus the alternates).
 
+When the table was written since, and a ranking is to be made for the
+same shape again, the one held is patched if it can be (``patch``: the
+filter scheduler filters and weighs again only the rows written since,
+see ``filter_scheduler.FilterScheduler._patch_shape``): after a
+request's own claim, the cost of one row, not of all the hosts.
+
 The next request of that shape that arrives while all of these hold
 takes the ranking (:meth:`Ahead.take`) instead of filtering and weighing,
 and still draws its pick among the best in its own turn, as it would
@@ -165,14 +171,21 @@ class Ahead:
     """One ranking made ahead of time and the shape to make it for. It
     has no thread of its own: :meth:`idle` ranks in the caller's."""
 
-    def __init__(self, snapshot, rank_shape, busy=None, on_ranked=None):
+    def __init__(self, snapshot, rank_shape, busy=None, on_ranked=None,
+                 patch=None):
         """``snapshot()``: the current host table (None: not loaded);
         ``rank_shape(shape, table)``: the ranking (None: not this shape
         any more); ``busy()``: True while requests are in flight that
         would make a ranking stale before it is used (default: never);
-        ``on_ranked()``: called for each ranking kept."""
+        ``on_ranked()``: called for each ranking kept; ``patch(shape,
+        table, ranked, writes)``: the ranking ``ranked``, made for
+        ``shape`` on ``table`` when its write count was ``writes`` (no
+        host's liveness changed since), brought up to the table as it
+        is now, the ranking ``rank_shape`` would make, or None
+        (``rank_shape`` then ranks; default: it always does)."""
         self._snapshot = snapshot
         self._rank_shape = rank_shape
+        self._patch = patch
         self._busy = busy or (lambda: False)
         self._on_ranked = on_ranked
         self._next = None
@@ -267,6 +280,26 @@ class Ahead:
             return True
         return first.matches(second)
 
+    def _patched(self, shape, table, now_us):
+        """The ranking held, patched (see ``patch``), if it was made for
+        ``shape`` on ``table``, which was written since, and no host's
+        liveness changed since; else None."""
+        held = self._held
+        if (self._patch is None or held is None
+                or held.table() is not table
+                or (held.until is not None and now_us >= held.until)
+                or not held.shape.matches(shape)):
+            return None
+        try:
+            return self._patch(shape, table, held.ranked, held.writes)
+        except Exception:
+            # Patching is an optimisation: rank from scratch, and patch
+            # nothing until a ranking made so is held.
+            LOG.exception('Could not patch the ranking made ahead; '
+                          'ranking again')
+            self._held = None
+            return None
+
     def rank(self):
         """Rank the last shape given on the current host table, unless
         it is ranked there already or requests are busy; skipped while
@@ -283,9 +316,11 @@ class Ahead:
             held = self._held_for(table)
             if held is not None and held.shape.matches(shape):
                 return False
-            until = table.liveness_changes_at(shape.down_time,
-                                              host_table_mod.now_us_utc())
-            ranked = self._rank_shape(shape, table)
+            now_us = host_table_mod.now_us_utc()
+            until = table.liveness_changes_at(shape.down_time, now_us)
+            ranked = self._patched(shape, table, now_us)
+            if ranked is None:
+                ranked = self._rank_shape(shape, table)
             if ranked is None:
                 return False
             if table.writes != writes:

@@ -69,6 +69,9 @@ LOG = logging.getLogger(__name__)
 CHECK_TYPE_HINT = placement_types.CHECK_TYPE_HINT
 # The first step NoValidHost names for the 2nd..nth instance of a request.
 EARLIER_INSTANCES = 'earlier instances of the request'
+# A ranking made ahead is patched for this many rows written since it was
+# made, or fewer (see FilterScheduler._patch_shape); more rank again.
+PATCH_ROWS = 16
 
 
 def restrict_candidates(table, spec):
@@ -186,7 +189,8 @@ class FilterScheduler(base.Scheduler):
         # nothing else is in flight (see scheduler.drivers.ahead).
         self.ahead = ahead_mod.Ahead(self.host_manager.current_table,
                                      self._rank_shape, self._busy,
-                                     lambda: self.count('ranked_ahead'))
+                                     lambda: self.count('ranked_ahead'),
+                                     patch=self._patch_shape)
         self._active = 0
         self._arrivals = 0
         self._active_lock = threading.Lock()
@@ -280,7 +284,58 @@ class FilterScheduler(base.Scheduler):
             if self._arrivals != arrivals:
                 raise ahead_mod.Superseded()
         request.between_steps = overtaken
+        request.keep_weighed = True
         return request.rank_first()
+
+    def _patch_shape(self, shape, table, ranked, writes):
+        """``ranked``, made by :meth:`_rank_shape` for ``shape`` on
+        ``table`` when its write count was ``writes``, brought up to the
+        table as it is now: :meth:`_Request.rank_first`'s answer, or None
+        when it cannot be had that way (the shape is then ranked again).
+
+        Filters and weighers judge a host by its own row (Nova's
+        ``host_passes`` and ``_weigh_object``), and no host's liveness
+        changed since (see :meth:`ahead_mod.Ahead.rank`): their answers
+        for the rows not written since stand. When the few rows written
+        since (a claim's reservation, the refresh's changes) passed the
+        filters then and pass them now, the filter result is the same,
+        and only those rows are weighed again
+        (:meth:`weights.HostWeightHandler.reweighed`): the ranking a
+        full run would make, for the cost of those rows. Anything else
+        (a row that no longer passes or did not, a weigher that starts
+        or stops counting, more than PATCH_ROWS rows, writes the table
+        no longer remembers, other plugins or options) ranks again.
+        """
+        result, ranking = ranked
+        weighed = ranking.weighed
+        if (weighed is None or shape.plugins is not self._plugins
+                or shape.need != ranking_need(shape.alternates)):
+            return None
+        changed = table.rows_written_since(writes)
+        if changed is None or len(changed) > PATCH_ROWS:
+            return None
+        changed = np.unique(changed)
+        rows = weighed.rows
+        positions = np.searchsorted(rows, changed)
+        if (positions >= len(rows)).any() or (rows[positions]
+                                              != changed).any():
+            return None
+        spec = shape.spec
+        mask, _steps, skip_filters = restrict_candidates(table, spec)
+        if not mask[changed].all():
+            return None
+        if not skip_filters and not self.filter_handler.all_pass(
+                self._plugins[0], table, changed, spec):
+            return None
+        weighed = self.weight_handler.reweighed(weighed, table, positions,
+                                                spec)
+        if weighed is None:
+            return None
+        patched = ranking_mod.Ranking(rows, weighed.totals, shape.need,
+                                      table.ids, self.tie_breaks)
+        patched.weighed = weighed
+        self.count('ranked_ahead_patched')
+        return result, patched
 
     def explain(self, context, spec):
         """How ``spec`` would be placed now, claiming nothing: an
@@ -375,6 +430,14 @@ class _Turn:
         self.release()
 
 
+def ranking_need(return_alternates):
+    """How many of the best hosts a request's ranking sorts up front: the
+    ``host_subset_size`` to pick from, and the alternates."""
+    alternates = (CONF.scheduler.max_attempts - 1 if return_alternates
+                  else 0)
+    return CONF.filter_scheduler.host_subset_size + alternates + 1
+
+
 class _Request:
     """The work of one select_destinations call."""
 
@@ -396,8 +459,7 @@ class _Request:
         self.return_alternates = return_alternates
         self.num_alts = (CONF.scheduler.max_attempts - 1
                          if return_alternates else 0)
-        # How many of the best hosts the ranking sorts up front.
-        self.need = CONF.filter_scheduler.host_subset_size + self.num_alts + 1
+        self.need = ranking_need(return_alternates)
         self.plugins = driver._plugins
         self.filters, self.weighers = self.plugins
         # The request's shape if it may take a ranking made ahead and
@@ -408,6 +470,10 @@ class _Request:
         # Called between filters and between weighers (a ranking made
         # ahead stops when a request arrives).
         self.between_steps = None
+        # Keep each weigher's weights with the ranking (one made ahead,
+        # to be patched after the next claim: see
+        # FilterScheduler._patch_shape).
+        self.keep_weighed = False
         if self.count > 1:
             # The request accounts for its earlier instances itself, on a
             # table of its own: the shared one also takes each claim, in
@@ -510,11 +576,19 @@ class _Request:
         self.timer.add('filter', started)
         started = time.perf_counter()
         rows = np.flatnonzero(result.mask)
-        host_weights = self.driver.weight_handler.weigh(
-            self.weighers, self.table, rows, self.spec,
-            between=self.between_steps)
+        if self.keep_weighed:
+            weighed = self.driver.weight_handler.weighed(
+                self.weighers, self.table, rows, self.spec,
+                between=self.between_steps)
+            host_weights = weighed.totals
+        else:
+            weighed = None
+            host_weights = self.driver.weight_handler.weigh(
+                self.weighers, self.table, rows, self.spec,
+                between=self.between_steps)
         ranking = ranking_mod.Ranking(rows, host_weights, need,
                                      self.table.ids, self.driver.tie_breaks)
+        ranking.weighed = weighed
         self.timer.add('weigh', started)
         if self.observer is not None:
             self.observer.ranked(index, self.weighers, self.table, self.spec,

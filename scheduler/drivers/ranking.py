@@ -144,6 +144,10 @@ class Ranking:
     keys, without sorting all of them.
     """
 
+    # The weights.Weighed the weights come from, when a ranking made ahead
+    # keeps it (see filter_scheduler.FilterScheduler._patch_shape).
+    weighed = None
+
     def __init__(self, rows, weights_, need, ids=None, tie_breaks=None):
         self.rows = rows
         self.weights = weights_

@@ -228,6 +228,18 @@ class HostFilterHandler:
         return self._run_all(filters, host_table, mask, spec, index, steps,
                              total, on_filter)
 
+    def all_pass(self, filters, host_table, rows, spec, index=0):
+        """Whether every one of ``rows`` passes the filters that run for
+        instance ``index``, asked host by host (``host_passes``, which
+        the batch paths agree with): for a few rows, far cheaper than
+        the batch paths, which read whole columns whatever the mask."""
+        rebuild = _is_rebuild(spec)
+        running = [filter_obj for filter_obj in filters
+                   if _runs_for(filter_obj, index, rebuild)]
+        states = host_table.states
+        return all(filter_obj.host_passes(states[row], spec)
+                   for row in rows for filter_obj in running)
+
     def _run_partial(self, filters, host_table, rows, spec, index, steps,
                      total, on_filter, wanted):
         """Filter windows of ``rows`` from a rotating start until

@@ -170,17 +170,34 @@ def _scaled(raw, minval, maxval, multiplier=1.0):
     written in place (at 100,000 hosts each array is 800 KB)."""
     if not raw.size:
         return raw
-    # ``raw`` may be the caller's (a column): written only once copied.
-    own = False
-    if minval is not None:
-        raw, own = np.maximum(raw, minval), True
-    if maxval is not None:
-        raw = np.minimum(raw, maxval, out=raw if own else None)
-        own = True
-    low = float(raw.min()) if minval is None else float(minval)
-    high = float(raw.max()) if maxval is None else float(maxval)
+    clamped, low, high = _bounds(raw, minval, maxval)
     if low == high:
         return None
+    return _scale(clamped, clamped is not raw, low, high, multiplier)
+
+
+def _clamped(raw, minval, maxval):
+    """``raw`` within minval and maxval (``raw`` itself if neither is
+    set, else a new array)."""
+    if minval is not None:
+        raw = np.maximum(raw, minval)
+    if maxval is not None:
+        raw = np.minimum(raw, maxval)
+    return raw
+
+
+def _bounds(raw, minval, maxval):
+    """``(raw clamped, low, high)``: the weights and the bounds
+    :func:`_scaled` normalises with (``raw`` is not empty)."""
+    raw = _clamped(raw, minval, maxval)
+    low = float(raw.min()) if minval is None else float(minval)
+    high = float(raw.max()) if maxval is None else float(maxval)
+    return raw, low, high
+
+
+def _scale(raw, own, low, high, multiplier):
+    """``(raw - low) / (high - low) * multiplier``, in ``raw`` itself when
+    ``own`` (the caller's to write), else in a new array."""
     if own:
         scaled = raw
         scaled -= low
@@ -223,33 +240,262 @@ class HostWeightHandler:
         rows = np.asarray(rows, dtype=np.intp)
         if len(rows) <= 1:
             return
-        for weigher in weighers:
-            if isinstance(weigher, BaseHostWeigher):
-                multipliers = weigher.weight_multipliers(host_table, rows)
-                if skip_zero and not (
-                        multipliers if isinstance(multipliers, float)
-                        else np.any(multipliers)):
-                    continue
-                if weigher.uniform(spec) or _flat_everywhere(weigher,
-                                                             host_table):
-                    yield weigher, None if skip_zero else np.zeros(len(rows))
-                    continue
-                raw = weigher.weigh_all(host_table, rows, spec)
-            else:
-                raw = BaseHostWeigher.weigh_all(weigher, host_table, rows,
-                                                spec)
-                multipliers = np.fromiter(
-                    (weigher.weight_multiplier(host_table.states[row])
-                     for row in rows), dtype=np.float64, count=len(rows))
-            scalar = isinstance(multipliers, float) or np.ndim(
-                multipliers) == 0
-            weighted = _scaled(np.asarray(raw, dtype=np.float64),
-                               getattr(weigher, 'minval', None),
-                               getattr(weigher, 'maxval', None),
-                               float(multipliers) if scalar else 1.0)
-            if weighted is None:
-                yield weigher, None if skip_zero else np.zeros(len(rows))
+        for part in _parts(weighers, host_table, rows, spec, skip_zero):
+            if part.skipped == ZERO:
                 continue
-            if not scalar:
-                weighted *= multipliers
-            yield weigher, weighted
+            weighted = part.weighted()
+            if weighted is None and not skip_zero:
+                weighted = np.zeros(len(rows))
+            yield part.weigher, weighted
+
+    def weighed(self, weighers, host_table, rows, spec, between=None):
+        """:meth:`weigh` of ``rows`` (row numbers, ascending) as a
+        :class:`Weighed`, which keeps what each weigher gave so that
+        :meth:`reweighed` can weigh a few of the rows again."""
+        rows = np.asarray(rows, dtype=np.intp)
+        totals = np.zeros(len(rows))
+        parts = []
+        if len(rows) > 1:
+            for part in _parts(weighers, host_table, rows, spec, True,
+                               keep=True):
+                parts.append(part)
+                weighted = part.weighted()
+                if weighted is not None:
+                    totals += weighted
+                if between is not None:
+                    between()
+        return Weighed(rows, totals, parts)
+
+    def reweighed(self, weighed, host_table, positions, spec):
+        """``weighed`` with the rows at ``positions`` (of ``weighed.rows``:
+        rows the host table's writes changed since, every other row as
+        it was) weighed again on ``host_table``: the totals :meth:`weigh`
+        would give now, to the bit. None when a weigher would now run
+        that did not, or no longer run (the caller weighs every row
+        again).
+
+        A weigher's raw weight and multiplier are per host, so only those
+        rows' are asked for again. The other rows' totals change only
+        when a weigher's bounds (the minimum and maximum it normalises
+        with) move; they are then summed again from the raw weights
+        kept, in the same order as :meth:`weigh` sums them.
+        """
+        rows = weighed.rows
+        if len(rows) <= 1:
+            return weighed
+        changed = rows[positions]
+        parts = []
+        moved = False
+        for part in weighed.parts:
+            if part.skipped is not None:
+                if not part.still_skipped(host_table, changed):
+                    return None
+                parts.append(part)
+                continue
+            new = part.with_rows(host_table, changed, positions, spec)
+            if new is None:
+                return None
+            moved = moved or not (new.low == part.low
+                                  and new.high == part.high)
+            parts.append(new)
+        if moved:
+            totals = np.zeros(len(rows))
+            for part in parts:
+                weighted = part.weighted()
+                if weighted is not None:
+                    totals += weighted
+        else:
+            totals = weighed.totals.copy()
+            for position in positions.tolist():
+                total = 0.0
+                for part in parts:
+                    total = part.total_of(position, total)
+                totals[position] = total
+        return Weighed(rows, totals, parts)
+
+
+# Why a weigher of a Weighed did not run: its multiplier is 0 for every
+# row; every host weighs the same for the request; every row of the
+# table has one raw weight.
+ZERO, UNIFORM, FLAT = 'zero', 'uniform', 'flat'
+
+
+class Weighed:
+    """The total weights of a table's ``rows`` (ascending) and each
+    weigher's :class:`_Part` of them, in order (see
+    :meth:`HostWeightHandler.weighed`)."""
+
+    __slots__ = ('rows', 'totals', 'parts')
+
+    def __init__(self, rows, totals, parts):
+        self.rows = rows
+        self.totals = totals
+        self.parts = parts
+
+
+class _Part:
+    """What one weigher gave over a Weighed's rows.
+
+    ``skipped``: why it did not run (ZERO, UNIFORM or FLAT), else None;
+    ``weights``: its raw weights, clamped to its minval/maxval; ``low``,
+    ``high``: the bounds it normalised them with (equal: it weighed
+    every row the same and added nothing); ``multipliers``: a float, or
+    an array by row; ``checks_flat``: whether the handler asks the table
+    if it is flat everywhere (FLAT) before running it.
+    """
+
+    __slots__ = ('weigher', 'skipped', 'weights', 'low', 'high',
+                 'multipliers', 'checks_flat')
+
+    def __init__(self, weigher, skipped=None, weights=None, low=None,
+                 high=None, multipliers=1.0, checks_flat=False):
+        self.weigher = weigher
+        self.skipped = skipped
+        self.weights = weights
+        self.low = low
+        self.high = high
+        self.multipliers = multipliers
+        self.checks_flat = checks_flat
+
+    def weighted(self):
+        """Multiplier times normalised weights, a new array; None when
+        the weigher adds nothing."""
+        if self.skipped is not None or self.low == self.high:
+            return None
+        multipliers = self.multipliers
+        scalar = isinstance(multipliers, float)
+        weighted = _scale(self.weights, False, self.low, self.high,
+                          multipliers if scalar else 1.0)
+        if not scalar:
+            weighted *= multipliers
+        return weighted
+
+    def still_skipped(self, host_table, changed):
+        """Whether the weigher is still not to run with the rows
+        ``changed`` as they are now."""
+        if self.skipped == ZERO:
+            multipliers = self.weigher.weight_multipliers(host_table,
+                                                          changed)
+            return not (multipliers if isinstance(multipliers, float)
+                        else np.any(multipliers))
+        if self.skipped == FLAT:
+            return _flat_everywhere(self.weigher, host_table)
+        return True     # UNIFORM: a matter of the request alone
+
+    def with_rows(self, host_table, changed, positions, spec):
+        """This part with the raw weights and multipliers of ``changed``
+        (the rows at ``positions``) asked for again; None when the
+        weigher would now be skipped, its multiplier is no longer the
+        one number it was, or a weight is not a number. (A few rows:
+        Python floats, whose arithmetic is NumPy's, cost less than
+        NumPy's calls.)"""
+        weigher = self.weigher
+        if self.low != self.low or self.high != self.high or (
+                self.checks_flat and _flat_everywhere(weigher, host_table)):
+            return None
+        multipliers = self.multipliers
+        if isinstance(weigher, BaseHostWeigher):
+            new = weigher.weigh_all(host_table, changed, spec)
+            fresh = weigher.weight_multipliers(host_table, changed)
+            if isinstance(multipliers, float):
+                if not (isinstance(fresh, float) or np.ndim(fresh) == 0) \
+                        or float(fresh) != multipliers:
+                    return None
+            else:
+                multipliers = multipliers.copy()
+                multipliers[positions] = fresh
+        else:
+            new = BaseHostWeigher.weigh_all(weigher, host_table, changed,
+                                            spec)
+            multipliers = multipliers.copy()
+            multipliers[positions] = [
+                weigher.weight_multiplier(host_table.states[row])
+                for row in changed]
+        new = np.asarray(new, dtype=np.float64).tolist()
+        minval, maxval = _limits(weigher)
+        if minval is not None:
+            new = [max(value, float(minval)) for value in new]
+        if maxval is not None:
+            new = [min(value, float(maxval)) for value in new]
+        if any(value != value for value in new):
+            return None     # not a number: the full run says what it gives
+        weights_ = self.weights.copy()
+        old = weights_[positions].tolist()
+        weights_[positions] = new
+        low, high = self.low, self.high
+        # The bounds move when a new weight goes beyond one, or a weight
+        # that was at one changed (the bound is then found again).
+        if minval is None:
+            if min(new) < low:
+                low = min(new)
+            elif low in old:
+                low = float(weights_.min())
+        if maxval is None:
+            if max(new) > high:
+                high = max(new)
+            elif high in old:
+                high = float(weights_.max())
+        return _Part(weigher, None, weights_, low, high, multipliers,
+                     self.checks_flat)
+
+    def total_of(self, position, subtotal):
+        """``subtotal`` plus what this part adds to the total of the row
+        at ``position``: the operations of :meth:`weighted` and of the
+        sum in :meth:`HostWeightHandler.weigh`, on Python floats."""
+        if self.skipped is not None or self.low == self.high:
+            return subtotal
+        value = (self.weights.item(position) - self.low) / (self.high
+                                                             - self.low)
+        multipliers = self.multipliers
+        if isinstance(multipliers, float):
+            if multipliers != 1.0:
+                value *= multipliers
+        else:
+            value *= multipliers.item(position)
+        return subtotal + value
+
+
+def _limits(weigher):
+    """A weigher's ``(minval, maxval)`` (one that is not a
+    BaseHostWeigher may have neither)."""
+    return (getattr(weigher, 'minval', None),
+            getattr(weigher, 'maxval', None))
+
+
+def _parts(weighers, host_table, rows, spec, skip_zero, keep=False):
+    """A :class:`_Part` for each weigher over ``rows`` (two or more), run
+    as :meth:`HostWeightHandler.contributions` describes; ``keep``: the
+    parts are kept (see :meth:`HostWeightHandler.weighed`)."""
+    for weigher in weighers:
+        if isinstance(weigher, BaseHostWeigher):
+            multipliers = weigher.weight_multipliers(host_table, rows)
+            if skip_zero and not (
+                    multipliers if isinstance(multipliers, float)
+                    else np.any(multipliers)):
+                yield _Part(weigher, ZERO)
+                continue
+            if weigher.uniform(spec):
+                yield _Part(weigher, UNIFORM)
+                continue
+            if _flat_everywhere(weigher, host_table):
+                yield _Part(weigher, FLAT)
+                continue
+            raw = weigher.weigh_all(host_table, rows, spec)
+            checks_flat = True
+        else:
+            raw = BaseHostWeigher.weigh_all(weigher, host_table, rows,
+                                            spec)
+            multipliers = np.fromiter(
+                (weigher.weight_multiplier(host_table.states[row])
+                 for row in rows), dtype=np.float64, count=len(rows))
+            checks_flat = False
+        if isinstance(multipliers, float) or np.ndim(multipliers) == 0:
+            multipliers = float(multipliers)
+        elif keep:
+            multipliers = np.array(multipliers, dtype=np.float64)
+        # Kept: a copy (a weigher may hand over an array it keeps, a
+        # column the table writes in place).
+        raw = (np.array if keep else np.asarray)(raw, dtype=np.float64)
+        weights_, low, high = _bounds(raw, *_limits(weigher))
+        yield _Part(weigher, None, weights_, low, high, multipliers,
+                    checks_flat)

@@ -85,6 +85,8 @@ def test_places_exactly_as_without_it(cloud, make_driver,
     # 24 requests, 4 runs.
     assert ranked.stats['ranked_ahead_used'] == len(MEMORIES) - 8
     assert ranked.stats['ranked_ahead'] >= len(MEMORIES) - 8
+    # After each claim of a run, the ranking was patched, not made anew.
+    assert ranked.stats['ranked_ahead_patched'] >= len(MEMORIES) - 12
 
     config.config(rank_ahead=False, group='filter_scheduler')
     plain = _driver(make_driver, make_host_manager)
@@ -113,6 +115,54 @@ def test_the_ranking_made_ahead_is_the_one_made_on_arrival(
     assert np.array_equal(ranking.head, fresh_ranking.head)
     assert np.array_equal(ranking.head_weights, fresh_ranking.head_weights)
     assert ranking.rest() == fresh_ranking.rest()
+
+
+def _same_ranking(driver, memory_mb):
+    """The ranking held for ``memory_mb`` is the one made from scratch
+    on the host cache as it is now, to the last weight."""
+    table = driver.host_manager.current_table()
+    request = filter_scheduler._Request(
+        driver, fakes.spec(memory_mb=memory_mb), fakes.uuids(1), True, table)
+    result, ranking = driver.ahead.take(request.ahead_shape(), table)
+    fresh_result, fresh_ranking = request.rank_first()
+    assert np.array_equal(result.mask, fresh_result.mask)
+    assert result.steps == fresh_result.steps
+    assert np.array_equal(ranking.rows, fresh_ranking.rows)
+    assert ranking.weights.tobytes() == fresh_ranking.weights.tobytes()
+    assert np.array_equal(ranking.head, fresh_ranking.head)
+    assert ranking.rest() == fresh_ranking.rest()
+
+
+def test_after_a_claim_the_ranking_is_patched_to_the_one_made_anew(
+        cloud, make_driver, make_host_manager):
+    _cloud(cloud)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [2048] * 2, wait=True)
+    assert driver.stats.get('ranked_ahead_patched', 0) == 0
+    for placed in range(1, 6):
+        # The request takes the ranking, claims, and the server is idle.
+        _place(driver, cloud, [2048])
+        _idle(driver)
+        assert driver.stats['ranked_ahead_patched'] == placed
+        _same_ranking(driver, 2048)
+
+
+def test_a_host_the_claim_filled_ranks_everything_again(
+        cloud, make_driver, make_host_manager):
+    # Each host takes one 3 GB instance (4 GB, 512 MB reserved, at a RAM
+    # ratio of 1 or 1.5): after each claim its host no longer passes the
+    # RAM filter.
+    for number in range(6):
+        cloud.add_node('h%d' % number, memory_mb=4096, vcpus=8)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [3072] * 2, wait=True)
+    made = driver.stats['ranked_ahead']
+    for _ in range(3):
+        _place(driver, cloud, [3072])
+        _idle(driver)
+        _same_ranking(driver, 3072)
+    assert driver.stats['ranked_ahead'] == made + 3
+    assert driver.stats.get('ranked_ahead_patched', 0) == 0
 
 
 def test_a_write_to_the_cache_or_another_shape_is_not_served(
@@ -164,6 +214,83 @@ def test_a_heartbeat_leaving_the_window_ends_the_ranking():
     expires = host_state.to_microseconds(now) + 30 * 1000000 + 1
     assert held.take(shape, table, now_us=expires - 1) is made
     assert held.take(shape, table, now_us=expires) is None
+
+
+def test_the_ranking_held_is_patched_only_within_its_window(monkeypatch):
+    now = fakes.now()
+    table = fakes.table([
+        fakes.host_state('h1', svc=fakes.service('h1', seen_ago=30,
+                                                 when=now)),
+        fakes.host_state('h2', svc=fakes.service('h2', seen_ago=5,
+                                                 when=now))])
+    expires = host_state.to_microseconds(now) + 30 * 1000000 + 1
+    clock = [expires - 10]
+    monkeypatch.setattr(ahead.host_table_mod, 'now_us_utc',
+                        lambda: clock[0])
+    calls = []
+
+    def patch(shape, table_, ranked, writes):
+        # Patches a ranking made from scratch; not one patched before.
+        calls.append((shape, ranked, writes))
+        return None if isinstance(ranked, tuple) else ('patched', ranked)
+
+    made = iter(['full', 'again', 'anew', 'late'])
+    held = ahead.Ahead(lambda: table, lambda shape, table_: next(made),
+                       patch=patch)
+    shape = ahead.Shape(fakes.spec(), True, 3, (), 60)
+
+    def rank(wanted):
+        held.later(wanted)
+        assert held.idle()
+        return held.take(wanted, table)
+
+    def write():
+        assert table.update_in_place({1: table.states[1].consumed(
+            placement_types.Resources(1, 0, 0))})
+
+    assert rank(shape) == 'full'
+    assert calls == []      # nothing held: ranked from scratch
+    write()
+    assert rank(shape) == ('patched', 'full')
+    assert calls == [(shape, 'full', table.writes - 1)]
+    # A patch that cannot be made: ranked from scratch.
+    write()
+    assert rank(shape) == 'again'
+    assert len(calls) == 2
+    # Another shape is not patched from this one's ranking.
+    other = ahead.Shape(fakes.spec(memory_mb=4096), True, 3, (), 60)
+    write()
+    assert rank(other) == 'anew'
+    assert len(calls) == 2
+    # Once h1's heartbeat left the window, the ranking held is not
+    # patched.
+    write()
+    clock[0] = expires
+    assert rank(other) == 'late'
+    assert len(calls) == 2
+
+
+def test_a_patch_that_fails_ranks_from_scratch(caplog):
+    table = fakes.table([fakes.host_state('h1'), fakes.host_state('h2')])
+    calls = []
+
+    def patch(shape, table_, ranked, writes):
+        calls.append(ranked)
+        raise RuntimeError('broken patch')
+
+    made = iter(['first', 'second', 'third'])
+    held = ahead.Ahead(lambda: table, lambda shape, table_: next(made),
+                       patch=patch)
+    shape = ahead.Shape(fakes.spec(), True, 3, (), 60)
+    for expected in ('first', 'second', 'third'):
+        held.later(shape)
+        assert held.idle()
+        assert held.take(shape, table) == expected
+        assert table.update_in_place({1: table.states[1].consumed(
+            placement_types.Resources(1, 0, 0))})
+    # Each ranking made from scratch was offered to the patch once.
+    assert calls == ['first', 'second']
+    assert caplog.text.count('Could not patch the ranking made ahead') == 2
 
 
 def test_liveness_changes_at_the_first_heartbeat_crossing_the_window():

@@ -129,3 +129,32 @@ def test_explain_with_restrictions_and_total():
 def test_base_filter_defaults_follow_nova():
     assert filters.BaseHostFilter.run_filter_once_per_request is False
     assert filters.BaseHostFilter.RUN_ON_REBUILD is False
+
+
+def test_all_pass_asks_the_rows_given_host_by_host():
+    hosts = _table(('a', 'b', 'c', 'd'))
+    handler = filters.HostFilterHandler()
+    spec = fakes.spec()
+    first = Recorder({'a', 'b', 'c'})
+    second = Recorder({'a', 'c', 'd'})
+    assert handler.all_pass([first, second, NotABaseFilter()], hosts,
+                            [0, 2], spec)
+    assert first.calls == ['a', 'c'] and second.calls == ['a', 'c']
+    # One row failing one filter is enough.
+    assert not handler.all_pass([first, second], hosts, [0, 1], spec)
+    assert not handler.all_pass([first, second], hosts, [3], spec)
+    # As run_filters does: a once-per-request filter does not run for a
+    # later instance, nor one that does not run on rebuild for a
+    # rebuild.
+    once = Recorder(set(), once=True)
+    assert handler.all_pass([once], hosts, [0], spec, index=1)
+    assert not handler.all_pass([once], hosts, [0], spec, index=0)
+    assert handler.all_pass([Recorder(set())], hosts, [0],
+                            fakes.spec(is_rebuild=True))
+    # It agrees with the batch path on every row.
+    for row in range(4):
+        mask = np.zeros(4, dtype=np.bool_)
+        mask[row] = True
+        assert handler.all_pass([first, second], hosts, [row], spec) == \
+            bool(handler.run_filters([first, second], hosts, mask,
+                                     spec).passed)

@@ -1,0 +1,210 @@
+"""HostWeightHandler.reweighed: the rows a host table's writes changed,
+weighed again, give the totals a full weighing of the table as it is now
+gives, to the bit; or None when a weigher would start or stop running."""
+
+import random
+
+import numpy as np
+
+from scheduler.db import claims
+from scheduler import weights
+from scheduler.weights import cpu
+from scheduler.weights import disk
+from scheduler.weights import io_ops
+from scheduler.weights import ram
+from tests.unit.scheduler import fakes
+
+
+class Bounded(weights.BaseHostWeigher):
+    """Raw weights clamped by minval and maxval, by the base class's per
+    host path."""
+
+    minval = 2.0
+    maxval = 9.0
+    pure = True
+
+    def _weigh_object(self, host_state, spec):
+        return float(host_state.vcpus_used)
+
+
+class PerHost(weights.BaseHostWeigher):
+    """A multiplier of its own for each host (an array of them)."""
+
+    pure = True
+
+    def _weigh_object(self, host_state, spec):
+        return -host_state.memory_mb_used / 3.0
+
+    def weight_multiplier(self, host_state):
+        return 0.5 if host_state.host.endswith(('1', '4')) else 1.7
+
+
+class BusyOnly(weights.BaseHostWeigher):
+    """Counts only on busy hosts: multiplier 0 on every idle one."""
+
+    pure = True
+
+    def _weigh_object(self, host_state, spec):
+        return float(host_state.vcpus_used)
+
+    def weight_multiplier(self, host_state):
+        return 2.0 if host_state.vcpus_used > 6 else 0.0
+
+
+class Plain:
+    """A weigher that is no BaseHostWeigher: per-host weights and
+    multipliers only."""
+
+    pure = True
+
+    def _weigh_object(self, host_state, spec):
+        return float(host_state.local_gb_used)
+
+    def weight_multiplier(self, host_state):
+        return 1.5 if host_state.vcpus_used % 2 else 0.25
+
+
+def _weighers():
+    return [ram.RAMWeigher(), cpu.CPUWeigher(), disk.DiskWeigher(),
+            io_ops.IoOpsWeigher(), Bounded(), PerHost(), Plain()]
+
+
+def _states(rng, count):
+    # Few distinct sizes: several hosts share each bound, as in a cloud
+    # of a few node shapes.
+    return [fakes.host_state(
+        'h%02d' % number, vcpus=rng.choice([8, 16]),
+        vcpus_used=rng.randrange(4), memory_mb=rng.choice([4096, 8192]),
+        memory_mb_used=rng.choice([0, 512]), local_gb=100,
+        local_gb_used=rng.choice([0, 20]), io_workload=rng.randrange(2))
+        for number in range(count)]
+
+
+def _claim(rng, state):
+    return state.consumed(claims.Resources(
+        rng.choice([0, 1, 4]), rng.choice([0, 512, 3072]),
+        rng.choice([0, 10])))
+
+
+def test_reweighed_rows_give_the_totals_of_a_full_weighing():
+    handler = weights.HostWeightHandler()
+    spec = fakes.spec()
+    outcomes = {'bounds kept': 0, 'bounds moved': 0}
+    for seed in range(60):
+        rng = random.Random(seed)
+        table = fakes.table(_states(rng, 10))
+        rows = np.arange(len(table))
+        weighers = _weighers()
+        weighed = handler.weighed(weighers, table, rows, spec)
+        for _ in range(5):
+            changed = sorted(rng.sample(range(len(table)),
+                                        rng.choice([1, 1, 2, 3])))
+            assert table.update_in_place(
+                {row: _claim(rng, table.states[row]) for row in changed})
+            again = handler.reweighed(weighed, table, np.array(changed),
+                                      spec)
+            fresh = handler.weighed(weighers, table, rows, spec)
+            assert again is not None, seed
+            assert again.totals.tobytes() == fresh.totals.tobytes(), seed
+            assert again.totals.tobytes() == handler.weigh(
+                weighers, table, rows, spec).tobytes()
+            for mine, theirs in zip(again.parts, fresh.parts):
+                assert (mine.low, mine.high) == (theirs.low, theirs.high)
+                assert np.array_equal(mine.weights, theirs.weights)
+            moved = any((new.low, new.high) != (old.low, old.high)
+                        for new, old in zip(again.parts, weighed.parts))
+            outcomes['bounds moved' if moved else 'bounds kept'] += 1
+            weighed = again
+    # Both ways were taken: the rows alone, and every total again.
+    assert min(outcomes.values()) > 20, outcomes
+
+
+class WholeColumn(weights.BaseHostWeigher):
+    """Hands over the table's own column when asked for every row."""
+
+    pure = True
+
+    def weigh_all(self, host_table, rows, spec):
+        column = host_table.vcpus_free
+        if len(rows) == len(column):
+            return column
+        return column[rows]
+
+
+def test_the_weights_kept_are_not_the_tables():
+    """The table writes its columns in place; what was kept stays as it
+    was weighed."""
+    rng = random.Random(1)
+    table = fakes.table(_states(rng, 6))
+    assert table.vcpus_free.dtype == np.float64
+    handler = weights.HostWeightHandler()
+    spec = fakes.spec()
+    weighed = handler.weighed([WholeColumn()], table, np.arange(6), spec)
+    before = weighed.parts[0].weights.copy()
+    assert table.update_in_place(
+        {2: table.states[2].consumed(claims.Resources(3, 0, 0))})
+    assert np.array_equal(weighed.parts[0].weights, before)
+    again = handler.reweighed(weighed, table, np.array([2]), spec)
+    assert again.totals.tobytes() == handler.weigh(
+        [WholeColumn()], table, np.arange(6), spec).tobytes()
+
+
+def test_a_weigher_that_starts_to_count_weighs_everything_again():
+    handler = weights.HostWeightHandler()
+    spec = fakes.spec()
+    # No host does any I/O: the I/O weigher weighs none of them.
+    table = fakes.table([fakes.host_state('h%d' % number, vcpus_used=number)
+                         for number in range(4)])
+    weighers = [io_ops.IoOpsWeigher(), cpu.CPUWeigher()]
+    weighed = handler.weighed(weighers, table, np.arange(4), spec)
+    assert weighed.parts[0].skipped == weights.FLAT
+    # A claim starts a build on h2.
+    assert table.update_in_place(
+        {2: table.states[2].consumed(claims.Resources(1, 0, 0))})
+    assert handler.reweighed(weighed, table, np.array([2]), spec) is None
+    assert handler.weighed(weighers, table, np.arange(4),
+                           spec).parts[0].skipped is None
+
+
+def test_a_multiplier_no_longer_zero_weighs_everything_again():
+    handler = weights.HostWeightHandler()
+    spec = fakes.spec()
+    table = fakes.table([fakes.host_state('h%d' % number, vcpus=16,
+                                          vcpus_used=number)
+                         for number in range(4)])
+    weighers = [BusyOnly(), cpu.CPUWeigher()]
+    weighed = handler.weighed(weighers, table, np.arange(4), spec)
+    assert weighed.parts[0].skipped == weights.ZERO
+    # h1 becomes busy: its multiplier is 2 now.
+    assert table.update_in_place(
+        {1: table.states[1].consumed(claims.Resources(6, 0, 0))})
+    assert handler.reweighed(weighed, table, np.array([1]), spec) is None
+    # A change that leaves every multiplier 0 is weighed row by row.
+    assert table.update_in_place(
+        {3: table.states[3].consumed(claims.Resources(1, 0, 0))})
+    weighed = handler.weighed(weighers, table, np.arange(4), spec)
+    assert table.update_in_place(
+        {0: table.states[0].consumed(claims.Resources(2, 0, 0))})
+    again = handler.reweighed(weighed, table, np.array([0]), spec)
+    assert again is not None
+    assert again.totals.tobytes() == handler.weigh(
+        weighers, table, np.arange(4), spec).tobytes()
+
+
+def test_a_weight_that_is_not_a_number_weighs_everything_again():
+    class Unknown(weights.BaseHostWeigher):
+        pure = True
+
+        def _weigh_object(self, host_state, spec):
+            return (float('nan') if host_state.vcpus_used > 2
+                    else float(host_state.vcpus_used))
+
+    handler = weights.HostWeightHandler()
+    spec = fakes.spec()
+    table = fakes.table([fakes.host_state('h%d' % number, vcpus=16,
+                                          vcpus_used=number % 2)
+                         for number in range(4)])
+    weighed = handler.weighed([Unknown()], table, np.arange(4), spec)
+    assert table.update_in_place(
+        {1: table.states[1].consumed(claims.Resources(3, 0, 0))})
+    assert handler.reweighed(weighed, table, np.array([1]), spec) is None
