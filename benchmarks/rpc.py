@@ -124,8 +124,10 @@ def latency(backend, hosts, calls, options=()):
 def _ranked_ahead(stopped):
     """How many requests took a ranking made ahead of them
     ([filter_scheduler] rank_ahead)."""
-    return ('ranked ahead %d times, used by %d of %d requests'
+    return ('ranked ahead %d times (%d of them patched), used by %d of '
+            '%d requests'
             % (rig.Rig.counter(stopped, 'ranked_ahead'),
+               rig.Rig.counter(stopped, 'ranked_ahead_patched'),
                rig.Rig.counter(stopped, 'ranked_ahead_used'),
                rig.Rig.counter(stopped, 'requests')))
 
