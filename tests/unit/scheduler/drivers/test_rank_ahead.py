@@ -196,15 +196,19 @@ def test_a_write_to_the_cache_or_another_shape_is_not_served(
     assert driver.stats['ranked_ahead_used'] == before + 1
 
 
-def test_a_heartbeat_leaving_the_window_ends_the_ranking():
-    # The host cache judges liveness at each refresh (a change is a
-    # write); a table of raw heartbeats depends on the time itself.
-    now = fakes.now()
-    table = fakes.table([
+def _seen_30_and_5_seconds_ago(now):
+    return fakes.table([
         fakes.host_state('h1', svc=fakes.service('h1', seen_ago=30,
                                                  when=now)),
         fakes.host_state('h2', svc=fakes.service('h2', seen_ago=5,
                                                  when=now))])
+
+
+def test_a_heartbeat_leaving_the_window_ends_the_ranking():
+    # The host cache judges liveness at each refresh (a change is a
+    # write); a table of raw heartbeats depends on the time itself.
+    now = fakes.now()
+    table = _seen_30_and_5_seconds_ago(now)
     made = object()
     held = ahead.Ahead(lambda: table, lambda shape, table: made)
     shape = ahead.Shape(fakes.spec(), True, 3, (), 60)
@@ -218,11 +222,7 @@ def test_a_heartbeat_leaving_the_window_ends_the_ranking():
 
 def test_the_ranking_held_is_patched_only_within_its_window(monkeypatch):
     now = fakes.now()
-    table = fakes.table([
-        fakes.host_state('h1', svc=fakes.service('h1', seen_ago=30,
-                                                 when=now)),
-        fakes.host_state('h2', svc=fakes.service('h2', seen_ago=5,
-                                                 when=now))])
+    table = _seen_30_and_5_seconds_ago(now)
     expires = host_state.to_microseconds(now) + 30 * 1000000 + 1
     clock = [expires - 10]
     monkeypatch.setattr(ahead.host_table_mod, 'now_us_utc',
