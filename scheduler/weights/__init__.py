@@ -397,10 +397,14 @@ class _Part:
         if isinstance(weigher, BaseHostWeigher):
             new = weigher.weigh_all(host_table, changed, spec)
             fresh = weigher.weight_multipliers(host_table, changed)
+            one = isinstance(fresh, float) or np.ndim(fresh) == 0
             if isinstance(multipliers, float):
-                if not (isinstance(fresh, float) or np.ndim(fresh) == 0) \
-                        or float(fresh) != multipliers:
+                if not one or float(fresh) != multipliers:
                     return None
+            elif one:
+                # One number now where each host had its own: the table
+                # changed more than those rows.
+                return None
             else:
                 multipliers = multipliers.copy()
                 multipliers[positions] = fresh
