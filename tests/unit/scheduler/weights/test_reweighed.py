@@ -208,3 +208,31 @@ def test_a_weight_that_is_not_a_number_weighs_everything_again():
     assert table.update_in_place(
         {1: table.states[1].consumed(claims.Resources(3, 0, 0))})
     assert handler.reweighed(weighed, table, np.array([1]), spec) is None
+
+
+def test_one_multiplier_where_each_host_had_its_own_weighs_everything_again():
+    class Overridden(weights.BaseHostWeigher):
+        """Multipliers per host (aggregate overrides) until ``plain``."""
+
+        pure = True
+        plain = False
+
+        def _weigh_object(self, host_state, spec):
+            return float(host_state.vcpus_used)
+
+        def weight_multipliers(self, host_table, rows):
+            if self.plain:
+                return 1.0
+            return np.linspace(0.5, 2.0, len(rows))
+
+    handler = weights.HostWeightHandler()
+    spec = fakes.spec()
+    table = fakes.table([fakes.host_state('h%d' % number, vcpus=16,
+                                          vcpus_used=number)
+                         for number in range(4)])
+    weigher = Overridden()
+    weighed = handler.weighed([weigher], table, np.arange(4), spec)
+    assert table.update_in_place(
+        {2: table.states[2].consumed(claims.Resources(1, 0, 0))})
+    weigher.plain = True
+    assert handler.reweighed(weighed, table, np.array([2]), spec) is None
