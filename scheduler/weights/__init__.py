@@ -340,22 +340,20 @@ class _Part:
     ``weights``: its raw weights, clamped to its minval/maxval; ``low``,
     ``high``: the bounds it normalised them with (equal: it weighed
     every row the same and added nothing); ``multipliers``: a float, or
-    an array by row; ``checks_flat``: whether the handler asks the table
-    if it is flat everywhere (FLAT) before running it.
+    an array by row.
     """
 
     __slots__ = ('weigher', 'skipped', 'weights', 'low', 'high',
-                 'multipliers', 'checks_flat')
+                 'multipliers')
 
     def __init__(self, weigher, skipped=None, weights=None, low=None,
-                 high=None, multipliers=1.0, checks_flat=False):
+                 high=None, multipliers=1.0):
         self.weigher = weigher
         self.skipped = skipped
         self.weights = weights
         self.low = low
         self.high = high
         self.multipliers = multipliers
-        self.checks_flat = checks_flat
 
     def weighted(self):
         """Multiplier times normalised weights, a new array; None when
@@ -391,7 +389,10 @@ class _Part:
         NumPy's calls.)"""
         weigher = self.weigher
         if self.low != self.low or self.high != self.high or (
-                self.checks_flat and _flat_everywhere(weigher, host_table)):
+                # The handler asks the table whether a BaseHostWeigher is
+                # flat everywhere (FLAT) before running it.
+                isinstance(weigher, BaseHostWeigher)
+                and _flat_everywhere(weigher, host_table)):
             return None
         multipliers = self.multipliers
         if isinstance(weigher, BaseHostWeigher):
@@ -439,8 +440,7 @@ class _Part:
                 high = max(new)
             elif high in old:
                 high = float(weights_.max())
-        return _Part(weigher, None, weights_, low, high, multipliers,
-                     self.checks_flat)
+        return _Part(weigher, None, weights_, low, high, multipliers)
 
     def total_of(self, position, subtotal):
         """``subtotal`` plus what this part adds to the total of the row
@@ -485,14 +485,12 @@ def _parts(weighers, host_table, rows, spec, skip_zero, keep=False):
                 yield _Part(weigher, FLAT)
                 continue
             raw = weigher.weigh_all(host_table, rows, spec)
-            checks_flat = True
         else:
             raw = BaseHostWeigher.weigh_all(weigher, host_table, rows,
                                             spec)
             multipliers = np.fromiter(
                 (weigher.weight_multiplier(host_table.states[row])
                  for row in rows), dtype=np.float64, count=len(rows))
-            checks_flat = False
         if isinstance(multipliers, float) or np.ndim(multipliers) == 0:
             multipliers = float(multipliers)
         elif keep:
@@ -501,5 +499,4 @@ def _parts(weighers, host_table, rows, spec, skip_zero, keep=False):
         # column the table writes in place).
         raw = (np.array if keep else np.asarray)(raw, dtype=np.float64)
         weights_, low, high = _bounds(raw, *_limits(weigher))
-        yield _Part(weigher, None, weights_, low, high, multipliers,
-                    checks_flat)
+        yield _Part(weigher, None, weights_, low, high, multipliers)
