@@ -69,9 +69,22 @@ LOG = logging.getLogger(__name__)
 CHECK_TYPE_HINT = placement_types.CHECK_TYPE_HINT
 # The first step NoValidHost names for the 2nd..nth instance of a request.
 EARLIER_INSTANCES = 'earlier instances of the request'
-# A ranking made ahead is patched for this many rows written since it was
-# made, or fewer (see FilterScheduler._patch_shape); more rank again.
-PATCH_ROWS = 16
+# A ranking made ahead is patched for at most one row written since it was
+# made per this many hosts in the table, and at least one (see
+# FilterScheduler._patch_shape); more rank again. On the 2-CPU development
+# machine, in process, the benchmark's request (benchmarks/README.md,
+# session 30): a patch costs about 95 us plus 18 us a row (each filter
+# and weigher asked host by host), ranking every host about 150 us plus
+# 0.008 us a host; so 2 rows at 5,000 hosts, 4 at 10,000, and at 100,000
+# as many as the table's log of writes remembers (32), where a patch
+# costs well under a ranking made anew.
+PATCH_HOSTS_PER_ROW = 2500
+
+
+def patch_rows(hosts):
+    """How many rows written since a ranking was made it may be patched
+    for, on a table of ``hosts`` rows."""
+    return max(1, hosts // PATCH_HOSTS_PER_ROW)
 
 
 def restrict_candidates(table, spec):
@@ -303,8 +316,9 @@ class FilterScheduler(base.Scheduler):
         (:meth:`weights.HostWeightHandler.reweighed`): the ranking a
         full run would make, for the cost of those rows. Anything else
         (a row that no longer passes or did not, a weigher that starts
-        or stops counting, more than PATCH_ROWS rows, writes the table
-        no longer remembers, other plugins or options) ranks again.
+        or stops counting, more rows than :func:`patch_rows` allows,
+        where ranking anew costs less, writes the table no longer
+        remembers, other plugins or options) ranks again.
         """
         result, ranking = ranked
         weighed = ranking.weighed
@@ -312,9 +326,12 @@ class FilterScheduler(base.Scheduler):
                 or shape.need != ranking_need(shape.alternates)):
             return None
         changed = table.rows_written_since(writes)
-        if changed is None or len(changed) > PATCH_ROWS:
+        if changed is None:
             return None
+        # A row written more than once costs one row.
         changed = np.unique(changed)
+        if len(changed) > patch_rows(len(table)):
+            return None
         rows = weighed.rows
         positions = np.searchsorted(rows, changed)
         if (positions >= len(rows)).any() or (rows[positions]

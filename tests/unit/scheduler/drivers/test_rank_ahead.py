@@ -147,6 +147,36 @@ def test_after_a_claim_the_ranking_is_patched_to_the_one_made_anew(
         _same_ranking(driver, 2048)
 
 
+def test_patched_for_a_few_rows_by_the_size_of_the_table(
+        cloud, make_driver, make_host_manager, monkeypatch):
+    assert filter_scheduler.patch_rows(12) == 1
+    assert filter_scheduler.patch_rows(5000) == 2
+    assert filter_scheduler.patch_rows(10000) == 4
+    # Two rows on this 12-host table.
+    monkeypatch.setattr(filter_scheduler, 'PATCH_HOSTS_PER_ROW', 6)
+    _cloud(cloud)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [2048] * 2, wait=True)
+
+    def claimed_elsewhere(*hosts):
+        # Claims of another scheduler land in the cache.
+        for host in hosts:
+            driver.host_manager.consume(
+                cloud.nodes[host], placement_types.Resources(0, 512, 0))
+        made = driver.stats['ranked_ahead']
+        patched = driver.stats.get('ranked_ahead_patched', 0)
+        _idle(driver)
+        _same_ranking(driver, 2048)
+        assert driver.stats['ranked_ahead'] == made + 1
+        return driver.stats.get('ranked_ahead_patched', 0) - patched
+
+    assert claimed_elsewhere('h01', 'h02') == 1
+    # A row written twice is one row to ask again.
+    assert claimed_elsewhere('h03', 'h03', 'h04') == 1
+    # Three rows: ranking every host costs less.
+    assert claimed_elsewhere('h05', 'h06', 'h07') == 0
+
+
 def test_a_host_the_claim_filled_ranks_everything_again(
         cloud, make_driver, make_host_manager):
     # Each host takes one 3 GB instance (4 GB, 512 MB reserved, at a RAM
