@@ -219,14 +219,8 @@ class HostWeightHandler:
         runs. ``between()``, if given, is called after each weigher (a
         ranking made ahead stops there when a request arrives).
         """
-        totals = np.zeros(len(rows))
-        for _weigher, weighted in self.contributions(
-                weighers, host_table, rows, spec, skip_zero=True):
-            if weighted is not None:
-                totals += weighted
-            if between is not None:
-                between()
-        return totals
+        return self.weighed(weighers, host_table, rows, spec, between,
+                            keep=False).totals
 
     def contributions(self, weighers, host_table, rows, spec,
                       skip_zero=False):
@@ -248,16 +242,19 @@ class HostWeightHandler:
                 weighted = np.zeros(len(rows))
             yield part.weigher, weighted
 
-    def weighed(self, weighers, host_table, rows, spec, between=None):
+    def weighed(self, weighers, host_table, rows, spec, between=None,
+                keep=True):
         """:meth:`weigh` of ``rows`` (row numbers, ascending) as a
         :class:`Weighed`, which keeps what each weigher gave so that
-        :meth:`reweighed` can weigh a few of the rows again."""
+        :meth:`reweighed` can weigh a few of the rows again (``keep``
+        False: the parts may share arrays with the weighers and the
+        table, for the totals alone)."""
         rows = np.asarray(rows, dtype=np.intp)
         totals = np.zeros(len(rows))
         parts = []
         if len(rows) > 1:
             for part in _parts(weighers, host_table, rows, spec, True,
-                               keep=True):
+                               keep=keep):
                 parts.append(part)
                 weighted = part.weighted()
                 if weighted is not None:
