@@ -100,15 +100,22 @@ def get_generations(session):
     return dict(map(tuple, rows))
 
 
-def written_conditions(since):
+def written_conditions(since, until=None):
     """The two conditions of a node written at or after ``since``, each
     for a select of its own (both indexed): its ``updated_at``, or an
     allocation created on it then. The usual claim leaves its node's
     ``updated_at`` as it was (see scheduler.db.claims._fresh_update):
-    the second finds the nodes it wrote."""
-    claimed = sa.select(_ALLOC.c.compute_node_id).where(
-        _ALLOC.c.created_at >= since)
-    return (_NODE.c.updated_at >= since, _NODE.c.id.in_(claimed))
+    the second finds the nodes it wrote.
+
+    ``until``: and before it too (a statement prepared with both as
+    parameters: see scheduler.host_reads._changes_statement)."""
+    updated = [_NODE.c.updated_at >= since]
+    created = [_ALLOC.c.created_at >= since]
+    if until is not None:
+        updated.append(_NODE.c.updated_at < until)
+        created.append(_ALLOC.c.created_at < until)
+    claimed = sa.select(_ALLOC.c.compute_node_id).where(*created)
+    return sa.and_(*updated), _NODE.c.id.in_(claimed)
 
 
 def _written_since(query, since):

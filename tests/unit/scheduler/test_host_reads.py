@@ -252,6 +252,58 @@ def test_the_one_statement_leaves_out_the_known_pairs_on_psycopg2():
     assert empty == everything
 
 
+def _bulk_nodes(connection, count, at):
+    """``count`` compute nodes written and claimed on at ``at``, and
+    their services, each kind inserted in one statement; their ids."""
+    node = models.ComputeNode.__table__
+    ids = connection.execute(sa.insert(node).returning(node.c.id), [
+        {'uuid': str(uuid.uuid4()), 'host': 'bulk%d' % index,
+         'hypervisor_hostname': 'bulk%d' % index, 'vcpus': 8,
+         'memory_mb': 16384, 'local_gb': 100, 'updated_at': at,
+         'created_at': at} for index in range(count)]).scalars().all()
+    connection.execute(sa.insert(models.Allocation.__table__), [
+        {'consumer_uuid': str(uuid.uuid4()), 'compute_node_id': node_id,
+         'vcpus': 1, 'memory_mb': 512, 'disk_gb': 1, 'created_at': at}
+        for node_id in ids])
+    connection.execute(sa.insert(models.Service.__table__), [
+        {'host': 'bulk%d' % index, 'binary': host_reads.COMPUTE_BINARY,
+         'topic': 'compute', 'updated_at': at, 'created_at': at,
+         'last_seen_up': at} for index in range(count)])
+    return ids
+
+
+def test_the_prepared_read_reaches_the_written_nodes_through_indexes():
+    """The plan the server keeps for the prepared read (its generic
+    plan, made for any values of the parameters) finds the nodes
+    written and claimed on since ``since`` through the indexes of
+    updated_at and of the allocations' created_at, whatever the number
+    of nodes: it reads no table whole (it did, every node at every
+    refresh, with the ranges bounded below only)."""
+    with databases.cell_database('postgresql') as url, \
+            db_api.target_cell(url):
+        long_ago = models.utcnow() - datetime.timedelta(days=1)
+        with db_api.get_engine().begin() as connection:
+            ids = _bulk_nodes(connection, 5000, long_ago)
+        with db_api.get_engine().connect() as connection:
+            connection.exec_driver_sql('ANALYZE')
+            now = models.utcnow()
+            prepared, params, _processors = host_reads.prepared_cell_read(
+                connection.dialect, now - datetime.timedelta(seconds=2),
+                {ids[0]}, now - datetime.timedelta(seconds=60), set(),
+                known=(ids[:10], [1] * 10))
+            db_api.prepare_on(connection, {prepared.name: prepared.prepare})
+            connection.exec_driver_sql(
+                'SET plan_cache_mode = force_generic_plan')
+            plan = '\n'.join(row[0] for row in db_api.driver_rows(
+                connection, 'EXPLAIN ' + prepared.execute, params))
+            connection.rollback()
+    assert 'ix_compute_nodes_updated_at' in plan, plan
+    assert 'ix_allocations_created_at' in plan, plan
+    assert 'Seq Scan on compute_nodes' not in plan, plan
+    assert 'Seq Scan on allocations' not in plan, plan
+    assert 'Seq Scan on services' not in plan, plan
+
+
 def test_the_host_caches_reads_give_named_tuples_of_the_same_rows(
         cell_url, monkeypatch):
     """Every read of the host cache gives NodeRow and ServiceRow tuples
