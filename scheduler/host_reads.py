@@ -252,7 +252,7 @@ def _changes_statement(with_reread, with_revived, arrays=False,
     # through the indexes. With the lower bound alone it expected a
     # third of each table, and read every node to find those claimed
     # on: under load, 6 ms a refresh at 5,000 nodes (most of it that
-    # scan), 11 ms at 20,000, for about 100 nodes to send.
+    # scan), 12 ms at 20,000 in process, for about 100 nodes to send.
     updated, claimed = compute_nodes.written_conditions(
         since, sa.bindparam('until') if arrays else None)
     branches = [
