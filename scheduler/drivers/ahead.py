@@ -182,7 +182,9 @@ class Ahead:
         ``shape`` on ``table`` when its write count was ``writes`` (no
         host's liveness changed since), brought up to the table as it
         is now, the ranking ``rank_shape`` would make, or None
-        (``rank_shape`` then ranks; default: it always does)."""
+        (``rank_shape`` then ranks; default: it always does); it may
+        reuse what ``ranked`` holds, which is no longer held once given
+        to it."""
         self._snapshot = snapshot
         self._rank_shape = rank_shape
         self._patch = patch
@@ -290,14 +292,17 @@ class Ahead:
                 or (held.until is not None and now_us >= held.until)
                 or not held.shape.matches(shape)):
             return None
+        # The patch may write what the ranking holds (its weights): it is
+        # no longer held, whatever comes of it.
+        self._held = None
         try:
             return self._patch(shape, table, held.ranked, held.writes)
         except Exception:
-            # Patching is an optimisation: rank from scratch, and patch
-            # nothing until a ranking made so is held.
+            # Patching is an optimisation: rank from scratch (the ranking
+            # was dropped above: nothing is patched until one made so is
+            # held).
             LOG.exception('Could not patch the ranking made ahead; '
                           'ranking again')
-            self._held = None
             return None
 
     def rank(self):

@@ -79,6 +79,12 @@ EARLIER_INSTANCES = 'earlier instances of the request'
 # as many as the table's log of writes remembers (32), where a patch
 # costs well under a ranking made anew.
 PATCH_HOSTS_PER_ROW = 2500
+# A ranking made ahead heads with this many hosts more than its requests
+# need: after a claim its host (now weighing less) usually leaves the
+# head, and the patch takes the next from those kept instead of looking
+# through every host again (ranking.Ranking.patched), until the head is
+# down to what a request needs.
+AHEAD_DEPTH = 32
 
 
 def patch_rows(hosts):
@@ -328,28 +334,39 @@ class FilterScheduler(base.Scheduler):
         changed = table.rows_written_since(writes)
         if changed is None:
             return None
-        # A row written more than once costs one row.
-        changed = np.unique(changed)
+        # A row written more than once costs one row. (A few rows: Python's
+        # set, not NumPy's sort.)
+        changed = (np.unique(changed) if len(changed) > 8 else
+                   np.array(sorted(set(changed.tolist())), dtype=np.intp))
         if len(changed) > patch_rows(len(table)):
             return None
         rows = weighed.rows
         positions = np.searchsorted(rows, changed)
-        if (positions >= len(rows)).any() or (rows[positions]
-                                              != changed).any():
+        # (Python's comparisons: NumPy's cost more on a few values.)
+        count, pairs = len(rows), list(zip(positions.tolist(),
+                                           changed.tolist()))
+        if any(position >= count or rows.item(position) != row
+               for position, row in pairs):
             return None
         spec = shape.spec
         mask, _steps, skip_filters = restrict_candidates(table, spec)
-        if not mask[changed].all():
+        if not all(mask.item(row) for _position, row in pairs):
             return None
         if not skip_filters and not self.filter_handler.all_pass(
                 self._plugins[0], table, changed, spec):
             return None
+        totals = weighed.totals
+        # In place: Ahead dropped the ranking before asking for its patch.
         weighed = self.weight_handler.reweighed(weighed, table, positions,
-                                                spec)
+                                                spec, in_place=True)
         if weighed is None:
             return None
-        patched = ranking_mod.Ranking(rows, weighed.totals, shape.need,
-                                      table.ids, self.tie_breaks)
+        if weighed.totals is totals:
+            # Only the totals at ``positions`` changed.
+            patched = ranking.patched(totals, positions, shape.need)
+        else:
+            patched = ranking_mod.Ranking(rows, weighed.totals, ranking.need,
+                                          table.ids, self.tie_breaks)
         patched.weighed = weighed
         self.count('ranked_ahead_patched')
         return result, patched
@@ -487,9 +504,9 @@ class _Request:
         # Called between filters and between weighers (a ranking made
         # ahead stops when a request arrives).
         self.between_steps = None
-        # Keep each weigher's weights with the ranking (one made ahead,
-        # to be patched after the next claim: see
-        # FilterScheduler._patch_shape).
+        # Keep each weigher's weights with the ranking, and head it with
+        # AHEAD_DEPTH hosts more (one made ahead, to be patched after the
+        # next claim: see FilterScheduler._patch_shape).
         self.keep_weighed = False
         if self.count > 1:
             # The request accounts for its earlier instances itself, on a
@@ -603,8 +620,9 @@ class _Request:
             host_weights = self.driver.weight_handler.weigh(
                 self.weighers, self.table, rows, self.spec,
                 between=self.between_steps)
-        ranking = ranking_mod.Ranking(rows, host_weights, need,
-                                     self.table.ids, self.driver.tie_breaks)
+        ranking = ranking_mod.Ranking(
+            rows, host_weights, need + AHEAD_DEPTH if self.keep_weighed
+            else need, self.table.ids, self.driver.tie_breaks)
         ranking.weighed = weighed
         self.timer.add('weigh', started)
         if self.observer is not None:

@@ -57,6 +57,12 @@ class TieBreaks:
         self._fresh()
         return self._source
 
+    @property
+    def salt(self):
+        """What :meth:`keys` hashes with now (drawn again after a fork)."""
+        self._fresh()
+        return self._salt
+
     def keys(self, node_ids):
         """A sort key per node: this driver's order among equal hosts
         (a hash of the node's id salted per driver, not table order)."""
@@ -141,7 +147,10 @@ class Ranking:
     sorts the others when a request runs out of hosts to try (many lost
     claim races). When many hosts tie for the last places (a cloud of
     identical nodes), the head takes those of them with the smallest tie
-    keys, without sorting all of them.
+    keys, without sorting all of them. After a few rows' weights changed,
+    :meth:`patched` ranks the head and those rows again rather than every
+    row (a ranking made ahead heads with more rows than a request needs,
+    for the patches to take from).
     """
 
     # The weights.Weighed the weights come from, when a ranking made ahead
@@ -151,24 +160,107 @@ class Ranking:
     def __init__(self, rows, weights_, need, ids=None, tie_breaks=None):
         self.rows = rows
         self.weights = weights_
+        self.need = need
         self.ids = ids
         self.tie_breaks = tie_breaks or TieBreaks()
         # The weight of the tie the head cut through, else None.
         self._cut_weight = None
+        # Whether no weight is NaN (as far as _top looked: a full sort
+        # says nothing).
+        self._numbers = False
         count = len(rows)
         if count <= max(FULL_SORT_LIMIT, 4 * need):
-            top = _best_first(weights_, self._keys(None))
+            keys = self._keys(None)
+            top = _best_first(weights_, keys)
+            keys = keys[top] if keys is not None else None
         else:
             top = self._top(need)
-            top = top[_best_first(weights_[top], self._keys(top))]
-        self.head = rows[top]
-        self.head_weights = weights_[top]
+            keys = self._keys(top)
+            order = _best_first(weights_[top], keys)
+            top = top[order]
+            keys = keys[order] if keys is not None else None
+        self._set_head(top, keys)
         self.complete = len(top) == count
+        # The keys' salt (patched compares it with the one of the day).
+        self._salt = self.tie_breaks.salt if keys is not None else None
+
+    def _set_head(self, positions, keys):
+        """The head: the rows at ``positions`` (of ``rows``), best first,
+        their tie keys ``keys`` (None without node ids)."""
+        self.head_positions = positions
+        self.head_keys = keys
+        self.head = self.rows[positions]
+        self.head_weights = self.weights[positions]
+
+    def patched(self, weights_, positions, need):
+        """This ranking with the weights ``weights_`` (the same rows; only
+        those at ``positions`` changed, the others' as they were): the
+        order a Ranking of ``weights_`` gives, with a head of at least
+        ``need`` rows.
+
+        The rows outside this ranking's head that did not change still
+        come after its last row (the boundary): only the head's rows
+        and the changed ones are ranked again, and those that still come
+        before the boundary (the boundary included) are the new head. A
+        head that falls under ``need`` rows, a boundary that changed, a
+        weight that is not a number or a ranking without tie keys ranks
+        every row again (with this ranking's ``need``), as does a
+        ranking that sorted every row (a small one: that costs little).
+        """
+        head = self.head_positions
+        if (self.complete or not self._numbers or self.head_keys is None
+                or not len(head) or self.tie_breaks.salt != self._salt):
+            return Ranking(self.rows, weights_, self.need, self.ids,
+                           self.tie_breaks)
+        changed = positions.tolist()
+        boundary = int(head[-1])
+        if boundary in changed:
+            return Ranking(self.rows, weights_, self.need, self.ids,
+                           self.tie_breaks)
+        inside = set(head.tolist())
+        extra = [position for position in changed if position not in inside]
+        candidates, keys = head, self.head_keys
+        if extra:
+            extra = np.array(extra, dtype=head.dtype)
+            candidates = np.concatenate((head, extra))
+            keys = np.concatenate((keys, self._keys(extra)))
+        values = weights_[candidates]
+        if np.isnan(values).any():
+            return Ranking(self.rows, weights_, self.need, self.ids,
+                           self.tie_breaks)
+        last_weight = weights_[boundary]
+        last_key = self.head_keys[-1]
+        before = (values > last_weight) | ((values == last_weight)
+                                           & (keys <= last_key))
+        if int(np.count_nonzero(before)) < need:
+            return Ranking(self.rows, weights_, self.need, self.ids,
+                           self.tie_breaks)
+        kept, kept_keys = candidates[before], keys[before]
+        order = _best_first(values[before], kept_keys)
+        ranking = Ranking.__new__(Ranking)
+        ranking.rows = self.rows
+        ranking.weights = weights_
+        ranking.need = self.need
+        ranking.ids = self.ids
+        ranking.tie_breaks = self.tie_breaks
+        ranking._salt = self._salt
+        ranking._numbers = True
+        ranking._set_head(kept[order], kept_keys[order])
+        ranking.complete = len(kept) == len(self.rows)
+        # The boundary is the head's last row still: rows outside tie
+        # with it if they did before, or a changed row left the head at
+        # its weight.
+        ranking._cut_weight = (
+            last_weight if self._cut_weight == last_weight
+            or bool((values[~before] == last_weight).any()) else None)
+        return ranking
 
     def _top(self, need):
         """Positions of the best ``need`` weights, in any order."""
         weights_ = self.weights
         threshold = weights_.max()
+        # (The maximum of an array with a NaN is NaN.)
+        self._numbers = not np.isnan(threshold)
         tied = np.flatnonzero(weights_ == threshold)
         if len(tied) >= need:
             # As many tied for the best as needed (identical hosts): no
@@ -214,9 +306,10 @@ class Ranking:
             # Every host tied for the best, as a full sort holds them; the
             # head grows to all of them (rest() comes after).
             tied = np.flatnonzero(self.weights == self._cut_weight)
-            tied = tied[_best_first(self.weights[tied], self._keys(tied))]
-            self.head = self.rows[tied]
-            self.head_weights = self.weights[tied]
+            keys = self._keys(tied)
+            order = _best_first(self.weights[tied], keys)
+            self._set_head(tied[order],
+                           keys[order] if keys is not None else None)
             self._cut_weight = None
             head = self.head.tolist()
         if shuffle_best:

@@ -263,7 +263,8 @@ class HostWeightHandler:
                     between()
         return Weighed(rows, totals, parts)
 
-    def reweighed(self, weighed, host_table, positions, spec):
+    def reweighed(self, weighed, host_table, positions, spec,
+                  in_place=False):
         """``weighed`` with the rows at ``positions`` (of ``weighed.rows``:
         rows the host table's writes changed since, every other row as
         it was) weighed again on ``host_table``: the totals :meth:`weigh`
@@ -276,6 +277,12 @@ class HostWeightHandler:
         when a weigher's bounds (the minimum and maximum it normalises
         with) move; they are then summed again from the raw weights
         kept, in the same order as :meth:`weigh` sums them.
+
+        ``in_place``: ``weighed`` is written instead of copied (it is not
+        to be used after, whatever the answer: None may come after some
+        of its weighers' weights were written). The totals are then
+        ``weighed.totals`` written at ``positions``, unless they were
+        summed again (a new array).
         """
         rows = weighed.rows
         if len(rows) <= 1:
@@ -289,7 +296,8 @@ class HostWeightHandler:
                     return None
                 parts.append(part)
                 continue
-            new = part.with_rows(host_table, changed, positions, spec)
+            new = part.with_rows(host_table, changed, positions, spec,
+                                 in_place)
             if new is None:
                 return None
             moved = moved or not (new.low == part.low
@@ -302,7 +310,7 @@ class HostWeightHandler:
                 if weighted is not None:
                     totals += weighted
         else:
-            totals = weighed.totals.copy()
+            totals = weighed.totals if in_place else weighed.totals.copy()
             for position in positions.tolist():
                 total = 0.0
                 for part in parts:
@@ -337,20 +345,30 @@ class _Part:
     ``weights``: its raw weights, clamped to its minval/maxval; ``low``,
     ``high``: the bounds it normalised them with (equal: it weighed
     every row the same and added nothing); ``multipliers``: a float, or
-    an array by row.
+    an array by row; ``at_bounds``: how many weights are ``low`` and how
+    many ``high`` (None: not counted yet), so that :meth:`with_rows` need
+    not look through every weight for a bound that one row left.
     """
 
     __slots__ = ('weigher', 'skipped', 'weights', 'low', 'high',
-                 'multipliers')
+                 'multipliers', 'at_bounds')
 
     def __init__(self, weigher, skipped=None, weights=None, low=None,
-                 high=None, multipliers=1.0):
+                 high=None, multipliers=1.0, at_bounds=None):
         self.weigher = weigher
         self.skipped = skipped
         self.weights = weights
         self.low = low
         self.high = high
         self.multipliers = multipliers
+        self.at_bounds = at_bounds
+
+    def counted(self):
+        """This part with :attr:`at_bounds` counted."""
+        weights_ = self.weights
+        self.at_bounds = (int(np.count_nonzero(weights_ == self.low)),
+                          int(np.count_nonzero(weights_ == self.high)))
+        return self
 
     def weighted(self):
         """Multiplier times normalised weights, a new array; None when
@@ -377,13 +395,15 @@ class _Part:
             return _flat_everywhere(self.weigher, host_table)
         return True     # UNIFORM: a matter of the request alone
 
-    def with_rows(self, host_table, changed, positions, spec):
+    def with_rows(self, host_table, changed, positions, spec,
+                  in_place=False):
         """This part with the raw weights and multipliers of ``changed``
         (the rows at ``positions``) asked for again; None when the
         weigher would now be skipped, its multiplier is no longer the
         one number it was, or a weight is not a number. (A few rows:
         Python floats, whose arithmetic is NumPy's, cost less than
-        NumPy's calls.)"""
+        NumPy's calls.) ``in_place``: the new part writes this one's
+        arrays instead of copies of them."""
         weigher = self.weigher
         if self.low != self.low or self.high != self.high or (
                 # The handler asks the table whether a BaseHostWeigher is
@@ -404,12 +424,14 @@ class _Part:
                 # changed more than those rows.
                 return None
             else:
-                multipliers = multipliers.copy()
+                if not in_place:
+                    multipliers = multipliers.copy()
                 multipliers[positions] = fresh
         else:
             new = BaseHostWeigher.weigh_all(weigher, host_table, changed,
                                             spec)
-            multipliers = multipliers.copy()
+            if not in_place:
+                multipliers = multipliers.copy()
             multipliers[positions] = [
                 weigher.weight_multiplier(host_table.states[row])
                 for row in changed]
@@ -421,23 +443,29 @@ class _Part:
             new = [min(value, float(maxval)) for value in new]
         if any(value != value for value in new):
             return None     # not a number: the full run says what it gives
-        weights_ = self.weights.copy()
+        at_low, at_high = self.at_bounds or self.counted().at_bounds
+        weights_ = self.weights if in_place else self.weights.copy()
         old = weights_[positions].tolist()
         weights_[positions] = new
         low, high = self.low, self.high
-        # The bounds move when a new weight goes beyond one, or a weight
-        # that was at one changed (the bound is then found again).
-        if minval is None:
-            if min(new) < low:
-                low = min(new)
-            elif low in old:
-                low = float(weights_.min())
-        if maxval is None:
-            if max(new) > high:
-                high = max(new)
-            elif high in old:
-                high = float(weights_.max())
-        return _Part(weigher, None, weights_, low, high, multipliers)
+        # A bound moves when a new weight goes beyond it, or when the last
+        # weight at it changed (see _kept_bound).
+        if minval is None and min(new) < low:
+            low = min(new)
+            at_low = new.count(low)
+        else:
+            low, at_low = _kept_bound(weights_, low, at_low, old, new,
+                                      weights_.min if minval is None
+                                      else None)
+        if maxval is None and max(new) > high:
+            high = max(new)
+            at_high = new.count(high)
+        else:
+            high, at_high = _kept_bound(weights_, high, at_high, old, new,
+                                        weights_.max if maxval is None
+                                        else None)
+        return _Part(weigher, None, weights_, low, high, multipliers,
+                     (at_low, at_high))
 
     def total_of(self, position, subtotal):
         """``subtotal`` plus what this part adds to the total of the row
@@ -454,6 +482,20 @@ class _Part:
         else:
             value *= multipliers.item(position)
         return subtotal + value
+
+
+def _kept_bound(weights_, bound, count, old, new, find):
+    """``(bound, count)`` once the weights ``old`` of a few rows became
+    ``new`` in ``weights_``, none beyond ``bound``, ``count`` of them at
+    it before: how many are at it now, and the bound found again
+    (``find()``) and its weights counted when none is left at it
+    (``find`` None: the bound is fixed, a weigher's minval or
+    maxval)."""
+    count += new.count(bound) - old.count(bound)
+    if count > 0 or find is None:
+        return bound, count
+    bound = float(find())
+    return bound, int(np.count_nonzero(weights_ == bound))
 
 
 def _limits(weigher):
@@ -496,4 +538,5 @@ def _parts(weighers, host_table, rows, spec, skip_zero, keep=False):
         # column the table writes in place).
         raw = (np.array if keep else np.asarray)(raw, dtype=np.float64)
         weights_, low, high = _bounds(raw, *_limits(weigher))
-        yield _Part(weigher, None, weights_, low, high, multipliers)
+        part = _Part(weigher, None, weights_, low, high, multipliers)
+        yield part.counted() if keep else part

@@ -16,6 +16,7 @@ import pytest
 from scheduler import context as gantt_context
 from scheduler.drivers import ahead
 from scheduler.drivers import filter_scheduler
+from scheduler.drivers import ranking as ranking_mod
 from scheduler import filters
 from scheduler import host_state
 from scheduler import manager
@@ -129,8 +130,12 @@ def _same_ranking(driver, memory_mb):
     assert result.steps == fresh_result.steps
     assert np.array_equal(ranking.rows, fresh_ranking.rows)
     assert ranking.weights.tobytes() == fresh_ranking.weights.tobytes()
-    assert np.array_equal(ranking.head, fresh_ranking.head)
-    assert ranking.rest() == fresh_ranking.rest()
+    # The same order; the head made ahead holds as many hosts at least.
+    assert len(ranking.head) >= len(fresh_ranking.head) or (
+        fresh_ranking.complete)
+    assert ranking.head.tolist() + ranking.rest() == (
+        fresh_ranking.head.tolist() + fresh_ranking.rest())
+    return ranking
 
 
 def test_after_a_claim_the_ranking_is_patched_to_the_one_made_anew(
@@ -145,6 +150,33 @@ def test_after_a_claim_the_ranking_is_patched_to_the_one_made_anew(
         _idle(driver)
         assert driver.stats['ranked_ahead_patched'] == placed
         _same_ranking(driver, 2048)
+
+
+def test_a_patch_ranks_the_head_made_ahead_until_it_runs_down(
+        cloud, make_driver, make_host_manager, monkeypatch):
+    """On a table too large to sort whole, the ranking made ahead heads
+    with AHEAD_DEPTH hosts more than a request needs; after each claim
+    the patch ranks that head and the rows written again, and when the
+    head is down to what a request needs, every host: the order is the
+    one made anew each time."""
+    monkeypatch.setattr(filter_scheduler, 'AHEAD_DEPTH', 3)
+    monkeypatch.setattr(ranking_mod, 'FULL_SORT_LIMIT', 8)
+    # Three sizes of host: ties for the head's places.
+    for number in range(40):
+        cloud.add_node('h%02d' % number, memory_mb=8192 * (1 + number % 3),
+                       vcpus=8)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [2048] * 2, wait=True)
+    heads = []
+    for _ in range(12):
+        _place(driver, cloud, [2048])
+        _idle(driver)
+        heads.append(len(_same_ranking(driver, 2048).head))
+    assert driver.stats['ranked_ahead_patched'] == 12
+    # A request needs 4 (one to pick, two alternates, one more): the
+    # head ran down from 7 and was made whole again.
+    assert min(heads) == 4 and max(heads) == 7, heads
+    assert heads.count(7) >= 2, heads
 
 
 def test_patched_for_a_few_rows_by_the_size_of_the_table(
@@ -321,6 +353,42 @@ def test_a_patch_that_fails_ranks_from_scratch(caplog):
     # Each ranking made from scratch was offered to the patch once.
     assert calls == ['first', 'second']
     assert caplog.text.count('Could not patch the ranking made ahead') == 2
+
+
+def test_a_ranking_given_to_the_patch_is_held_no_more():
+    """The patch may write what the ranking holds: once given to it, the
+    ranking is not held, even when neither the patch nor a ranking from
+    scratch gives another (a request overtook it)."""
+    table = fakes.table([fakes.host_state('h1'), fakes.host_state('h2')])
+    rankings = [{'weights': 'as made'}]
+
+    def patch(shape, table_, ranked, writes):
+        ranked['weights'] = 'half written'
+        return None
+
+    def rank_shape(shape, table_):
+        if len(rankings) > 1:
+            raise ahead.Superseded()
+        rankings.append('made')
+        return rankings[0]
+
+    held = ahead.Ahead(lambda: table, rank_shape, patch=patch)
+    shape = ahead.Shape(fakes.spec(), True, 3, (), 60)
+    held.later(shape)
+    assert held.idle()
+    assert held.take(shape, table) == {'weights': 'as made'}
+    assert table.update_in_place({1: table.states[1].consumed(
+        placement_types.Resources(1, 0, 0))})
+    assert not held.idle()
+    assert rankings[0] == {'weights': 'half written'}
+    assert not held.holds(table)
+    assert held.take(shape, table) is None
+    # Nor is it offered to the patch again.
+    assert table.update_in_place({1: table.states[1].consumed(
+        placement_types.Resources(1, 0, 0))})
+    rankings[0]['weights'] = 'as made'
+    assert not held.idle()
+    assert rankings[0] == {'weights': 'as made'}
 
 
 def test_liveness_changes_at_the_first_heartbeat_crossing_the_window():

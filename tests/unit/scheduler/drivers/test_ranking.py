@@ -169,3 +169,142 @@ def test_smallest_keys_even_with_the_largest_value_among_them(count):
     assert len(set(found.tolist())) == count
     assert sorted(keys[found].tolist()) == sorted(keys.tolist())[:count]
     assert ranking._smallest(None, count).tolist() == list(range(count))
+
+
+def _full_order(rows, weights_, ids, breaks):
+    return rows[np.lexsort((breaks.keys(ids[rows]), -weights_))].tolist()
+
+
+@pytest.mark.parametrize('seed', range(30))
+def test_a_patched_ranking_is_the_one_made_anew(seed):
+    """After a few rows' weights changed (a claim lowers its host's, a
+    refresh moves others either way), the patched ranking orders every
+    row as a ranking made from scratch does, its head at least as long
+    as asked; most patches rank only the head and the changed rows."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(300, 3000))
+    rows = np.sort(rng.permutation(count * 2)[:count])
+    # Few distinct weights (thousands tied) or hardly any ties.
+    if seed % 2:
+        weights_ = rng.integers(0, int(rng.integers(2, 6)), count) * 1.0
+    else:
+        weights_ = rng.random(count)
+    ids = rng.permutation(10 ** 6)[:count * 2]
+    breaks = ranking.TieBreaks(random.Random(seed))
+    need = int(rng.integers(1, 6))
+    ranked = ranking.Ranking(rows, weights_.copy(), need + 8, ids, breaks)
+    partial = 0
+    for _ in range(40):
+        weights_ = ranked.weights.copy()
+        # The host claimed: the first of the head weighs less now; and
+        # now and then other rows, anywhere, change.
+        positions = {int(ranked.head_positions[0])}
+        for _ in range(int(rng.integers(0, 3))):
+            positions.add(int(rng.integers(0, count)))
+        positions = np.array(sorted(positions))
+        for position in positions.tolist():
+            weights_[position] = (
+                weights_[position] - rng.integers(0, 2) if seed % 2
+                else rng.random())
+        patched = ranked.patched(weights_, positions, need)
+        assert patched.weights is weights_
+        assert len(patched.head) >= need
+        assert patched.head.tolist() + patched.rest() == _full_order(
+            rows, weights_, ids, breaks)
+        assert np.array_equal(patched.head_weights,
+                              weights_[patched.head_positions])
+        partial += len(patched.head) < need + 8
+        ranked = patched
+    # The head ran down between rankings of every row.
+    assert partial > 20
+
+
+@pytest.mark.parametrize('seed', range(10))
+def test_a_patched_ranking_shuffles_every_host_tied_for_best(seed):
+    """shuffle_best_same_weighed_hosts on a patched ranking: the first
+    hosts of the order are all those tied for the best weight, whether
+    the head holds them all or was cut through them."""
+    rng = np.random.default_rng(seed)
+    count = 1000
+    rows = np.arange(count)
+    weights_ = rng.integers(0, 3, count) * 1.0
+    # A few best (fewer than the head holds) or many.
+    best = rng.permutation(count)[:int(rng.choice([3, 400]))]
+    weights_[best] = 5.0
+    breaks = ranking.TieBreaks(random.Random(seed))
+    ranked = ranking.Ranking(rows, weights_, 12, rows + 1, breaks)
+    for _ in range(5):
+        weights_ = ranked.weights.copy()
+        first = int(ranked.head_positions[0])
+        weights_[first] -= 1.0
+        patched = ranked.patched(weights_, np.array([first]), 4)
+        tied = np.flatnonzero(weights_ == weights_.max())
+        # (A request's pick grows the head it was given to every host
+        # tied for the best when it was cut through them; the next patch
+        # starts from that head.)
+        order = patched.pick_order(1, shuffle_best=True)
+        assert sorted(order[:len(tied)]) == rows[tied].tolist()
+        assert sorted(order + patched.rest()) == rows.tolist()
+        ranked = patched
+
+
+def test_a_ranking_patched_otherwise_ranks_every_row():
+    """A boundary row that changed, a weight that is not a number, a
+    head run down below what is needed, or tie keys drawn again (a
+    forked worker) rank every row again, with the depth the ranking
+    was made with."""
+    rows = np.arange(1000)
+    weights_ = np.arange(1000) * 1.0
+    breaks = ranking.TieBreaks(random.Random(4))
+    ranked = ranking.Ranking(rows, weights_.copy(), 6, rows + 1, breaks)
+    assert ranked.head.tolist() == [999, 998, 997, 996, 995, 994]
+
+    def patched(changes, need=2):
+        weights_ = ranked.weights.copy()
+        for position, value in changes.items():
+            weights_[position] = value
+        positions = np.array(sorted(changes))
+        return ranked.patched(weights_, positions, need)
+
+    # The head's last row and a row under it changed places.
+    assert patched({994: 0.5, 3: 2000.0}).head.tolist() == [
+        3, 999, 998, 997, 996, 995]
+    unknown = patched({997: float('nan')})
+    fresh = ranking.Ranking(rows, unknown.weights, 6, rows + 1, breaks)
+    assert len(unknown.head) == len(fresh.head)
+    assert unknown.head.tolist() + unknown.rest() == (
+        fresh.head.tolist() + fresh.rest())
+    # Two rows left the head, as asked: the head is down to four.
+    assert patched({999: 0.1, 998: 0.2}).head.tolist() == [
+        997, 996, 995, 994]
+    assert patched({999: 0.1, 998: 0.2}, need=5).head.tolist() == [
+        997, 996, 995, 994, 993, 992]
+    breaks._reset(random.Random(5))
+    assert patched({999: 0.1}, need=1).head.tolist() == [
+        998, 997, 996, 995, 994, 993]
+
+
+def test_a_row_that_comes_to_tie_with_the_patched_head_is_shuffled_too():
+    """Every row of the head ties for the best, none outside it did; a
+    row outside comes to tie with them (its tie key after the head's
+    last): shuffle_best_same_weighed_hosts picks among it too."""
+    rows = np.arange(500)
+    weights_ = np.arange(500) / 1000.0
+    best = [3, 70, 140, 210, 280, 350]
+    weights_[best] = 10.0
+    breaks = ranking.TieBreaks(random.Random(2))
+    keys = breaks.keys(rows + 1)
+    ranked = ranking.Ranking(rows, weights_, len(best), rows + 1, breaks)
+    assert sorted(ranked.head.tolist()) == best
+    last_key = keys[int(ranked.head[-1])]
+    joining = [row for row in range(500)
+               if row not in best and keys[row] > last_key][:5]
+    for row in joining:
+        changed = ranked.weights.copy()
+        changed[row] = 10.0
+        patched = ranked.patched(changed, np.array([row]), 2)
+        # Ranked after the head, as a full sort has it.
+        assert patched.head.tolist() + patched.rest() == _full_order(
+            rows, changed, rows + 1, breaks)
+        order = patched.pick_order(1, shuffle_best=True)
+        assert sorted(order[:len(best) + 1]) == sorted(best + [row])

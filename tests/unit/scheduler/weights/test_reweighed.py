@@ -5,6 +5,7 @@ gives, to the bit; or None when a weigher would start or stop running."""
 import random
 
 import numpy as np
+import pytest
 
 from scheduler.db import claims
 from scheduler import weights
@@ -86,7 +87,8 @@ def _claim(rng, state):
         rng.choice([0, 10])))
 
 
-def test_reweighed_rows_give_the_totals_of_a_full_weighing():
+@pytest.mark.parametrize('in_place', [False, True])
+def test_reweighed_rows_give_the_totals_of_a_full_weighing(in_place):
     handler = weights.HostWeightHandler()
     spec = fakes.spec()
     outcomes = {'bounds kept': 0, 'bounds moved': 0}
@@ -101,8 +103,10 @@ def test_reweighed_rows_give_the_totals_of_a_full_weighing():
                                         rng.choice([1, 1, 2, 3])))
             assert table.update_in_place(
                 {row: _claim(rng, table.states[row]) for row in changed})
+            bounds = [(part.low, part.high) for part in weighed.parts]
+            totals = weighed.totals
             again = handler.reweighed(weighed, table, np.array(changed),
-                                      spec)
+                                      spec, in_place=in_place)
             fresh = handler.weighed(weighers, table, rows, spec)
             assert again is not None, seed
             assert again.totals.tobytes() == fresh.totals.tobytes(), seed
@@ -111,9 +115,17 @@ def test_reweighed_rows_give_the_totals_of_a_full_weighing():
             for mine, theirs in zip(again.parts, fresh.parts):
                 assert (mine.low, mine.high) == (theirs.low, theirs.high)
                 assert np.array_equal(mine.weights, theirs.weights)
-            moved = any((new.low, new.high) != (old.low, old.high)
-                        for new, old in zip(again.parts, weighed.parts))
+                # The weights at each bound, counted as they changed.
+                if mine.skipped is None:
+                    assert mine.at_bounds == theirs.at_bounds == (
+                        np.count_nonzero(theirs.weights == theirs.low),
+                        np.count_nonzero(theirs.weights == theirs.high))
+            moved = any((new.low, new.high) != old
+                        for new, old in zip(again.parts, bounds))
             outcomes['bounds moved' if moved else 'bounds kept'] += 1
+            # In place, the totals are the ones given unless every one
+            # was summed again.
+            assert (again.totals is totals) == (in_place and not moved)
             weighed = again
     # Both ways were taken: the rows alone, and every total again.
     assert min(outcomes.values()) > 20, outcomes
