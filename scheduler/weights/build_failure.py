@@ -46,7 +46,7 @@ class BuildFailureWeigher(weights.BaseHostWeigher):
         return host_table.constant(self._column(host_table))
 
     def weigh_all(self, host_table, rows, spec):
-        return self._column(host_table)[rows]
+        return weights.floats(self._column(host_table), rows)
 
     @staticmethod
     def _column(host_table):

@@ -24,4 +24,4 @@ class CPUWeigher(weights.BaseHostWeigher):
         return host_state.vcpus_free
 
     def weigh_all(self, host_table, rows, spec):
-        return host_table.vcpus_free[rows]
+        return weights.floats(host_table.vcpus_free, rows)

@@ -27,4 +27,4 @@ class IoOpsWeigher(weights.BaseHostWeigher):
         return host_table.constant(host_table.io_workload)
 
     def weigh_all(self, host_table, rows, spec):
-        return host_table.io_workload[rows].astype('float64')
+        return weights.floats(host_table.io_workload, rows)

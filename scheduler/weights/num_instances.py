@@ -26,4 +26,4 @@ class NumInstancesWeigher(weights.BaseHostWeigher):
         return host_state.num_instances
 
     def weigh_all(self, host_table, rows, spec):
-        return host_table.num_instances[rows].astype('float64')
+        return weights.floats(host_table.num_instances, rows)

@@ -23,4 +23,4 @@ class RAMWeigher(weights.BaseHostWeigher):
         return host_state.free_ram_mb
 
     def weigh_all(self, host_table, rows, spec):
-        return host_table.free_ram_mb[rows].astype('float64')
+        return weights.floats(host_table.free_ram_mb, rows)

@@ -4,6 +4,7 @@ import pytest
 from scheduler import weights
 from scheduler.weights import cpu
 from scheduler.weights import disk
+from scheduler.weights import io_ops
 from scheduler.weights import ram
 from tests.unit.scheduler import fakes
 
@@ -162,3 +163,67 @@ def test_uniform_and_flat_weighers_add_nothing():
     flat = handler.contributions([IoWeigher()], fakes.table(_io_hosts(3, 3)),
                                  [0, 1], fakes.spec(), skip_zero=True)
     assert [weighted for _weigher, weighted in flat] == [None]
+
+
+def _novas_totals(weighers, states, spec):
+    """Nova's HostWeightHandler in Python floats: each weigher's raw
+    weights clamped to its minval/maxval, normalised by their minimum
+    and maximum (or minval/maxval), times its multiplier, summed in
+    weigher order from 0."""
+    totals = [0.0] * len(states)
+    for weigher in weighers:
+        raw = [float(weigher._weigh_object(state, spec)) for state in states]
+        if weigher.minval is not None:
+            raw = [max(value, float(weigher.minval)) for value in raw]
+        if weigher.maxval is not None:
+            raw = [min(value, float(weigher.maxval)) for value in raw]
+        low = min(raw) if weigher.minval is None else float(weigher.minval)
+        high = max(raw) if weigher.maxval is None else float(weigher.maxval)
+        if low == high:
+            continue
+        multiplier = weigher.weight_multiplier(states[0])
+        for index, value in enumerate(raw):
+            totals[index] += (value - low) / (high - low) * multiplier
+    return totals
+
+
+@pytest.mark.parametrize('seed', range(8))
+def test_totals_are_novas_to_the_bit_for_all_rows_or_some(seed, config):
+    """The column weighers read whole columns when every row is asked for
+    and skip the clamp and the subtraction where they change nothing:
+    the totals are still Nova's arithmetic, bit for bit, including hosts
+    over their capacity (negative free room, clamped to minval 0)."""
+    import random
+    config.config(io_ops_weight_multiplier=-2.5, cpu_weight_multiplier=0.7,
+                  group='filter_scheduler')
+    rng = random.Random(seed)
+    states = [fakes.host_state(
+        'h%03d' % number, vcpus=rng.choice([8, 16]),
+        vcpus_used=rng.randrange(24), memory_mb=rng.choice([4096, 8192]),
+        memory_mb_used=rng.randrange(0, 12000, 512), local_gb=100,
+        local_gb_used=rng.randrange(0, 130), cpu_ratio=1.0, ram_ratio=1.0,
+        io_workload=rng.randrange(4)) for number in range(300)]
+    table = fakes.table(states)
+    weighers = [ram.RAMWeigher(), cpu.CPUWeigher(), disk.DiskWeigher(),
+                io_ops.IoOpsWeigher()]
+    spec = fakes.spec()
+    handler = weights.HostWeightHandler()
+    for rows in (np.arange(300), np.arange(1, 300, 3)):
+        totals = handler.weigh(weighers, table, rows, spec)
+        expected = _novas_totals(weighers, [states[row] for row in rows],
+                                 spec)
+        assert totals.tolist() == expected
+    # A hundred hosts over their RAM: the clamp was needed.
+    assert sum(state.free_ram_mb < 0 for state in states) > 50
+
+
+def test_floats_are_a_new_array_for_all_rows_or_some():
+    column = np.array([3, 1, 4, 1, 5], dtype=np.int64)
+    every = weights.floats(column, np.arange(5))
+    some = weights.floats(column, np.array([1, 4]))
+    assert every.dtype == some.dtype == np.float64
+    assert every.tolist() == [3.0, 1.0, 4.0, 1.0, 5.0]
+    assert some.tolist() == [1.0, 5.0]
+    floats = column.astype(np.float64)
+    assert weights.floats(floats, np.arange(5)) is not floats
+    assert not np.shares_memory(weights.floats(floats, np.arange(5)), floats)
