@@ -123,3 +123,31 @@ def test_calls_in_turns_take_blocks_of_each_kind_until_all_are_made():
     assert [item for kind, item in items if kind == 'select'] == [
         ('u1', rig.FLAVOR), ('u2', rig.FLAVOR), ('u3', rig.FLAVOR)]
     assert {item for kind, item in items if kind == 'echo'} == {None}
+
+
+def test_ab_turns_swap_base_and_this_and_end_with_the_echo():
+    import ab
+    base = ['b%d' % number for number in range(25)]
+    this = ['t%d' % number for number in range(25)]
+    items = ab._turns(base, this, 25)
+    kinds = [kind for kind, _uuid in items]
+    assert kinds == (['base'] * 10 + ['this'] * 10 + ['echo'] * 10
+                     + ['this'] * 10 + ['base'] * 10 + ['echo'] * 10
+                     + ['base'] * 5 + ['this'] * 5 + ['echo'] * 5)
+    # Every instance once, each to its own daemon.
+    assert [uuid for kind, uuid in items if kind == 'base'] == base
+    assert [uuid for kind, uuid in items if kind == 'this'] == this
+
+
+def test_ab_base_daemon_imports_the_other_checkout_first(tmp_path):
+    import ab
+    env = ab.base_env(str(tmp_path), {'PYTHONPATH': '/x' + os.pathsep})
+    assert env['PYTHONPATH'].split(os.pathsep) == [str(tmp_path), '/x']
+    assert ab.base_env('.', {})['PYTHONPATH'] == os.path.abspath('.')
+
+
+def test_ab_refuses_a_base_without_the_scheduler(tmp_path, capsys):
+    import ab
+    with pytest.raises(SystemExit):
+        ab.main(['--base', str(tmp_path)])
+    assert 'holds no scheduler package' in capsys.readouterr().err
