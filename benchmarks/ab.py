@@ -14,7 +14,7 @@ with 10 ms of rest between turns, as ``rpc.py``'s latency run does::
 
     git worktree add /tmp/gantt-base HEAD~1
     python benchmarks/ab.py --base /tmp/gantt-base
-    git worktree remove /tmp/gantt-base
+    git worktree remove --force /tmp/gantt-base
 
 It prints each kind's p50, the two ratios to the echo's and this
 checkout's p50 over the base's. The same code on both sides gives
