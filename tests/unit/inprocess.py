@@ -32,10 +32,14 @@ CONF = conf.CONF
 
 
 def use_fake_transport(config_fixture):
+    """This process's RPC on the ``fake://`` transport until the test
+    ends (then cleaned up: a transport left behind would be taken by a
+    later test's ``rpc.init``, which makes none while one exists)."""
     config.register_opts()
     config_fixture.config(transport_url='fake://')
     rpc.cleanup()
     rpc.init(CONF)
+    config_fixture.addCleanup(rpc.cleanup)
 
 
 def configure(config_fixture, refresh_interval=0.05, exact_ratios=False):
