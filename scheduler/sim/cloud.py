@@ -71,6 +71,7 @@ import sqlalchemy as sa
 from scheduler.db import aggregates as db_aggregates
 from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler.db import services as db_services
 from scheduler import exception
 from scheduler import hardware
 from scheduler import host_inputs
@@ -89,6 +90,8 @@ HOST_SHAPES = [{'vcpus': 16, 'memory_mb': 65536, 'local_gb': 1000},
                {'vcpus': 32, 'memory_mb': 131072, 'local_gb': 2000},
                {'vcpus': 8, 'memory_mb': 32768, 'local_gb': 500}]
 DEFAULT_ZONES = ('az1', 'az2', 'az3', 'az4')
+# The binary of the computes' service rows.
+COMPUTE_BINARY = 'gantt-compute'
 # Rows per INSERT when populating.
 BATCH = 2000
 
@@ -390,7 +393,7 @@ def node_rows(cloud, rng, now):
                 'pci_device_pools': group.pci_device_pools,
                 'created_at': now, 'updated_at': now})
             services.append({
-                'host': name, 'binary': 'gantt-compute', 'topic': 'compute',
+                'host': name, 'binary': COMPUTE_BINARY, 'topic': 'compute',
                 'disabled': False, 'forced_down': False,
                 'last_seen_up': now, 'report_count': 1, 'created_at': now,
                 'updated_at': now})
@@ -428,10 +431,10 @@ def populate(cloud, rng):
 def heartbeat_all():
     """Every compute service reports alive now, as a live cloud's
     computes keep doing (the simulator's and the benchmarks' computes
-    are rows, not agents)."""
+    are rows, not agents): their rows' ``updated_at`` stays, so that a
+    host cache reads none of them again, as with real heartbeats."""
     with db_api.writer() as session:
-        session.execute(sa.update(models.Service.__table__)
-                        .values(last_seen_up=models.utcnow()))
+        db_services.heartbeat_every(session, COMPUTE_BINARY)
 
 
 def add_aggregate(session, name, metadata, hosts):

@@ -49,6 +49,24 @@ def test_heartbeats_count_and_move_last_seen_up(any_database):
         assert len(services.list_services(session)) == 1
 
 
+def test_heartbeat_every_service_of_a_binary(any_database):
+    first = {host: alive(host) for host in ('host1', 'host2')}
+    scheduler = alive('host1', 'gantt-scheduler', 'scheduler')
+
+    with db_api.writer() as session:
+        assert services.heartbeat_every(session, 'gantt-compute') == 2
+
+    for host, before in first.items():
+        after = get(host)
+        assert after.report_count == 2
+        assert after.last_seen_up > before.last_seen_up
+        # As any heartbeat: the row's updated_at (what the host caches
+        # read again) and its topic stay.
+        assert after.updated_at == before.updated_at
+        assert after.topic == 'compute'
+    assert get('host1', 'gantt-scheduler') == scheduler
+
+
 def test_list_services(any_database):
     alive('host2')
     alive('host1')
