@@ -254,13 +254,6 @@ class Rig:
                     connection.execute(sa.text('ANALYZE %s' % quote(name)))
             connection.commit()
 
-    def heartbeat(self):
-        """The computes are alive (as their periodic reports would say)."""
-        with self.cluster.engine.begin() as connection:
-            connection.execute(sa.text(
-                'UPDATE services SET last_seen_up = :now, updated_at = :now'),
-                {'now': _utcnow()})
-
     def instances(self, count):
         """``count`` BUILDING instances (as the conductor records them)."""
         uuids = [str(uuid.uuid4()) for _ in range(count)]
