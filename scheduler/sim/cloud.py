@@ -75,6 +75,7 @@ from scheduler.db import services as db_services
 from scheduler import exception
 from scheduler import hardware
 from scheduler import host_inputs
+from scheduler import host_reads
 from scheduler.objects import request_spec
 from scheduler.pci import alias as pci_alias
 
@@ -90,8 +91,6 @@ HOST_SHAPES = [{'vcpus': 16, 'memory_mb': 65536, 'local_gb': 1000},
                {'vcpus': 32, 'memory_mb': 131072, 'local_gb': 2000},
                {'vcpus': 8, 'memory_mb': 32768, 'local_gb': 500}]
 DEFAULT_ZONES = ('az1', 'az2', 'az3', 'az4')
-# The binary of the computes' service rows.
-COMPUTE_BINARY = 'gantt-compute'
 # Rows per INSERT when populating.
 BATCH = 2000
 
@@ -393,8 +392,8 @@ def node_rows(cloud, rng, now):
                 'pci_device_pools': group.pci_device_pools,
                 'created_at': now, 'updated_at': now})
             services.append({
-                'host': name, 'binary': COMPUTE_BINARY, 'topic': 'compute',
-                'disabled': False, 'forced_down': False,
+                'host': name, 'binary': host_reads.COMPUTE_BINARY,
+                'topic': 'compute', 'disabled': False, 'forced_down': False,
                 'last_seen_up': now, 'report_count': 1, 'created_at': now,
                 'updated_at': now})
     return nodes, services
@@ -434,7 +433,7 @@ def heartbeat_all():
     are rows, not agents): their rows' ``updated_at`` stays, so that a
     host cache reads none of them again, as with real heartbeats."""
     with db_api.writer() as session:
-        db_services.heartbeat_every(session, COMPUTE_BINARY)
+        db_services.heartbeat_every(session, host_reads.COMPUTE_BINARY)
 
 
 def add_aggregate(session, name, metadata, hosts):
