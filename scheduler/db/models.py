@@ -218,6 +218,12 @@ class Instance(TimestampMixin, Base):
         orm.mapped_column(Timestamp))
     deleted: orm.Mapped[int] = orm.mapped_column(default=0,
                                                  server_default='0')
+    # While building: the alternates the scheduler sent with the chosen
+    # host and the hosts tried so far (``{'alternates': [Selection
+    # primitives], 'tried': [[host, node], ...]}``), so that a build whose
+    # message never reached its compute moves to the next alternate.
+    build_alternates: orm.Mapped[Optional[Any]] = orm.mapped_column(
+        JSONText)
 
 
 class InstanceGroup(TimestampMixin, Base):
@@ -301,3 +307,21 @@ class Migration(TimestampMixin, Base):
     old_flavor: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
     new_flavor: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
     error: orm.Mapped[Optional[str]] = orm.mapped_column(sa.Text)
+
+
+class ComputeReport(Base):
+    """What one compute said it runs, at its last instance sync: the
+    record ``gantt-manage db check`` compares the instances with (an
+    instance ACTIVE that its compute does not run, a compute running an
+    instance placed elsewhere). One row per host, replaced by each sync."""
+
+    __tablename__ = 'compute_reports'
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    host: orm.Mapped[str] = orm.mapped_column(sa.String(255), unique=True)
+    reported_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
+        Timestamp, default=utcnow)
+    # {uuid: node} of the instances that run there.
+    running: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
+    # The uuids whose spawn was under way.
+    spawning: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
