@@ -40,10 +40,19 @@ Reports survive outages. A spawn report the conductor does not take (the
 broker, the conductor or its database is away) is sent again with
 backoff, for up to :data:`REPORT_RETRY_SECONDS`; and every ``[DEFAULT]
 sync_power_state_interval`` seconds the agent sends the conductor every
-instance it runs (conductor API 1.1 ``sync_instances``), which marks
-active the ones whose report was lost and says which ones to forget. An
-instance that runs thus reaches ``active`` at most one sync interval
-after the outage ends.
+instance it runs and, apart, every build it is still spawning (conductor
+API 1.4 ``sync_instances``). The conductor marks active the running ones
+whose report was lost (never one still spawning: only a spawn that
+succeeded runs), says which ones to forget, and moves to their next
+alternate the builds placed here that this agent never heard of (their
+message was lost). An instance that runs thus reaches ``active`` at most
+one sync interval after the outage ends. A failed spawn goes back to the
+conductor, which tries the next alternate or ends it in ERROR.
+
+An agent started before any conductor listens asks it every
+:data:`CONDUCTOR_WAIT_INTERVAL` seconds (a call sent to a topic nobody
+consumes yet is dropped by the broker) and reports its nodes as soon as
+it first answers.
 
 Only the compute API's methods (``@rpc.expose``) are callable over RPC;
 their arguments are checked first, a malformed ``build_and_run_instance``
@@ -90,6 +99,10 @@ DEFAULT_SYNC_INTERVAL = 60
 # to repair it, and the longest pause between two tries.
 REPORT_RETRY_SECONDS = 60
 REPORT_RETRY_MAX_INTERVAL = 10
+# Until the conductor first answers: how long a heartbeat waits for it,
+# and how often it is asked.
+CONDUCTOR_WAIT_TIMEOUT = 2.0
+CONDUCTOR_WAIT_INTERVAL = 1.0
 # What _report_spawned answers when nobody took the report.
 UNREPORTED = object()
 
@@ -137,6 +150,8 @@ class ComputeManager(service.Manager):
         self._building = collections.Counter()   # node -> builds running
         self._failed_builds = {}   # node -> builds failed since a success
         self._lock = threading.Lock()
+        self._conductor_answered = threading.Event()
+        self._waiting_logged = False
         self.conductor_api = None
         self.compute_task_api = None
         self.scheduler_api = None
@@ -147,17 +162,48 @@ class ComputeManager(service.Manager):
         self.scheduler_api = scheduler_rpcapi.SchedulerAPI()
 
     def heartbeat(self):
-        self.conductor_api.service_update(gantt_context.get_admin_context(),
-                                          self.host, BINARY,
-                                          compute_rpcapi.RPC_TOPIC,
-                                          version.SERVICE_VERSION)
+        """Tell the conductor this agent is alive. Until the conductor
+        has answered once, the call waits :data:`CONDUCTOR_WAIT_TIMEOUT`
+        seconds, not ``rpc_response_timeout``: a message sent before any
+        conductor listens is dropped by the broker, and waiting the whole
+        timeout for it would hold the agent's start."""
+        answered = self._conductor_answered.is_set()
+        self.conductor_api.service_update(
+            gantt_context.get_admin_context(), self.host, BINARY,
+            compute_rpcapi.RPC_TOPIC, version.SERVICE_VERSION,
+            timeout=None if answered else CONDUCTOR_WAIT_TIMEOUT)
+        if not answered:
+            self._conductor_answered.set()
+            LOG.info('The conductor answered %s', self.host)
+
+    def register_when_conductor_answers(self, context):
+        """Until the conductor first answers, ask it every
+        :data:`CONDUCTOR_WAIT_INTERVAL` seconds; on its first answer,
+        report the nodes at once (the regular reports may be waiting out
+        a call sent before it listened)."""
+        if self._conductor_answered.is_set():
+            return
+        try:
+            self.heartbeat()
+        except messaging.MessagingTimeout:
+            if not self._waiting_logged:
+                self._waiting_logged = True
+                LOG.warning('Waiting for the conductor (topic %s) to '
+                            'answer; %s registers once it does',
+                            conductor_rpcapi.RPC_TOPIC, self.host)
+            return
+        self.update_available_resource(context)
 
     def periodic_tasks(self):
         # Runs at once and then periodically, so that a conductor that
         # comes up after this agent still gets the inventory.
         sync_interval = (CONF.filter_scheduler.scheduler_instance_sync_interval
                          or DEFAULT_SYNC_INTERVAL)
-        return [service.PeriodicTask('update_available_resource',
+        return [service.PeriodicTask('register_when_conductor_answers',
+                                     CONDUCTOR_WAIT_INTERVAL,
+                                     self.register_when_conductor_answers,
+                                     run_immediately=True),
+                service.PeriodicTask('update_available_resource',
                                      CONF.report_interval,
                                      self.update_available_resource,
                                      run_immediately=True),
@@ -169,16 +215,16 @@ class ComputeManager(service.Manager):
                                      self.sync_instances_with_conductor)]
 
     def sync_instances_with_conductor(self, context):
-        """Send every instance this agent runs to the conductor; forget
-        the ones it says ended, announce the ones it marked active."""
+        """Send the conductor the instances this agent runs and those it
+        is still spawning (never one for the other: only a spawn that
+        succeeded runs); forget the ones it says ended, announce the ones
+        it marked active."""
         with self._lock:
-            # Builds under way count: the conductor must not take them
-            # for builds that never arrived.
-            running = dict(self._spawning)
-            running.update(self._instances)
+            running = dict(self._instances)
+            spawning = sorted(self._spawning)
             specs = dict(self._specs)
         outcome = self.conductor_api.sync_instances(context, self.host,
-                                                    running)
+                                                    running, spawning)
         if not outcome:
             return
         for uuid in outcome.get('forget', ()):
@@ -355,7 +401,9 @@ class ComputeManager(service.Manager):
 
     def _spawn(self, instance_uuid, node):
         """The fake spawn; False (nothing done) if this agent builds or
-        runs the instance already (a build message delivered twice)."""
+        runs the instance already (a build message delivered twice). The
+        instance stays among those spawning until :meth:`_spawned` or
+        :meth:`_build_failed` ends it."""
         with self._lock:
             if instance_uuid in self._spawning or \
                     instance_uuid in self._instances:
@@ -370,8 +418,11 @@ class ComputeManager(service.Manager):
         finally:
             with self._lock:
                 self._building[node] -= 1
-                self._spawning.pop(instance_uuid, None)
         return True
+
+    def _spawn_ended(self, instance_uuid):
+        with self._lock:
+            self._spawning.pop(instance_uuid, None)
 
     def _report_spawned(self, ctxt, instance_uuid):
         """Tell the conductor the instance is active; its answer (True,
@@ -400,6 +451,8 @@ class ComputeManager(service.Manager):
 
     def _track(self, instance_uuid, node, request_spec):
         with self._lock:
+            # Runs from now on: from spawning to running in one step.
+            self._spawning.pop(instance_uuid, None)
             self._instances[instance_uuid] = node
             self._projects[instance_uuid] = request_spec.obj_get(
                 'project_id')
@@ -481,6 +534,10 @@ class ComputeManager(service.Manager):
 
     def _build_failed(self, ctxt, instance_uuid, node, request_spec,
                       host_list, reason):
+        """Hand a failed build back to the conductor, which reschedules
+        it onto its next alternate or ends it in ERROR. Until the
+        conductor has it, the build still counts as spawning here, so a
+        sync meanwhile does not take it for a lost message."""
         LOG.warning('Build of %s failed: %s', instance_uuid, reason)
         if node in self.nodes:
             start = self._configured_failed_builds()
@@ -491,9 +548,12 @@ class ComputeManager(service.Manager):
             # The scheduler that chose this host counts the instance here.
             self.scheduler_api.delete_instance_info(ctxt, self.host,
                                                     instance_uuid)
-        self.compute_task_api.build_instances(
-            ctxt, [instance_uuid], request_spec, host_lists=[host_list],
-            failure={'host': self.host, 'node': node, 'reason': reason})
+        try:
+            self.compute_task_api.build_instances(
+                ctxt, [instance_uuid], request_spec, host_lists=[host_list],
+                failure={'host': self.host, 'node': node, 'reason': reason})
+        finally:
+            self._spawn_ended(instance_uuid)
 
 
 def _check_build(instance_uuid, node, request_spec, host_list):

@@ -127,6 +127,9 @@ class ConductorManager(service.Manager):
         # ERROR, its claim gone, and the compute forgets it when it reads
         # False.
         spawned = updates.get('vm_state') == db_instances.ACTIVE
+        if spawned:
+            # Built: its alternates are of no more use.
+            updates['build_alternates'] = None
         applied = _update_instance(instance_uuid, spawned, updates)
         if not applied:
             LOG.warning('Refused %s for instance %s: it is no longer '
@@ -135,17 +138,30 @@ class ConductorManager(service.Manager):
 
     @rpc.expose
     @messaging.expected_exceptions(exception.InvalidRequest)
-    def sync_instances(self, ctxt, host, instances):
-        """1.1: the instances a compute runs (``{uuid: node}``); answers
-        ``{'activated': [...], 'forget': [...]}`` (see
-        :mod:`conductor.tasks.instance_sync`)."""
+    def sync_instances(self, ctxt, host, instances, spawning=None):
+        """The instances a compute runs (``{uuid: node}``) and, since
+        1.4, those it is still spawning; answers ``{'activated': [...],
+        'forget': [...], 'lost': [...]}`` (see
+        :mod:`conductor.tasks.instance_sync`). The builds found lost
+        move to their next alternate, as a failed spawn does."""
         validation.name('host', host)
         validation.mapping('instances', instances,
                            max_items=validation.MAX_INSTANCES_PER_NODE)
         for uuid, node in instances.items():
             validation.uuid('instances key', uuid)
             validation.name('instances[%s]' % uuid, node)
-        return instance_sync.sync_host_instances(host, instances)
+        if spawning is not None:
+            validation.sequence('spawning', spawning,
+                                max_items=validation.MAX_INSTANCES_PER_NODE)
+            for index, uuid in enumerate(spawning):
+                validation.uuid('spawning[%d]' % index, uuid)
+        outcome = instance_sync.sync_host_instances(host, instances,
+                                                    spawning)
+        build_task = self.compute_task_mgr.build_task
+        for lost in outcome.pop('lost_builds', ()):
+            # Not in the compute's call: claims and casts take a while.
+            build_task.in_background(build_task.reschedule_lost, ctxt, lost)
+        return outcome
 
 
 @db_api.retry_on_db_error

@@ -19,6 +19,15 @@ ConductorAPI (no namespace), what compute agents call instead of SQL:
   capped below 1.3 the report goes as 1.0, without them (a new node then
   gets the conductor's ``initial_*`` ratios, through the claims'
   defaults).
+* 1.4 - ``sync_instances(host, instances, spawning)``: ``instances``
+  names only what runs (spawned, and reported so by the compute), and
+  ``spawning`` the builds still under way, which the conductor never
+  marks active (it only knows they arrived). A 1.1 sync cannot tell the
+  two apart: the conductor then marks nothing active. To a conductor
+  capped below 1.4 the compute sends its running instances alone.
+  (``service_update`` may be sent with a shorter ``timeout``, client
+  side only: a compute waiting for the conductor to come up asks every
+  few seconds.)
 
 ComputeTaskAPI (namespace ``compute_task``), what API clients
 (``gantt-manage``) and compute agents call:
@@ -61,7 +70,7 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 RPC_TOPIC = 'conductor'
-CONDUCTOR_API_VERSION = '1.3'
+CONDUCTOR_API_VERSION = '1.4'
 COMPUTE_TASK_API_VERSION = '1.2'
 # How many times schedule_and_build_instances is sent again after a
 # timeout (accepting is idempotent).
@@ -84,15 +93,18 @@ class ConductorAPI:
         self.client = rpc.get_client(
             target, version_cap=CONF.upgrade_levels.conductor)
 
-    def service_update(self, ctxt, host, binary, topic, version=None):
+    def service_update(self, ctxt, host, binary, topic, version=None,
+                       timeout=None):
         """Heartbeat of a service running service ``version``; answers
-        ``{'disabled': bool}``."""
+        ``{'disabled': bool}``. ``timeout``: seconds to wait for the
+        answer instead of ``[DEFAULT] rpc_response_timeout``."""
+        options = {} if timeout is None else {'timeout': timeout}
         if version is not None and self.client.can_send_version('1.2'):
-            return self.client.prepare(version='1.2').call(
+            return self.client.prepare(version='1.2', **options).call(
                 ctxt, 'service_update', host=host, binary=binary,
                 topic=topic, version=version)
-        return self.client.call(ctxt, 'service_update', host=host,
-                                binary=binary, topic=topic)
+        return self.client.prepare(**options).call(
+            ctxt, 'service_update', host=host, binary=binary, topic=topic)
 
     def compute_node_update(self, ctxt, host, nodes):
         """Report the inventory of a host's nodes.
@@ -116,10 +128,16 @@ class ConductorAPI:
         return self.client.call(ctxt, 'instance_update',
                                 instance_uuid=instance_uuid, updates=updates)
 
-    def sync_instances(self, ctxt, host, instances):
-        """1.1: the instances ``host`` runs, ``{uuid: node}``; answers
-        ``{'activated': [...], 'forget': [...]}``, or None when the
-        conductor is capped below 1.1 (nothing is sent)."""
+    def sync_instances(self, ctxt, host, instances, spawning=()):
+        """The instances ``host`` runs, ``{uuid: node}``, and the uuids
+        it is still spawning (1.4); answers ``{'activated': [...],
+        'forget': [...], 'lost': [...]}``, or None when the conductor is
+        capped below 1.1 (nothing is sent). Below 1.4 the running
+        instances go alone."""
+        if self.client.can_send_version('1.4'):
+            return self.client.prepare(version='1.4').call(
+                ctxt, 'sync_instances', host=host, instances=instances,
+                spawning=sorted(spawning))
         if not self.client.can_send_version('1.1'):
             return None
         return self.client.prepare(version='1.1').call(

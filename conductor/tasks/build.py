@@ -61,6 +61,7 @@ from scheduler import hardware
 from scheduler.notifications import compute_task as compute_task_notes
 from scheduler.notifications import server_group as group_notes
 from scheduler.objects import request_spec as request_spec_obj
+from scheduler.objects import selection as selection_obj
 from scheduler import prometheus
 
 CONF = conf.CONF
@@ -192,6 +193,11 @@ class BuildTask:
         self._in_background(self._schedule_logged, ctxt, instance_uuids,
                             request_spec)
 
+    def in_background(self, func, *args):
+        """Run ``func(*args)`` in the pool of build threads; what it
+        raises is logged."""
+        self._in_background(_logged, func, *args)
+
     def _in_background(self, func, *args):
         """Run ``func(*args)`` in the pool of build threads."""
         with self._executor_lock:
@@ -287,6 +293,32 @@ class BuildTask:
         self._place_on_alternates(ctxt, instance_uuid, request_spec,
                                   remaining, retry, reason)
 
+    def reschedule_lost(self, ctxt, lost):
+        """A build whose message never reached its compute (see
+        :func:`conductor.tasks.instance_sync.take_lost_builds`, which
+        took it and released its claim there): on to the next of its
+        alternates, as after a failed spawn; MaxRetriesExceeded when none
+        is left."""
+        try:
+            request_spec = request_spec_obj.RequestSpec.obj_from_primitive(
+                lost.request_spec)
+            alternates = [selection_obj.Selection.obj_from_primitive(item)
+                          for item in lost.alternates]
+        except Exception as error:
+            LOG.error('Cannot reschedule lost build %s: its records do not '
+                      'load (%s)', lost.uuid, error)
+            self._fail_all([lost.uuid], None, lost.reason)
+            return
+        if lost.tried:
+            request_spec.retry = request_spec_obj.SchedulerRetries(
+                num_attempts=len(lost.tried),
+                hosts=[list(pair) for pair in lost.tried])
+        else:
+            request_spec.retry = None
+        self.reschedule(ctxt, lost.uuid, request_spec, alternates,
+                        {'host': lost.host, 'node': lost.node,
+                         'reason': lost.reason})
+
     def _place_on_alternates(self, ctxt, instance_uuid, request_spec,
                              remaining, retry, reason):
         """Claim the first alternate that still fits and send the build
@@ -352,12 +384,18 @@ class BuildTask:
 
     @staticmethod
     @db_api.retry_on_db_error
-    def _take_placement(instance_uuid, selection):
+    def _take_placement(instance_uuid, selection, alternates=(),
+                        request_spec=None):
         """Point the instance at its host if it is still building; else
         (the reaper timed it out while it was scheduled) release the claim
         just made. Whether the build goes on, or :data:`SUPERSEDED` when
         the instance no longer holds the claim of ``selection`` (a copy of
-        its request that the broker delivered twice replaced it)."""
+        its request that the broker delivered twice replaced it).
+
+        The ``alternates`` left and the hosts tried so far (the spec's
+        ``retry``) are kept on the instance while it builds, so that a
+        build whose message never reaches the compute moves on to the
+        next alternate (:meth:`reschedule_lost`)."""
         with db_api.writer() as session:
             # A claim for this instance (a copy of its request) either
             # committed before this reads the allocations, or waits and
@@ -374,7 +412,9 @@ class BuildTask:
                     expected_vm_state=db_instances.BUILDING,
                     refused_task_state=db_instances.DELETING,
                     host=selection.service_host, node=selection.nodename,
-                    task_state='spawning'):
+                    task_state='spawning',
+                    build_alternates=_alternates_record(alternates,
+                                                        request_spec)):
                 return True
             claims.release_resources(session, instance_uuid)
         LOG.warning('Instance %s stopped building while it was scheduled; '
@@ -395,7 +435,8 @@ class BuildTask:
 
     def _send_to(self, ctxt, instance_uuid, request_spec, selection,
                  alternates):
-        placed = self._take_placement(instance_uuid, selection)
+        placed = self._take_placement(instance_uuid, selection, alternates,
+                                      request_spec)
         if placed is SUPERSEDED:
             reason = ('its claim on %s was replaced by a duplicate of its '
                       'request' % selection.service_host)
@@ -479,6 +520,13 @@ class BuildTask:
                                           reason, db_instances.ERROR)
 
 
+def _logged(func, *args):
+    try:
+        func(*args)
+    except Exception:
+        LOG.exception('%s failed', getattr(func, '__name__', func))
+
+
 @db_api.retry_on_db_error
 def _end_in_error(instance_uuids, reason):
     """End the builds in ERROR with ``reason``, releasing every claim
@@ -493,7 +541,7 @@ def _end_in_error(instance_uuids, reason):
                 session, uuid, expected_vm_state=db_instances.BUILDING,
                 refused_task_state=db_instances.DELETING,
                 vm_state=db_instances.ERROR, task_state=None, host=None,
-                node=None, fault=reason)
+                node=None, fault=reason, build_alternates=None)
             if failed:
                 ended.append(uuid)
             if failed or db_instances.get(session, uuid).vm_state in \
@@ -550,17 +598,45 @@ def _record(instance_uuids, request_spec, created=None):
     return write()
 
 
+def _alternates_record(alternates, request_spec):
+    """What ``instances.build_alternates`` keeps: the alternates'
+    primitives and the hosts tried before this one."""
+    retry = None if request_spec is None else request_spec.obj_get('retry')
+    tried = [] if retry is None else [list(pair) for pair in retry.hosts]
+    return {'alternates': [json.loads(json.dumps(item.obj_to_primitive()))
+                           for item in alternates],
+            'tried': tried}
+
+
 def _same_request(stored, primitive):
-    """Whether two RequestSpec primitives describe the same request (the
-    lists of changed fields aside, whose order is a set's)."""
-    return (_without_changes(stored) ==
-            _without_changes(json.loads(json.dumps(primitive))))
+    """Whether two RequestSpec primitives describe the same request:
+    the same objects with the same field values. What a serializer adds
+    of its own (the namespace, the list of changed fields, whose order
+    is a set's and differs between processes) does not count."""
+    return (request_fields(stored) ==
+            request_fields(json.loads(json.dumps(primitive))))
 
 
-def _without_changes(value):
+def request_fields(value):
+    """``value`` (a versioned object's primitive, or anything holding
+    some) as plain data: each object as its name and its fields' values,
+    whatever the namespace it was serialized under."""
     if isinstance(value, dict):
-        return {key: _without_changes(item) for key, item in value.items()
-                if key != 'versioned_object.changes'}
+        data = _object_part(value, 'data')
+        if data is not None and _object_part(value, 'name') is not None:
+            return {'object': _object_part(value, 'name'),
+                    'fields': request_fields(data)}
+        return {key: request_fields(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [_without_changes(item) for item in value]
+        return [request_fields(item) for item in value]
     return value
+
+
+def _object_part(primitive, part):
+    """The ``<namespace>.<part>`` entry of an object primitive, or
+    None if ``primitive`` is not one."""
+    for key, item in primitive.items():
+        if isinstance(key, str) and key.endswith('.' + part) and \
+                key.count('.') == 1 and key != '.' + part:
+            return item
+    return None

@@ -381,13 +381,12 @@ def _clear_cell(cell, requests):
 
 
 def _without_group(primitive):
-    """A RequestSpec primitive without its changes and ``instance_group``
-    (which scheduling adds from the ``group`` hint)."""
-    value = build._without_changes(json.loads(json.dumps(primitive)))
-    if isinstance(value, dict):
-        data = value.get('versioned_object.data')
-        if isinstance(data, dict):
-            data.pop('instance_group', None)
+    """A RequestSpec primitive's fields (:func:`build.request_fields`)
+    without ``instance_group`` (which scheduling adds from the ``group``
+    hint)."""
+    value = build.request_fields(json.loads(json.dumps(primitive)))
+    if isinstance(value, dict) and isinstance(value.get('fields'), dict):
+        value['fields'].pop('instance_group', None)
     return value
 
 
@@ -397,4 +396,4 @@ def _same_build(stored, primitive):
 
 def _request_key(primitive):
     """Build requests of one request share this."""
-    return json.dumps(build._without_changes(primitive), sort_keys=True)
+    return json.dumps(build.request_fields(primitive), sort_keys=True)

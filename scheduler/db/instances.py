@@ -48,7 +48,7 @@ NO_TASK = 'none'
 # Columns a caller may change through update(); anything else is refused.
 UPDATABLE_FIELDS = ('host', 'node', 'vm_state', 'task_state', 'fault',
                     'launched_at', 'availability_zone', 'request_spec',
-                    'flavor', 'display_name')
+                    'flavor', 'display_name', 'build_alternates')
 
 
 def create(session, uuid, flavor, request_spec, project_id=None,

@@ -22,6 +22,7 @@ from scheduler import context as gantt_context
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
+from scheduler.db import compute_reports
 from scheduler.db import instances as db_instances
 from scheduler.db import models
 from scheduler import exception
@@ -173,13 +174,20 @@ def test_sync_repairs_lost_spawn_reports_and_names_what_to_forget(database):
             models.Instance.uuid == never_arrived).values(
             updated_at=models.utcnow() - datetime.timedelta(hours=1)))
 
-    outcome = instance_sync.sync_host_instances('h1', sent)
+    outcome = instance_sync.sync_host_instances('h1', sent, [])
 
+    lost = outcome.pop('lost_builds')
     assert outcome == {'activated': [uuids['lost_report']],
                        'forget': sorted([uuids['reaped'], unknown]),
                        'lost': [never_arrived]}
-    assert _rows()[never_arrived].vm_state == 'error'
-    assert 'never reached compute h1' in _rows()[never_arrived].fault
+    assert [build.uuid for build in lost] == [never_arrived]
+    assert lost[0].host == 'h1' and lost[0].node == 'h1'
+    assert 'never reached compute h1' in lost[0].reason
+    # Taken back to be scheduled on its next alternate: off the host,
+    # its claim there released in the same transaction.
+    assert _rows()[never_arrived].vm_state == 'building'
+    assert _rows()[never_arrived].task_state == 'scheduling'
+    assert _rows()[never_arrived].host is None
     assert _rows()[on_its_way].vm_state == 'building'
     with db_api.reader() as session:
         assert claims.get_allocations(session, never_arrived) == []
@@ -189,8 +197,57 @@ def test_sync_repairs_lost_spawn_reports_and_names_what_to_forget(database):
     assert rows[uuids['lost_report']].launched_at is not None
     assert rows[uuids['elsewhere']].vm_state == 'building'
     assert rows[uuids['migrating']].vm_state == 'resized'
-    # Asking again changes nothing more.
-    assert instance_sync.sync_host_instances('h1', sent)['activated'] == []
+    # Asking again changes nothing more: the lost build is taken once.
+    again = instance_sync.sync_host_instances('h1', sent, [])
+    assert again['activated'] == [] and again['lost_builds'] == []
+
+
+def test_a_build_still_spawning_is_never_marked_active(database):
+    spawning, running = uuidutils.generate_uuid(), uuidutils.generate_uuid()
+    for uuid in (spawning, running):
+        _record(uuid, 'building', 'h1')
+    outcome = instance_sync.sync_host_instances('h1', {running: 'h1'},
+                                                [spawning])
+    assert outcome['activated'] == [running]
+    rows = _rows()
+    assert rows[spawning].vm_state == 'building'
+    assert rows[running].vm_state == 'active'
+    # What the compute said is kept for db check.
+    with db_api.reader() as session:
+        report = compute_reports.get_all(session)['h1']
+    assert report.running == {running: 'h1'}
+    assert report.spawning == [spawning]
+
+
+def test_a_sync_that_cannot_tell_spawning_from_running_activates_nothing(
+        database):
+    uuid = uuidutils.generate_uuid()
+    _record(uuid, 'building', 'h1')
+    # ConductorAPI 1.1: running and spawning in one dict.
+    outcome = instance_sync.sync_host_instances('h1', {uuid: 'h1'})
+    assert outcome['activated'] == []
+    assert _rows()[uuid].vm_state == 'building'
+
+
+def test_a_lost_build_is_taken_by_one_of_two_conductors(database):
+    uuid = uuidutils.generate_uuid()
+    node = _node('h1')
+    _record(uuid, 'building', 'h1')
+    with db_api.writer() as session:
+        db_instances.update(session, uuid, task_state='spawning')
+        claims.claim_resources(session, node, uuid,
+                               claims.Resources(1, 512, 1))
+        session.execute(sa.update(models.Instance).where(
+            models.Instance.uuid == uuid).values(
+            updated_at=models.utcnow() - datetime.timedelta(hours=1)))
+    taken = []
+    threads = [threading.Thread(target=lambda: taken.extend(
+        instance_sync.take_lost_builds('h1', set()))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [build.uuid for build in taken] == [uuid]
 
 
 def test_a_spawn_report_waits_for_a_conductor_that_comes_late(
@@ -247,3 +304,58 @@ def test_a_compute_sync_activates_and_forgets(cluster_config):
         running = sorted(agent._instances)
     assert running == [lost]
     assert _rows()[lost].vm_state == 'active'
+
+
+def _reorder_changes(value):
+    """``value`` with every object's list of changes reversed, as
+    another process's set order would give it."""
+    if isinstance(value, dict):
+        return {key: (list(reversed(item)) if key.endswith('.changes')
+                      else _reorder_changes(item))
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [_reorder_changes(item) for item in value]
+    return value
+
+
+def _renamespaced(value, namespace):
+    if isinstance(value, dict):
+        return {(namespace + '.' + key.split('.', 1)[1]
+                 if key.startswith('gantt_object.') else key):
+                _renamespaced(item, namespace)
+                for key, item in value.items()}
+    if isinstance(value, list):
+        return [_renamespaced(item, namespace) for item in value]
+    return value
+
+
+def test_a_request_is_the_same_whatever_its_serializer_added():
+    spec = inprocess.Cluster.spec(2, 1024, 10, project_id='p1',
+                                  scheduler_hints={'a': ['1'], 'b': ['2']})
+    primitive = spec.obj_to_primitive()
+    changes = primitive['gantt_object.changes']
+    assert len(changes) > 1
+    reordered = _reorder_changes(primitive)
+    assert reordered['gantt_object.changes'] != changes
+    assert build._same_request(primitive, reordered)
+    assert build._same_request(primitive,
+                               _renamespaced(primitive, 'versioned_object'))
+    # A field's value is what tells two requests apart.
+    other = inprocess.Cluster.spec(2, 2048, 10, project_id='p1',
+                                   scheduler_hints={'a': ['1'], 'b': ['2']})
+    assert not build._same_request(primitive, other.obj_to_primitive())
+    hints = inprocess.Cluster.spec(2, 1024, 10, project_id='p1',
+                                   scheduler_hints={'a': ['1']})
+    assert not build._same_request(primitive, hints.obj_to_primitive())
+
+
+def test_a_request_sent_again_with_its_changes_reordered_is_accepted_once(
+        database):
+    uuid = uuidutils.generate_uuid()
+    spec = inprocess.Cluster.spec(2, 1024, 10, project_id='p1')
+    assert build._record([uuid], spec) is True
+    again = request_spec.RequestSpec.obj_from_primitive(
+        _reorder_changes(spec.obj_to_primitive()))
+    assert build._record([uuid], again) is False
+    with pytest.raises(exception.InvalidRequest, match='already exists'):
+        build._record([uuid], inprocess.Cluster.spec(4, 1024, 10))
