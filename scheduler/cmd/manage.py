@@ -9,7 +9,8 @@ Options of gantt-manage itself come before the command::
 
     gantt-manage --config-file /etc/gantt/gantt.conf db sync
     gantt-manage db version          # current and head revision
-    gantt-manage db check            # usage columns vs. allocations
+    gantt-manage db check            # claims, instances vs. computes'
+                                     # reports; every cell, API database
     gantt-manage service list
     gantt-manage service disable compute1 --reason "disk swap"
     gantt-manage service enable compute1
@@ -58,6 +59,7 @@ from scheduler.cmd import manage_api_db
 from scheduler.cmd import manage_args
 from scheduler.cmd import manage_cell_v2
 from scheduler.cmd import manage_data_migrations
+from scheduler.cmd import manage_db_check
 from scheduler.cmd import manage_explain
 from scheduler.cmd import manage_host
 from scheduler.cmd import manage_server
@@ -67,7 +69,6 @@ from scheduler.cmd import manage_table
 from scheduler import conf
 from scheduler import config
 from scheduler.db import api as db_api
-from scheduler.db import claim_checks
 from scheduler.db import claims
 from scheduler.db import migration
 from scheduler.db import models
@@ -103,42 +104,10 @@ def db_version():
 
 
 def db_check():
-    """Usage against allocations and capacity, node by node, and stray
-    claims, each named by its kind (``stray claim (instance in error)``,
-    ``(instance deleted)``, ``(instance offloaded)``, ``(unknown
-    consumer)``, ``(superseded)``, ``(migration ended)``); exit 1 if
+    """Every cell's claims and instances, and the API database's
+    mappings (see :mod:`scheduler.cmd.manage_db_check`); exit 1 if
     anything is wrong."""
-    migration.check_schema()
-    with db_api.reader() as session:
-        bad_nodes = claim_checks.find_inconsistent_nodes(session)
-        stray = claim_checks.find_stray_allocations(session)
-        node_count = session.execute(
-            sa.select(sa.func.count()).select_from(
-                models.ComputeNode.__table__)).scalar_one()
-    if not bad_nodes and not stray:
-        print('ok: %d compute node(s), usage matches allocations and '
-              'capacity.' % node_count)
-        return EXIT_OK
-    if bad_nodes:
-        print(manage_table.format_table(
-            ['Host', 'Node', 'UUID', 'Problems'],
-            [[node.host, node.hypervisor_hostname, node.uuid,
-              '\n'.join(problems)] for node, problems in bad_nodes]))
-        print('\n%d of %d compute node(s) inconsistent.'
-              % (len(bad_nodes), node_count))
-    if stray:
-        if bad_nodes:
-            print()
-        print(manage_table.format_table(
-            ['Consumer', 'Host', 'Node', 'Why it should hold nothing'],
-            [list(row) for row in stray]))
-        print('\n%d allocation(s) held by consumers that should hold none.'
-              % len(stray))
-        for kind in claim_checks.STRAY_KINDS:
-            count = sum(1 for row in stray if row.why == kind)
-            if count:
-                print('  %d %s' % (count, kind))
-    return EXIT_FAILURE
+    return manage_db_check.check()
 
 
 # -- service ----------------------------------------------------------------
@@ -302,8 +271,9 @@ COMMANDS = {
                                  help='Only [database], not cell0.')]),
         'version': Command(db_version, 'Print the current and the head '
                            'revision.', []),
-        'check': Command(db_check, 'Check that every node\'s usage matches '
-                         'its allocations and capacity.', []),
+        'check': Command(db_check, 'Check every cell\'s claims and '
+                         'instances (against their computes\' reports) '
+                         'and the API database\'s mappings.', []),
         'online_data_migrations': Command(
             manage_data_migrations.online_data_migrations,
             'Move this cell\'s aggregates and server groups to the API '

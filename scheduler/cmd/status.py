@@ -16,9 +16,12 @@ Checks:
   none newer than this code, none older than the oldest it supports;
   services of the previous release (no version recorded) are counted, and
   talk to this one through the ``[upgrade_levels]`` caps.
-* **Claims**: every node's usage matches its allocations and capacity,
-  and no consumer that should hold nothing holds a claim
-  (``gantt-manage db check`` lists them).
+* **Claims**: what ``gantt-manage db check`` checks (and lists): in
+  every cell, every node's usage matches its allocations and capacity,
+  no consumer that should hold nothing holds a claim, and the instances
+  agree with their computes' last reports; cell0's instances have no
+  host nor claim; the API database's mappings, build requests and
+  server group members agree with the cells.
 * **Deprecated options**: options the config files set under a name or
   group that is deprecated, each with its new place.
 * **Cells v2** (Nova's check): with ``[api_database] connection``, the
@@ -46,12 +49,12 @@ from oslo_utils import versionutils
 
 from conductor import rpcapi as conductor_rpcapi
 from compute import rpcapi as compute_rpcapi
+from scheduler.cmd import manage_db_check
 from scheduler.cmd import status_cells
 from scheduler import conf
 from scheduler.conf import opts
 from scheduler import config
 from scheduler.db import api as db_api
-from scheduler.db import claim_checks
 from scheduler.db import migration
 from scheduler.db import services as db_services
 from scheduler import exception
@@ -143,19 +146,11 @@ class Checks(upgradecheck.UpgradeCommands):
             return Result(Code.FAILURE, 'Not checked: the database schema '
                           'is not at the newest revision.')
         try:
-            with db_api.reader() as session:
-                bad_nodes = claim_checks.find_inconsistent_nodes(session)
-                stray = claim_checks.find_stray_allocations(session)
+            outcome = manage_db_check.run_checks()
         except Exception as error:
             return Result(Code.FAILURE, 'Cannot read the claims: %s'
                           % db_api.describe_error(error))
-        if not bad_nodes and not stray:
-            return Result(Code.SUCCESS)
-        return Result(Code.FAILURE, '%d node(s) whose usage does not match '
-                      'their allocations or capacity, %d claim(s) held by '
-                      "consumers that should hold none: run 'gantt-manage "
-                      "db check' for the list." % (len(bad_nodes),
-                                                   len(stray)))
+        return claims_result(outcome)
 
     def _check_deprecated_options(self):
         found = deprecated_options_in_use()
@@ -196,6 +191,31 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Cells v2', _check_cells_v2),
         ('Aggregates and server groups', _check_groups),
     )
+
+
+def claims_result(outcome):
+    """The Claims check over a :func:`manage_db_check.run_checks`
+    outcome."""
+    parts = []
+    nodes = sum(len(check.bad_nodes) for check in outcome.cells)
+    stray = sum(len(check.stray) for check in outcome.cells)
+    instances = sum(len(check.instances) for check in outcome.cells)
+    if nodes or stray:
+        parts.append('%d node(s) whose usage does not match their '
+                     'allocations or capacity, %d claim(s) held by '
+                     'consumers that should hold none' % (nodes, stray))
+    if instances:
+        parts.append('%d instance(s) at odds with their compute or their '
+                     'cell' % instances)
+    if outcome.api:
+        parts.append('%d problem(s) in the API database' % len(outcome.api))
+    unread = [check.cell.label() for check in outcome.cells if check.error]
+    if unread:
+        parts.append('cell(s) not checked: %s' % ', '.join(unread))
+    if not parts:
+        return Result(Code.SUCCESS)
+    return Result(Code.FAILURE, "%s: run 'gantt-manage db check' for the "
+                  'list.' % '; '.join(parts))
 
 
 def service_versions_result(rows):

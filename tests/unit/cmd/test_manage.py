@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
+from scheduler.db import compute_reports
 from scheduler.db import instances as db_instances
 from scheduler.db import migration
 from scheduler.db import models
@@ -81,6 +82,8 @@ def test_db_check_ok_then_usage_that_disagrees_with_allocations(database,
                             node='compute1')
         assert claims.claim_resources(session, node_id, NODE_UUID[::-1],
                                       claims.Resources(2, 1024, 10))
+        compute_reports.record(session, 'compute1',
+                               {NODE_UUID[::-1]: 'compute1'}, [])
     ok = run('db', 'check')
     assert ok.code == 0, ok.err
     assert ok.out.startswith('ok: 1 compute node(s)')

@@ -11,7 +11,9 @@ import sqlalchemy as sa
 
 from scheduler.cmd import status
 from scheduler.db import api as db_api
+from scheduler.db import compute_reports
 from scheduler.db import compute_nodes as db_compute_nodes
+from scheduler.db import instances as db_instances
 from scheduler.db import migration
 from scheduler.db import models
 from scheduler.db import services as db_services
@@ -120,6 +122,22 @@ def test_usage_without_allocations_is_a_failure(migrated, check):
     assert details.startswith('1 node(s) whose usage does not match')
 
 
+def test_an_instance_its_compute_does_not_run_is_a_failure(migrated,
+                                                          check):
+    with db_api.writer() as session:
+        db_instances.create(session, 'b' * 36, flavor={'vcpus': 1},
+                            request_spec=None)
+        db_instances.update(session, 'b' * 36, vm_state='active',
+                            task_state=None, host='cmp-1', node='cmp-1')
+    with db_api.writer() as session:
+        compute_reports.record(session, 'cmp-1', {}, [])
+    code, results, _err = check()
+    assert code == 2
+    assert results['Claims'] == (
+        2, "1 instance(s) at odds with their compute or their cell: run "
+        "'gantt-manage db check' for the list.")
+
+
 def test_a_schema_behind_the_code_is_a_failure(migrated, check):
     command.stamp(migration.get_alembic_config(), '8b3f6d0e2a91')
     code, results, _err = check()
@@ -158,7 +176,7 @@ def test_an_unreachable_database_is_one_line_and_255(config, check):
 
 
 def test_cells_v2_check_follows_the_setup(database, api_database, check,
-                                          tmp_path):
+                                          tmp_path, capsys):
     from scheduler.cmd import manage
 
     def cells_v2():
@@ -190,6 +208,9 @@ def test_cells_v2_check_follows_the_setup(database, api_database, check,
     assert 'No host mappings found but there are compute nodes' in \
         cells_v2()[1][1]
     manage_ok('cell_v2', 'discover_hosts')
+    # The Claims check reads every cell, cell0 too: its schema first.
+    manage_ok('db', 'sync')
+    capsys.readouterr()
 
     code, (result, details) = cells_v2()
 
