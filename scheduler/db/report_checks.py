@@ -5,8 +5,11 @@ the claims (:mod:`scheduler.db.claim_checks`).
 A compute is the one writer of "running" (``compute_reports``, replaced
 by each instance sync). Its report is held against an instance only
 when it post-dates the instance's last change (``updated_at``, else
-``created_at``, or ``deleted_at``): an older report says nothing about
-the instance as it is now.
+``created_at``, or ``deleted_at``) by :data:`REPORT_SLACK` seconds: an
+older report says nothing about the instance as it is now, and a
+compute takes its list a moment before the conductor stamps it (a spawn
+reported, or a delete, in between would otherwise look like a
+disagreement).
 
 * :data:`NOT_RUNNING`: an instance ACTIVE with no task under way and no
   migration in progress, on a host whose report does not list it as
@@ -31,6 +34,7 @@ Example::
 """
 
 import collections
+import datetime
 
 import sqlalchemy as sa
 
@@ -44,6 +48,10 @@ RUNNING_NOT_HOSTED = 'running on a compute that does not host it'
 CELL0_HOST = 'cell0 instance with a host'
 CELL0_CLAIM = 'cell0 instance holding a claim'
 KINDS = (NOT_RUNNING, RUNNING_NOT_HOSTED, CELL0_HOST, CELL0_CLAIM)
+
+# How much later than an instance's last change a report must be to be
+# held against it.
+REPORT_SLACK = datetime.timedelta(seconds=10)
 
 # Statements of an IN list go in chunks of this many values.
 CHUNK = 500
@@ -60,9 +68,11 @@ _NODE = models.ComputeNode.__table__
 
 
 def _last_change(row):
-    """When the instance's row last changed."""
+    """When the instance's row last changed, and the slack after it
+    within which a report says nothing about it."""
     return max(stamp for stamp in (row.created_at, row.updated_at,
-                                   row.deleted_at) if stamp is not None)
+                                   row.deleted_at)
+               if stamp is not None) + REPORT_SLACK
 
 
 def _moves_in_progress(session):

@@ -142,3 +142,20 @@ def test_cell0_instances_with_a_host_or_a_claim(any_database):
         (with_host, report_checks.CELL0_HOST, 'host cmp1, node cmp1-node'),
         (holding, report_checks.CELL0_CLAIM, 'a claim on node cmp9-node')}
     assert buried not in {row.instance_uuid for row in found}
+
+
+def test_a_report_a_moment_after_a_change_says_nothing(any_database):
+    # The compute took its list before the spawn report (or the delete)
+    # that the conductor stamped just before the sync arrived.
+    activated = _instance()
+    deleted = _instance(deleted=True)
+    _report('cmp1', running=[deleted],
+            at=CHANGED + datetime.timedelta(seconds=2))
+    assert _found() == ({}, [])
+    _report('cmp1', running=[deleted],
+            at=CHANGED + report_checks.REPORT_SLACK
+            + datetime.timedelta(seconds=1))
+    found, _unreported = _found()
+    assert set(found) == {
+        (activated, 'cmp1', report_checks.NOT_RUNNING),
+        (deleted, 'cmp1', report_checks.RUNNING_NOT_HOSTED)}
