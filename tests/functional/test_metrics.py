@@ -2,7 +2,9 @@
 worker processes and a gantt-conductor, scraped over HTTP after builds
 that fit and one that fits nowhere. The scheduler's counters are the sum
 of its two workers. Each daemon exports only what it owns, with the
-figures every exporter has (its processes, its build, its connections)."""
+figures every exporter has (its processes, its build, its connections):
+a broker or database of the test's own that goes away reads 0, then 1
+again when it is back."""
 
 import glob
 import os
@@ -16,6 +18,8 @@ from prometheus_client import parser
 import pytest
 
 from scheduler import version
+from tests.fixtures import postgresql
+from tests.fixtures import rabbitmq
 from tests.functional import boot_scenario
 from tests.functional import cluster as cluster_mod
 
@@ -125,6 +129,13 @@ def test_scheduler_and_conductor_serve_their_metrics(cluster):
 SCHEDULER_OWN = ('gantt_scheduler_', 'gantt_host_cache_', 'gantt_rpc_errors')
 CONDUCTOR_OWN = ('gantt_conductor_',)
 REFRESHED_AT = ('gantt_host_cache_last_refresh_timestamp_seconds',)
+# The conductor reconnects within seconds of the broker's return.
+RABBIT_RETRY_CONF = '''\
+[oslo_messaging_rabbit]
+rabbit_retry_interval = 1
+rabbit_retry_backoff = 1
+rabbit_interval_max = 2
+'''
 
 
 def names(samples):
@@ -241,3 +252,31 @@ def test_a_port_in_use_stops_the_daemon_with_one_line(cluster):
     assert errors == ['gantt-scheduler: error: cannot serve Prometheus '
                       'metrics on 127.0.0.1:%d: Address already in use'
                       % port], exited.stderr
+
+
+def test_a_broker_and_a_database_that_go_away_read_0(tmp_path):
+    # A broker and a database of the test's own, taken away and back.
+    port = free_port()
+    with postgresql.PostgresCluster() as pg, \
+            rabbitmq.node(tmp_path / 'rabbit') as node, \
+            cluster_mod.Cluster(tmp_path, db_url=pg.create_database(),
+                                transport_url=node.url,
+                                extra_conf=RABBIT_RETRY_CONF) as running:
+        conductor = running.start_conductor_with_conf(
+            extra_conf=metrics_conf(port))
+
+        def reads(name, value):
+            running.wait_until(
+                lambda: scrape(port).get((name,)) == value, 60,
+                '%s to read %s' % (name, value), conductor)
+
+        reads('gantt_broker_up', 1)
+        reads('gantt_database_up', 1)
+        pg.stop()
+        reads('gantt_database_up', 0)
+        pg.start()
+        reads('gantt_database_up', 1)
+        node.stop()
+        reads('gantt_broker_up', 0)
+        node.start()
+        reads('gantt_broker_up', 1)
