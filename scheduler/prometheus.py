@@ -13,7 +13,28 @@ of the daemon's own that the master removes when it stops, or the one
     $ curl -s 127.0.0.1:9464/metrics | grep gantt_scheduler_requests
     gantt_scheduler_requests_total 1204.0
 
-The scheduler's metrics: ``gantt_scheduler_select_destinations_seconds``
+Each daemon exports only the metrics it owns (:data:`OWNERS`, the one
+table that says which daemon owns which): the conductor's endpoint has
+no scheduler figure, not even a 0, and a value not known yet is absent
+(the host cache's refresh time before the first refresh, whether the
+database is up before the first heartbeat). A labelled counter appears
+with its first label; an owned unlabelled counter reads 0 until it
+grows, which is true.
+
+Every daemon (:data:`DAEMONS`): the master process's ``process_*``
+(CPU seconds, resident memory, open file descriptors, start time),
+each live worker's as ``gantt_worker_process_*{pid}``, ``python_info``,
+``gantt_build_info{version, commit}`` (always 1; see
+:mod:`scheduler.version`), ``gantt_broker_up`` (1 while every worker's
+RPC server is connected to the broker, read every
+:data:`BROKER_CHECK_INTERVAL` seconds from the connection it holds,
+without a probe) and ``gantt_notifications_total`` by ``outcome`` (sent,
+failed to send, dropped from a full queue). The scheduler and conductor
+(not the computes, which never open the database): ``gantt_database_up``
+(1 while every worker's last heartbeat wrote its services row, 0 when
+one could not reach the database).
+
+The scheduler's: ``gantt_scheduler_select_destinations_seconds``
 (a histogram per ``phase``: filter, weigh, claim and the whole request),
 counters of requests, instances, claims, claim retries (claims lost to a
 concurrent request), group conflicts, claims released, NoValidHost by the
@@ -21,19 +42,23 @@ filter that removed the last host (``last_filter``; ``claims`` when hosts
 passed but none could be claimed), RPC errors by method and exception,
 ``gantt_scheduler_requests_in_flight``, and of the host cache: its
 ``hosts`` per ``cell`` (the cell's name; ``default`` without cells), each
-refresh's duration, the time of the oldest worker's last refresh
-(``time() - gantt_host_cache_last_refresh_timestamp_seconds`` is its
-staleness) and failed refreshes. ``gantt_host_cache_cell_up`` is 1 for a
-cell the last refresh read and 0 for one left out (its database did not
-answer, or it is no longer listed); a cell left out has 0 hosts, since
-its hosts cannot be scheduled on::
+refresh's duration, the time of the oldest last refresh among the workers
+that refreshed (``time() - gantt_host_cache_last_refresh_timestamp_seconds``
+is its staleness) and failed refreshes. ``gantt_host_cache_cell_up`` is 1
+for a cell the last refresh read and 0 for one left out (its database did
+not answer, or it is no longer listed); a cell left out has 0 hosts,
+since its hosts cannot be scheduled on::
 
     gantt_host_cache_hosts{cell="cell1"} 120.0
     gantt_host_cache_hosts{cell="cell2"} 0.0
     gantt_host_cache_cell_up{cell="cell2"} 0.0
- The conductor's: builds by outcome,
-reschedules, and the claims its reaper released. The ``Scheduler stats``
-log line stays as it was.
+
+The conductor's: builds by outcome, reschedules, and the claims its
+reaper released. The ``Scheduler stats`` log line stays as it was.
+
+Processes that do not serve metrics (``gantt-manage``, the all-in-one
+demo, the tests) record every metric in prometheus_client's default
+registry.
 
 Call :func:`setup` in the master process after the options are parsed and
 before anything records a value (the multiprocess mode is chosen when
@@ -41,7 +66,7 @@ prometheus_client is first imported), and before the workers fork.
 """
 
 import atexit
-import glob
+import contextlib
 import os
 import shutil
 import tempfile
@@ -77,8 +102,56 @@ DRIVER_COUNTERS = {
     'claims_released': 'Claims released after a request failed',
 }
 
+SCHEDULER = 'gantt-scheduler'
+CONDUCTOR = 'gantt-conductor'
+COMPUTE = 'gantt-compute'
+DAEMONS = (SCHEDULER, CONDUCTOR, COMPUTE)
+
+# The daemons that export each metric (by the name it is declared with:
+# a counter without its _total), and each collector of the endpoint:
+# ``process`` (process_* and gantt_worker_process_*), ``python_info``.
+OWNERS = {
+    **{'gantt_scheduler_%s' % name: (SCHEDULER,)
+       for name in DRIVER_COUNTERS},
+    'gantt_scheduler_driver_events': (SCHEDULER,),
+    'gantt_scheduler_no_valid_host': (SCHEDULER,),
+    'gantt_scheduler_select_destinations_seconds': (SCHEDULER,),
+    'gantt_scheduler_requests_in_flight': (SCHEDULER,),
+    'gantt_rpc_errors': (SCHEDULER,),
+    'gantt_host_cache_hosts': (SCHEDULER,),
+    'gantt_host_cache_cell_up': (SCHEDULER,),
+    'gantt_host_cache_last_refresh_timestamp_seconds': (SCHEDULER,),
+    'gantt_host_cache_refresh_seconds': (SCHEDULER,),
+    'gantt_host_cache_refresh_failures': (SCHEDULER,),
+    'gantt_conductor_builds': (CONDUCTOR,),
+    'gantt_conductor_reschedules': (CONDUCTOR,),
+    'gantt_conductor_reaper_releases': (CONDUCTOR,),
+    # Each daemon sends notifications of its own (scheduler.notifications).
+    'gantt_notifications': DAEMONS,
+    'gantt_broker_up': DAEMONS,
+    'gantt_database_up': (SCHEDULER, CONDUCTOR),
+    'gantt_build_info': DAEMONS,
+    'process': DAEMONS,
+    'python_info': DAEMONS,
+}
+
+# Seconds between two reads of a worker's broker connection state.
+BROKER_CHECK_INTERVAL = 5.0
+
 _lock = threading.Lock()
 _metrics = None
+# The daemon whose metrics are served (setup()); None records them all.
+_binary = None
+
+
+def owns(binary, name):
+    """Whether ``binary`` exports metric ``name`` (None: every metric)."""
+    return binary is None or binary in OWNERS[name]
+
+
+def serving():
+    """Whether this process's daemon serves its metrics (setup() did)."""
+    return _binary is not None
 
 
 class SetupError(exception.GanttException):
@@ -91,9 +164,12 @@ def setup(binary):
     Returns the address served, or None. Raises SetupError (one line)
     when the port cannot be bound.
     """
+    global _binary
     port = CONF.metrics.prometheus_port
     if not port:
         return None
+    if _metrics is not None:
+        raise RuntimeError('setup() after a metric was recorded')
     directory = os.environ.get(ENV_DIRECTORY)
     if not directory:
         directory = tempfile.mkdtemp(prefix='%s-metrics-' % binary)
@@ -106,8 +182,7 @@ def setup(binary):
         # prometheus_client was imported before the directory was set
         # (nothing was recorded yet): values must go to the directory.
         values.ValueClass = values.MultiProcessValue()
-    registry = prometheus_client.CollectorRegistry()
-    registry.register(_LiveWorkersCollector(directory))
+    registry = _endpoint_registry(binary, directory)
     host = CONF.metrics.prometheus_host
     where = '%s:%d' % (host, port)
     try:
@@ -115,114 +190,176 @@ def setup(binary):
                                             registry=registry)
     except OSError as error:
         raise SetupError(where=where, reason=error.strerror or error)
+    _binary = binary
     LOG.info('%s serves Prometheus metrics at http://%s/metrics', binary,
              where)
     return where
 
 
-class _LiveWorkersCollector:
-    """prometheus_client's multiprocess collector, which first forgets
-    the gauges of worker processes that are gone (counters and
-    histograms keep their totals)."""
+def _endpoint_registry(binary, directory):
+    """The registry the endpoint serves: what the processes recorded
+    (only what ``binary`` owns, see _Metrics) and the collectors it
+    owns."""
+    import prometheus_client
+    from prometheus_client import platform_collector
+    from prometheus_client import process_collector
 
-    def __init__(self, directory):
-        from prometheus_client import multiprocess
+    from scheduler import prometheus_collectors as collectors
 
-        self._directory = directory
-        self._collector = multiprocess.MultiProcessCollector(
-            None, path=directory)
-
-    def collect(self):
-        from prometheus_client import multiprocess
-
-        for pid in _pids_of_live_gauges(self._directory):
-            if not _alive(pid):
-                multiprocess.mark_process_dead(pid, self._directory)
-        return self._collector.collect()
-
-
-def _pids_of_live_gauges(directory):
-    pids = set()
-    for path in glob.glob(os.path.join(directory, 'gauge_live*_*.db')):
-        pid = os.path.basename(path)[:-3].rsplit('_', 1)[-1]
-        if pid.isdigit():
-            pids.add(int(pid))
-    return pids
+    registry = prometheus_client.CollectorRegistry()
+    registry.register(collectors.LiveWorkersCollector(directory))
+    if owns(binary, 'process'):
+        process_collector.ProcessCollector(registry=registry)
+        registry.register(collectors.WorkerProcessCollector())
+    if owns(binary, 'python_info'):
+        platform_collector.PlatformCollector(registry=registry)
+    if owns(binary, 'gantt_build_info'):
+        registry.register(collectors.BuildInfoCollector())
+    return registry
 
 
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+class _NotOwned:
+    """What a metric the daemon does not own records into: nothing."""
+
+    def labels(self, *args, **kwargs):
+        return self
+
+    def inc(self, amount=1):
+        pass
+
+    def observe(self, amount):
+        pass
+
+    def set(self, value):
+        pass
+
+    def track_inprogress(self):
+        return contextlib.nullcontext()
+
+
+NOT_OWNED = _NotOwned()
+
+
+class _GaugeOnceKnown:
+    """An unlabelled gauge that exists from its first value on: until
+    then it is absent from the endpoint rather than 0 (in multiprocess
+    mode a gauge is written to its process's file, as 0, as soon as it
+    is made)."""
+
+    def __init__(self, make):
+        self._make = make
+        self._gauge = None
+
+    def set(self, value):
+        if self._gauge is None:
+            with _lock:
+                if self._gauge is None:
+                    self._gauge = self._make()
+        self._gauge.set(value)
 
 
 class _Metrics:
-    def __init__(self):
+    """The metric objects of one daemon: those it owns, and
+    :data:`NOT_OWNED` for the others (``binary`` None owns all)."""
+
+    def __init__(self, binary=None, registry=None):
         import prometheus_client as prom
 
-        self.driver = {
-            name: prom.Counter('gantt_scheduler_%s' % name, text)
-            for name, text in DRIVER_COUNTERS.items()}
-        self.driver_events = prom.Counter(
-            'gantt_scheduler_driver_events',
-            'Other counters of the scheduler driver', ['event'])
-        self.no_valid_host = prom.Counter(
-            'gantt_scheduler_no_valid_host',
-            'Requests that found no valid host, by the filter that removed '
-            'the last one', ['last_filter'])
-        self.latency = prom.Histogram(
-            'gantt_scheduler_select_destinations_seconds',
-            'Time of select_destinations, per phase (filter, weigh, claim, '
-            'and the whole request: total)', ['phase'],
-            buckets=LATENCY_BUCKETS)
-        self.rpc_errors = prom.Counter(
-            'gantt_rpc_errors', 'RPC calls that ended in an error, by '
-            'method and exception', ['method', 'error'])
-        self.in_flight = prom.Gauge(
-            'gantt_scheduler_requests_in_flight',
-            'select_destinations requests being served',
-            multiprocess_mode='livesum')
-        self.cache_hosts = prom.Gauge(
-            'gantt_host_cache_hosts', 'Compute nodes in the host cache, '
-            'per cell', ['cell'], multiprocess_mode='livemax')
-        # livemin: a cell is up only if every worker could read it.
-        self.cache_cell_up = prom.Gauge(
-            'gantt_host_cache_cell_up', 'Whether the last host cache '
-            'refresh read the cell (1) or left it out (0)', ['cell'],
-            multiprocess_mode='livemin')
-        # The cells reported so far: one no longer listed reads 0.
-        self.cells_seen = set()
-        self.cache_refreshed_at = prom.Gauge(
-            'gantt_host_cache_last_refresh_timestamp_seconds',
-            'When the host cache was last refreshed (the oldest of the '
-            'workers)', multiprocess_mode='livemin')
-        self.cache_refresh = prom.Histogram(
-            'gantt_host_cache_refresh_seconds',
-            'Time of one host cache refresh from SQL',
-            buckets=REFRESH_BUCKETS)
-        self.cache_refresh_failures = prom.Counter(
-            'gantt_host_cache_refresh_failures',
-            'Host cache refreshes that failed (the database was away)')
-        self.builds = prom.Counter(
-            'gantt_conductor_builds', 'Instances whose scheduling ended, '
-            'by outcome', ['outcome'])
-        self.reschedules = prom.Counter(
-            'gantt_conductor_reschedules',
-            'Builds that failed on a compute and were tried elsewhere')
-        self.reaped = prom.Counter(
-            'gantt_conductor_reaper_releases',
-            'Instances or claims the reaper ended, by kind', ['kind'])
-        self.notifications = prom.Counter(
-            'gantt_notifications', 'Notifications sent, failed to send, or '
-            'dropped from a full queue, by outcome', ['outcome'])
+        self._binary = binary
+        self._registry = registry or prom.REGISTRY
+        self._scheduler_metrics(prom)
+        self._host_cache_metrics(prom)
+        self._conductor_metrics(prom)
+        self._service_metrics(prom)
         # {(id of the metric, label value): child} of the one-label
         # metrics every request records (labels() costs more than the
         # record; the metrics live as long as this object).
         self._children = {}
+
+    def _owned(self, kind, name, *args, **kwargs):
+        """``kind(name, ...)`` if the daemon owns ``name``."""
+        if not owns(self._binary, name):
+            return NOT_OWNED
+        return kind(name, *args, registry=self._registry, **kwargs)
+
+    def _once_known(self, prom, name, text, mode):
+        """An unlabelled gauge, absent until its first value."""
+        if not owns(self._binary, name):
+            return NOT_OWNED
+        return _GaugeOnceKnown(lambda: prom.Gauge(
+            name, text, multiprocess_mode=mode, registry=self._registry))
+
+    def _scheduler_metrics(self, prom):
+        self.driver = {
+            name: self._owned(prom.Counter, 'gantt_scheduler_%s' % name,
+                              text)
+            for name, text in DRIVER_COUNTERS.items()}
+        self.driver_events = self._owned(
+            prom.Counter, 'gantt_scheduler_driver_events',
+            'Other counters of the scheduler driver', ['event'])
+        self.no_valid_host = self._owned(
+            prom.Counter, 'gantt_scheduler_no_valid_host',
+            'Requests that found no valid host, by the filter that removed '
+            'the last one', ['last_filter'])
+        self.latency = self._owned(
+            prom.Histogram, 'gantt_scheduler_select_destinations_seconds',
+            'Time of select_destinations, per phase (filter, weigh, claim, '
+            'and the whole request: total)', ['phase'],
+            buckets=LATENCY_BUCKETS)
+        self.rpc_errors = self._owned(
+            prom.Counter, 'gantt_rpc_errors', 'RPC calls that ended in an '
+            'error, by method and exception', ['method', 'error'])
+        self.in_flight = self._owned(
+            prom.Gauge, 'gantt_scheduler_requests_in_flight',
+            'select_destinations requests being served',
+            multiprocess_mode='livesum')
+
+    def _host_cache_metrics(self, prom):
+        self.cache_hosts = self._owned(
+            prom.Gauge, 'gantt_host_cache_hosts', 'Compute nodes in the '
+            'host cache, per cell', ['cell'], multiprocess_mode='livemax')
+        # livemin: a cell is up only if every worker could read it.
+        self.cache_cell_up = self._owned(
+            prom.Gauge, 'gantt_host_cache_cell_up', 'Whether the last host '
+            'cache refresh read the cell (1) or left it out (0)', ['cell'],
+            multiprocess_mode='livemin')
+        # The cells reported so far: one no longer listed reads 0.
+        self.cells_seen = set()
+        self.cache_refreshed_at = self._once_known(
+            prom, 'gantt_host_cache_last_refresh_timestamp_seconds',
+            'When the host cache was last refreshed (the oldest of the '
+            'workers that refreshed)', 'livemin')
+        self.cache_refresh = self._owned(
+            prom.Histogram, 'gantt_host_cache_refresh_seconds',
+            'Time of one host cache refresh from SQL',
+            buckets=REFRESH_BUCKETS)
+        self.cache_refresh_failures = self._owned(
+            prom.Counter, 'gantt_host_cache_refresh_failures',
+            'Host cache refreshes that failed (the database was away)')
+
+    def _conductor_metrics(self, prom):
+        self.builds = self._owned(
+            prom.Counter, 'gantt_conductor_builds', 'Instances whose '
+            'scheduling ended, by outcome', ['outcome'])
+        self.reschedules = self._owned(
+            prom.Counter, 'gantt_conductor_reschedules',
+            'Builds that failed on a compute and were tried elsewhere')
+        self.reaped = self._owned(
+            prom.Counter, 'gantt_conductor_reaper_releases',
+            'Instances or claims the reaper ended, by kind', ['kind'])
+
+    def _service_metrics(self, prom):
+        self.notifications = self._owned(
+            prom.Counter, 'gantt_notifications', 'Notifications sent, '
+            'failed to send, or dropped from a full queue, by outcome',
+            ['outcome'])
+        # livemin: up only if every worker is connected.
+        self.broker_up = self._once_known(
+            prom, 'gantt_broker_up', 'Whether the RPC servers are '
+            'connected to the broker (1) or not (0)', 'livemin')
+        self.database_up = self._once_known(
+            prom, 'gantt_database_up', 'Whether the last heartbeats '
+            'reached the database (1) or not (0)', 'livemin')
 
     def child(self, metric, value):
         """``metric.labels(value)``, looked up once per value."""
@@ -239,7 +376,7 @@ def metrics():
     if _metrics is None:
         with _lock:
             if _metrics is None:
-                _metrics = _Metrics()
+                _metrics = _Metrics(_binary)
     return _metrics
 
 
@@ -321,3 +458,13 @@ def reaped(kind, amount=1):
 def notification(outcome):
     """``outcome``: sent, failed, dropped."""
     metrics().notifications.labels(outcome=outcome).inc()
+
+
+def broker_up(connected):
+    """Whether this worker's RPC server is connected to the broker."""
+    metrics().broker_up.set(1 if connected else 0)
+
+
+def database_up(reached):
+    """Whether this worker's last use of the database reached it."""
+    metrics().database_up.set(1 if reached else 0)

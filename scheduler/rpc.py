@@ -358,6 +358,20 @@ def get_server(target, endpoints, on_idle=None):
     return server
 
 
+def server_connected(server):
+    """Whether ``server``'s connection to the broker is up, from the
+    state its AMQP driver keeps (no message is sent): True or False, or
+    None when the driver does not say (``fake://``, a server not
+    started, an oslo.messaging that keeps it elsewhere)."""
+    try:
+        listener = server.listener._poll_style_listener
+        # The driver's pooled connection, then kombu's.
+        connected = listener.conn.connection.connection.connected
+    except Exception:
+        return None
+    return connected if isinstance(connected, bool) else None
+
+
 def get_client(target, version_cap=None, transport=None):
     """An RPC client for ``target`` capped at ``version_cap`` if given,
     on ``transport`` (default: the process's own)."""

@@ -12,6 +12,10 @@ A Service wraps a manager (the RPC endpoint object) and gives it:
 * a graceful stop: SIGTERM stops consuming, lets in-flight requests finish,
   then exits; ``reset()`` (SIGHUP) asks the manager to re-read its mutable
   options;
+* the state of its connections on the Prometheus endpoint, when one is
+  served (:mod:`scheduler.prometheus`): the broker's, read from the RPC
+  server every few seconds, and the database's, from each heartbeat that
+  writes the services row;
 * systemd notification (``scheduler.sd_notify``): ``READY=1`` once the RPC
   server consumes, ``STOPPING=1`` from the master when SIGTERM reaches it.
 
@@ -27,6 +31,7 @@ import threading
 import time
 
 import oslo_messaging as messaging
+from oslo_db import exception as db_exc
 from oslo_log import log as logging
 from oslo_service import backend as service_backend
 from oslo_service import service as oslo_service
@@ -37,6 +42,7 @@ from scheduler.db import api as db_api
 from scheduler.db import services as db_services
 from scheduler import notifications
 from scheduler.notifications import service as service_notes
+from scheduler import prometheus
 from scheduler import rpc
 from scheduler import sd_notify
 from scheduler import version
@@ -98,9 +104,14 @@ class _Loop:
 def db_reporter(host, binary, topic):
     """A reporter that writes the heartbeat to the services table."""
     def report():
-        with db_api.writer() as session:
-            row = db_services.report_alive(session, host, binary, topic,
-                                           version.SERVICE_VERSION)
+        try:
+            with db_api.writer() as session:
+                row = db_services.report_alive(session, host, binary, topic,
+                                               version.SERVICE_VERSION)
+        except db_exc.DBConnectionError:
+            prometheus.database_up(False)
+            raise
+        prometheus.database_up(True)
         if row.report_count == 1:
             service_notes.service_action(None, 'create', row, binary, host)
     return report
@@ -131,6 +142,10 @@ class Service(oslo_service.Service):
         self.rpcserver = rpc.get_server(
             target, endpoints, on_idle=getattr(self.manager, 'idle', None))
         self.rpcserver.start()
+        if prometheus.serving():
+            self._record_broker_state()
+            self._add_loop('broker_state', prometheus.BROKER_CHECK_INTERVAL,
+                           self._record_broker_state)
         if self.reporter is not None:
             self._report_safely()
             self._add_loop('heartbeat', CONF.report_interval,
@@ -148,6 +163,11 @@ class Service(oslo_service.Service):
         loop = _Loop(name, interval, func, run_immediately)
         loop.start()
         self._loops.append(loop)
+
+    def _record_broker_state(self):
+        connected = rpc.server_connected(self.rpcserver)
+        if connected is not None:
+            prometheus.broker_up(connected)
 
     def _report_safely(self):
         try:

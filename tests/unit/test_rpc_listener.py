@@ -1,9 +1,12 @@
 """oslo.messaging's AMQP listeners wake from LISTENER_WAKEUP_FLOOR on,
-not 1 ms after each message (see scheduler.rpc)."""
+not 1 ms after each message (see scheduler.rpc); an RPC server's
+connection state is read from its listener's connection."""
 
 import logging
+import types
 
 from oslo_messaging._drivers import amqpdriver
+import pytest
 
 from scheduler import rpc
 from tests.unit import inprocess
@@ -32,3 +35,23 @@ def test_an_oslo_messaging_without_the_constant_is_named(monkeypatch,
         assert rpc.fewer_listener_wakeups() is False
     assert 'ACK_REQUEUE_EVERY_SECONDS_MIN' in caplog.text
     assert not hasattr(amqpdriver, 'ACK_REQUEUE_EVERY_SECONDS_MIN')
+
+
+def connection_chain(connected):
+    """An RPC server as the AMQP driver nests its kombu connection."""
+    kombu = types.SimpleNamespace(connected=connected)
+    pooled = types.SimpleNamespace(connection=kombu)
+    context = types.SimpleNamespace(connection=pooled)
+    listener = types.SimpleNamespace(conn=context)
+    return types.SimpleNamespace(listener=types.SimpleNamespace(
+        _poll_style_listener=listener))
+
+
+@pytest.mark.parametrize('server, expected', [
+    (connection_chain(True), True),
+    (connection_chain(False), False),
+    (connection_chain('maybe'), None),
+    (types.SimpleNamespace(listener=None), None),
+])
+def test_the_connection_state_is_the_drivers(server, expected):
+    assert rpc.server_connected(server) is expected

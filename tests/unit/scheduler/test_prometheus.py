@@ -138,3 +138,100 @@ def test_labelled_records_go_to_their_own_series_each_time():
         prometheus.request_timed({'weigh': 0.25}, 1.0)
     prometheus.count('test_other', 2)
     assert grown(before) == {ahead: 3, other: 2, weigh: 0.75, total: 3}
+
+
+@pytest.fixture
+def daemon_metrics(monkeypatch):
+    """``use(binary)``: this process records as ``binary``'s would, into
+    a registry of its own, which it returns."""
+    def use(binary):
+        registry = prometheus_client.CollectorRegistry()
+        monkeypatch.setattr(prometheus, '_metrics',
+                            prometheus._Metrics(binary, registry))
+        return registry
+    return use
+
+
+def record_everything():
+    """Every recording function, once."""
+    prometheus.count('requests')
+    prometheus.count('test_event')
+    prometheus.no_valid_host('RamFilter')
+    prometheus.request_timed({'filter': 0.01}, 0.02)
+    prometheus.rpc_error('select_destinations', ValueError())
+    with prometheus.in_flight():
+        pass
+    prometheus.cache_refreshed(0.1, {'default': 2}, {'default': True}, 5.0)
+    prometheus.cache_refresh_failed()
+    prometheus.build_ended('scheduled')
+    prometheus.rescheduled()
+    prometheus.reaped('stray_claim')
+    prometheus.notification('sent')
+    prometheus.broker_up(True)
+    prometheus.database_up(True)
+
+
+def declared_names(registry):
+    return {family.name for family in registry.collect()}
+
+
+@pytest.mark.parametrize('binary', prometheus.DAEMONS)
+def test_a_daemon_records_only_the_metrics_it_owns(daemon_metrics, binary):
+    registry = daemon_metrics(binary)
+    record_everything()
+    owned = {name for name, owners in prometheus.OWNERS.items()
+             if binary in owners}
+    assert declared_names(registry) == owned - {
+        'gantt_build_info', 'process', 'python_info'}
+
+
+def test_every_metric_recorded_has_its_owners_in_the_table(daemon_metrics):
+    # A process that serves nothing (the demo, gantt-manage) records all.
+    registry = daemon_metrics(None)
+    record_everything()
+    assert declared_names(registry) <= set(prometheus.OWNERS)
+    assert 'gantt_host_cache_hosts' in declared_names(registry)
+
+
+def test_the_conductor_exports_none_of_the_schedulers(daemon_metrics):
+    registry = daemon_metrics(prometheus.CONDUCTOR)
+    record_everything()
+    names = {sample.name for family in registry.collect()
+             for sample in family.samples}
+    assert not [name for name in names
+                if name.startswith(('gantt_scheduler', 'gantt_host_cache',
+                                    'gantt_rpc'))]
+    assert registry.get_sample_value(
+        'gantt_conductor_builds_total', {'outcome': 'scheduled'}) == 1
+
+
+def test_a_value_not_known_yet_is_absent(daemon_metrics):
+    registry = daemon_metrics(prometheus.SCHEDULER)
+    refreshed_at = 'gantt_host_cache_last_refresh_timestamp_seconds'
+    for name in (refreshed_at, 'gantt_broker_up', 'gantt_database_up'):
+        assert registry.get_sample_value(name) is None, name
+    # Labelled: nothing before the first label.
+    assert registry.get_sample_value('gantt_host_cache_hosts',
+                                     {'cell': 'default'}) is None
+    # Unlabelled counters and the requests in flight are known: 0.
+    assert registry.get_sample_value('gantt_scheduler_requests_total') == 0
+    assert registry.get_sample_value(
+        'gantt_scheduler_requests_in_flight') == 0
+
+    prometheus.cache_refreshed(0.1, {'default': 2}, {'default': True},
+                               1234.5)
+    prometheus.broker_up(True)
+    prometheus.database_up(False)
+    assert registry.get_sample_value(refreshed_at) == 1234.5
+    assert registry.get_sample_value('gantt_broker_up') == 1
+    assert registry.get_sample_value('gantt_database_up') == 0
+    prometheus.database_up(True)
+    assert registry.get_sample_value('gantt_database_up') == 1
+
+
+def test_the_computes_have_no_database_figure(daemon_metrics):
+    registry = daemon_metrics(prometheus.COMPUTE)
+    prometheus.database_up(True)
+    prometheus.broker_up(False)
+    assert registry.get_sample_value('gantt_database_up') is None
+    assert registry.get_sample_value('gantt_broker_up') == 0
