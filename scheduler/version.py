@@ -9,6 +9,8 @@ change of what services send each other; its history:
 * (none) - services of the releases before this one record no version.
 * 1 - services record their version; the conductor RPC API 1.2
   (``service_update`` carries it).
+* 2 - the conductor RPC API 1.4: computes sync what runs and what is
+  still spawning apart (a 1.1 sync activates nothing).
 
 ``OLDEST_SUPPORTED_SERVICE_VERSION`` is the oldest version this release's
 control services (scheduler, conductor) still talk to: ``None`` means
@@ -35,7 +37,7 @@ import importlib.metadata
 import os
 import subprocess
 
-SERVICE_VERSION = 1
+SERVICE_VERSION = 2
 
 OLDEST_SUPPORTED_SERVICE_VERSION = None
 

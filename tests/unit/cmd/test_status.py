@@ -3,6 +3,7 @@
 (``conf_file`` and the logging clean-up come from this directory's
 conftest.)"""
 
+import datetime
 import json
 
 from alembic import command
@@ -129,6 +130,12 @@ def test_an_instance_its_compute_does_not_run_is_a_failure(migrated,
                             request_spec=None)
         db_instances.update(session, 'b' * 36, vm_state='active',
                             task_state=None, host='cmp-1', node='cmp-1')
+        # Changed a minute before the compute's report, which does not
+        # list it.
+        minute_ago = models.utcnow() - datetime.timedelta(minutes=1)
+        session.execute(sa.update(models.Instance).where(
+            models.Instance.uuid == 'b' * 36).values(
+            created_at=minute_ago, updated_at=minute_ago))
     with db_api.writer() as session:
         compute_reports.record(session, 'cmp-1', {}, [])
     code, results, _err = check()
