@@ -142,6 +142,12 @@ def _mask_query(query):
     return masked
 
 
+def is_secret_key(key):
+    """Whether a query or ``key=value`` key names a secret (``password``,
+    ``sslpassword``, ``pwd``...), so its value is masked."""
+    return _mask_query({key: ''})[key] == MASK
+
+
 def redact_database_url(url):
     """``url`` (an SQLAlchemy URL) with its password and any password-like
     query parameter shown as ``***``; None and '' are returned as given.

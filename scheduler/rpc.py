@@ -41,6 +41,7 @@ import inspect
 import logging as std_logging
 import threading
 
+from oslo_config import cfg
 import oslo_messaging as messaging
 from oslo_messaging.rpc import server as rpc_server
 from oslo_log import log as logging
@@ -50,6 +51,7 @@ from scheduler import config
 from scheduler import context as gantt_context
 from scheduler import exception
 from scheduler.objects import base as objects_base
+from scheduler import transport_url
 
 LOG = logging.getLogger(__name__)
 
@@ -191,20 +193,8 @@ def init(conf, check_broker=False, url=None):
     global TRANSPORT
     if TRANSPORT is not None:
         return TRANSPORT
-    try:
-        TRANSPORT = messaging.get_rpc_transport(
-            conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
-    except (messaging.InvalidTransportURL,
-            messaging.DriverLoadFailure) as error:
-        raise exception.MessagingUnavailable(
-            url=config.redact_transport_url(url or conf.transport_url),
-            reason=config.scrub(str(error), [url or conf.transport_url]))
-    except ValueError:
-        # The parser's own words may quote a piece of a password.
-        raise exception.MessagingUnavailable(
-            url=config.redact_transport_url(url or conf.transport_url),
-            reason='the URL cannot be parsed (a raw , / ? # or @ in a user '
-                   'name or password must be percent-encoded)')
+    TRANSPORT = _transport(conf, url, transport_url.OPTION if url is None
+                           else 'transport URL')
     fewer_listener_wakeups()
     if check_broker:
         try:
@@ -213,6 +203,26 @@ def init(conf, check_broker=False, url=None):
             cleanup()
             raise
     return TRANSPORT
+
+
+def _transport(conf, url, option):
+    """An RPC transport for ``url`` (None: ``[DEFAULT] transport_url``);
+    ConfigError naming ``option`` for a URL oslo.messaging would misread
+    or refuses, MessagingUnavailable for a driver it cannot load."""
+    given = url or conf.transport_url
+    transport_url.check(given, option)
+    try:
+        return messaging.get_rpc_transport(
+            conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
+    except cfg.NoSuchOptError as error:
+        raise transport_url.query_error(given, error, option)
+    except (messaging.InvalidTransportURL,
+            messaging.DriverLoadFailure) as error:
+        raise exception.MessagingUnavailable(
+            url=config.redact_transport_url(given),
+            reason=config.scrub(str(error), [given]))
+    except ValueError as error:
+        raise transport_url.parse_error(given, error, option)
 
 
 def fewer_listener_wakeups():

@@ -142,6 +142,29 @@ def test_unreachable_broker(cluster, binary):
     assert SECRET not in exited.stdout + exited.stderr
 
 
+@pytest.mark.parametrize('url, words', [
+    # A driver takes the query as its options: 'password' is none of them.
+    ('rabbit://guest@127.0.0.1:1/?password=%s' % SECRET,
+     ["[DEFAULT] transport_url rabbit://guest@127.0.0.1:1/?password=***: "
+      "'password' in its query is no option of [oslo_messaging_rabbit]",
+      "reads a password from the URL's user info only"]),
+    # A raw '/' ends urllib's host part: the port would be 'pa'.
+    ('rabbit://guest:pa/%s@127.0.0.1:1/' % SECRET,
+     ["[DEFAULT] transport_url rabbit://guest:***@127.0.0.1:1/: the "
+      "password holds a raw '/'", "percent-encode it ('/' as %2F)"]),
+])
+def test_transport_url_oslo_messaging_would_misread(cluster, url, words):
+    exited = run(cluster, 'gantt-scheduler', 'misread-url',
+                 '[DEFAULT]\ntransport_url = %s\n' % url)
+    line = error_line('gantt-scheduler', exited)
+    assert line.startswith('gantt-scheduler: error: Configuration error: '), \
+        line
+    for expected in words:
+        assert expected in line, line
+    assert 'NoSuchOptError' not in exited.stdout + exited.stderr
+    assert SECRET not in exited.stdout + exited.stderr
+
+
 @pytest.mark.parametrize('binary', DAEMONS)
 @pytest.mark.parametrize('backend', databases.BACKENDS)
 def test_database_not_migrated(cluster, backend, binary):
