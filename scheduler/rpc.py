@@ -100,6 +100,22 @@ class RequestContextSerializer(messaging.Serializer):
         return gantt_context.from_dict(ctxt)
 
 
+class ServerSerializer(RequestContextSerializer):
+    """What RPC servers deserialize with: an argument that cannot be read
+    (an unknown object, or a version of one this service does not serve)
+    is refused in one ERROR line, and the caller of a call gets the
+    InvalidRequest saying why. oslo.messaging would log it with its
+    traceback, as it logs any unexpected exception of a dispatch."""
+
+    def deserialize_entity(self, ctxt, entity):
+        try:
+            return super().deserialize_entity(ctxt, entity)
+        except exception.InvalidRequest as error:
+            LOG.error('Refused an RPC message: %s', error)
+            # Expected: the caller reads it, the server logs no trace.
+            raise messaging.ExpectedException()
+
+
 # The attribute :func:`expose` sets on an RPC method.
 EXPOSED_ATTR = 'gantt_rpc_exposed'
 
@@ -361,7 +377,8 @@ def get_server(target, endpoints, on_idle=None):
     if _executor() == 'eventlet':
         kwargs['executor'] = 'eventlet'
     server = messaging.get_rpc_server(
-        TRANSPORT, target, endpoints, serializer=get_serializer(),
+        TRANSPORT, target, endpoints,
+        serializer=ServerSerializer(objects_base.GanttObjectSerializer()),
         access_policy=ExposedRPCAccessPolicy,
         server_cls=IdleAwareRPCServer, **kwargs)
     server.on_idle = on_idle
