@@ -219,6 +219,10 @@ class _Metrics:
         self.notifications = prom.Counter(
             'gantt_notifications', 'Notifications sent, failed to send, or '
             'dropped from a full queue, by outcome', ['outcome'])
+        self.undecodable_messages = prom.Counter(
+            'gantt_rpc_undecodable_messages', 'Messages dropped from an '
+            'RPC queue because they could not be decoded, by queue',
+            ['queue'])
         # {(id of the metric, label value): child} of the one-label
         # metrics every request records (labels() costs more than the
         # record; the metrics live as long as this object).
@@ -321,3 +325,9 @@ def reaped(kind, amount=1):
 def notification(outcome):
     """``outcome``: sent, failed, dropped."""
     metrics().notifications.labels(outcome=outcome).inc()
+
+
+def undecodable_message(queue):
+    """A message of ``queue`` could not be decoded and was dropped
+    (``gantt_rpc_undecodable_messages_total{queue}``, every daemon)."""
+    metrics().undecodable_messages.labels(queue=queue).inc()

@@ -33,7 +33,9 @@ Servers and clients::
                             version_cap=CONF.upgrade_levels.scheduler)
 
 ``fake://`` (the in-process transport of oslo.messaging) serves the
-all-in-one demo and unit tests; ``rabbit://`` the real deployment.
+all-in-one demo and unit tests; ``rabbit://`` the real deployment. A
+message on a queue that cannot be decoded is counted and logged in one
+line per queue and minute (:mod:`scheduler.undecodable_messages`).
 """
 
 import functools
@@ -52,6 +54,7 @@ from scheduler import context as gantt_context
 from scheduler import exception
 from scheduler.objects import base as objects_base
 from scheduler import transport_url
+from scheduler import undecodable_messages
 
 LOG = logging.getLogger(__name__)
 
@@ -212,6 +215,7 @@ def init(conf, check_broker=False, url=None):
     TRANSPORT = _transport(conf, url, transport_url.OPTION if url is None
                            else 'transport URL')
     fewer_listener_wakeups()
+    undecodable_messages.install()
     if check_broker:
         try:
             probe_broker(conf, url or conf.transport_url)
