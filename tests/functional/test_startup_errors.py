@@ -178,3 +178,24 @@ def test_database_not_migrated(cluster, backend, binary):
     assert "run 'gantt-manage db sync'" in line, line
     # The database is named, so the operator knows which one to migrate.
     assert gantt_config.redact_database_url(url) in line, line
+
+
+def test_quorum_queues_over_classic_ones(tmp_path):
+    """Classic queues of the scheduler's topic exist (the services ran
+    before rabbit_quorum_queue was set): the scheduler says so and exits,
+    instead of restarting its worker forever."""
+    with cluster_mod.Cluster(tmp_path, 'sqlite') as own:
+        classic = own.start_scheduler('quorum-host')
+        classic.stop()
+        exited = run(own, 'gantt-scheduler', 'quorum-host',
+                     '[DEFAULT]\nhost = quorum-host\n'
+                     '[oslo_messaging_rabbit]\nrabbit_quorum_queue = true\n')
+    line = error_line('gantt-scheduler', exited)
+    assert line.startswith(
+        "gantt-scheduler: error: Configuration error: [oslo_messaging_rabbit]"
+        " rabbit_quorum_queue is on, but queue 'scheduler' on "
+        "rabbit://guest:***@127.0.0.1:5672/%s is a classic queue ("
+        % own.vhost), line
+    assert "inequivalent arg" in line, line
+    assert ('rabbitmqctl delete_queue --vhost %s scheduler' % own.vhost
+            in line), line
