@@ -299,27 +299,32 @@ def _is_password_piece(token, passwords):
 
 def scrub(text, urls):
     """:func:`mask_secrets` of ``text``, then every password of ``urls``
-    (see :func:`url_passwords`) where it stands as a password: in a URL's
-    user info (``:secret@``, also in a URL too broken for
-    :func:`mask_secrets` to see), and quoted whole or in a piece at
-    least :data:`SCRUB_MIN_PIECE` characters long (``'secr'``).
+    (see :func:`url_passwords`) where it stands as a password: right
+    after a colon, as in a URL's user info (``user:secret@``, also in a
+    URL too broken for :func:`mask_secrets` to see), and quoted whole or
+    in a piece at least :data:`SCRUB_MIN_PIECE` characters long
+    (``'secr'``).
 
     Anywhere else the same characters are the message's own words: with
     the password ``guest``, "Invalid request" and the user name guest
     are left as they are."""
-    text = mask_secrets(text)
     if not text:
         return text
+    text = str(text)
     passwords = set()
     for url in urls:
         passwords |= url_passwords(url)
     # Longest first: a password is masked whole rather than in the
     # pieces that other (shorter) passwords share with it.
     for password in sorted(passwords, key=len, reverse=True):
-        text = text.replace(':%s@' % password, ':%s@' % MASK)
+        # Right after a colon: a user info's password, whatever follows
+        # (a URL cut at white space, a raw ',' that split its hosts).
+        text = text.replace(':' + password, ':' + MASK)
 
     def quoted(match):
         if _is_password_piece(match.group(2), passwords):
             return match.group(1) + MASK + match.group(1)
         return match.group(0)
-    return _QUOTED.sub(quoted, text)
+    # Before mask_secrets, which may cut a broken URL where a password
+    # no longer follows its colon.
+    return mask_secrets(_QUOTED.sub(quoted, text))
