@@ -142,6 +142,12 @@ def _mask_query(query):
     return masked
 
 
+def is_secret_key(key):
+    """Whether a query or ``key=value`` key names a secret (``password``,
+    ``sslpassword``, ``pwd``...), so its value is masked."""
+    return _mask_query({key: ''})[key] == MASK
+
+
 def redact_database_url(url):
     """``url`` (an SQLAlchemy URL) with its password and any password-like
     query parameter shown as ``***``; None and '' are returned as given.
@@ -275,47 +281,50 @@ def url_passwords(url):
     return found | {urllib.parse.quote(password, '') for password in found}
 
 
-# Pieces of a password at least this long are masked too (a driver may
-# quote a password cut where it misread it).
+# A quoted piece of a password at least this long is masked too (a driver
+# may quote the part of a password it misread, as a port say).
 SCRUB_MIN_PIECE = 4
 
+# A quoted token of one line: the quote, then what it holds.
+_QUOTED = re.compile(r"""(['"])([^'"\n]+)\1""")
 
-def _pieces_in(password, text):
-    """The longest pieces of ``password`` found in ``text``, one per start
-    position, of at least :data:`SCRUB_MIN_PIECE` characters (or the whole
-    of a shorter password)."""
-    if len(password) <= SCRUB_MIN_PIECE:
-        return {password} if password in text else set()
-    found = set()
-    for start in range(len(password) - SCRUB_MIN_PIECE + 1):
-        # A piece found means every shorter piece from there is too: look
-        # for the longest by bisection.
-        low, high = SCRUB_MIN_PIECE - 1, len(password) - start
-        while low < high:
-            middle = (low + high + 1) // 2
-            if password[start:start + middle] in text:
-                low = middle
-            else:
-                high = middle - 1
-        if low >= SCRUB_MIN_PIECE:
-            found.add(password[start:start + low])
-    return found
+
+def _is_password_piece(token, passwords):
+    """Whether ``token`` is one of ``passwords`` or a piece of one at least
+    SCRUB_MIN_PIECE characters long."""
+    return any(token == password or (len(token) >= SCRUB_MIN_PIECE
+                                     and token in password)
+               for password in passwords)
 
 
 def scrub(text, urls):
     """:func:`mask_secrets` of ``text``, then every password of ``urls``
-    (see :func:`url_passwords`), and every piece of one at least
-    :data:`SCRUB_MIN_PIECE` characters long, replaced by ``***``."""
-    text = mask_secrets(text)
+    (see :func:`url_passwords`) where it stands as a password: right
+    after a colon, as in a URL's user info (``user:secret@``, also in a
+    URL too broken for :func:`mask_secrets` to see), and quoted whole or
+    in a piece at least :data:`SCRUB_MIN_PIECE` characters long
+    (``'secr'``).
+
+    Anywhere else the same characters are the message's own words: with
+    the password ``guest``, "Invalid request" and the user name guest
+    are left as they are."""
+    if not text:
+        return text
+    text = str(text)
     passwords = set()
     for url in urls:
         passwords |= url_passwords(url)
-    pieces = set()
-    for password in passwords:
-        pieces.update(_pieces_in(password, text))
-    # Longest first, so that a password is masked whole rather than in
+    # Longest first: a password is masked whole rather than in the
     # pieces that other (shorter) passwords share with it.
-    for piece in sorted(pieces, key=len, reverse=True):
-        if piece in text:
-            text = text.replace(piece, MASK)
-    return text
+    for password in sorted(passwords, key=len, reverse=True):
+        # Right after a colon: a user info's password, whatever follows
+        # (a URL cut at white space, a raw ',' that split its hosts).
+        text = text.replace(':' + password, ':' + MASK)
+
+    def quoted(match):
+        if _is_password_piece(match.group(2), passwords):
+            return match.group(1) + MASK + match.group(1)
+        return match.group(0)
+    # Before mask_secrets, which may cut a broken URL where a password
+    # no longer follows its colon.
+    return mask_secrets(_QUOTED.sub(quoted, text))

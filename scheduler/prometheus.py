@@ -128,6 +128,7 @@ OWNERS = {
     'gantt_conductor_reaper_releases': (CONDUCTOR,),
     # Each daemon sends notifications of its own (scheduler.notifications).
     'gantt_notifications': DAEMONS,
+    'gantt_rpc_undecodable_messages': DAEMONS,
     'gantt_broker_up': DAEMONS,
     'gantt_database_up': (SCHEDULER, CONDUCTOR),
     'gantt_build_info': DAEMONS,
@@ -353,6 +354,10 @@ class _Metrics:
             prom.Counter, 'gantt_notifications', 'Notifications sent, '
             'failed to send, or dropped from a full queue, by outcome',
             ['outcome'])
+        self.undecodable_messages = self._owned(
+            prom.Counter, 'gantt_rpc_undecodable_messages', 'Messages '
+            'dropped from an RPC queue because they could not be decoded, '
+            'by queue', ['queue'])
         # livemin: up only if every worker is connected.
         self.broker_up = self._once_known(
             prom, 'gantt_broker_up', 'Whether the RPC servers are '
@@ -468,3 +473,9 @@ def broker_up(connected):
 def database_up(reached):
     """Whether this worker's last use of the database reached it."""
     metrics().database_up.set(1 if reached else 0)
+
+
+def undecodable_message(queue):
+    """A message of ``queue`` could not be decoded and was dropped
+    (``gantt_rpc_undecodable_messages_total{queue}``, every daemon)."""
+    metrics().undecodable_messages.labels(queue=queue).inc()

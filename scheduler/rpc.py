@@ -33,7 +33,9 @@ Servers and clients::
                             version_cap=CONF.upgrade_levels.scheduler)
 
 ``fake://`` (the in-process transport of oslo.messaging) serves the
-all-in-one demo and unit tests; ``rabbit://`` the real deployment.
+all-in-one demo and unit tests; ``rabbit://`` the real deployment. A
+message on a queue that cannot be decoded is counted and logged in one
+line per queue and minute (:mod:`scheduler.undecodable_messages`).
 """
 
 import functools
@@ -41,6 +43,7 @@ import inspect
 import logging as std_logging
 import threading
 
+from oslo_config import cfg
 import oslo_messaging as messaging
 from oslo_messaging.rpc import server as rpc_server
 from oslo_log import log as logging
@@ -50,6 +53,8 @@ from scheduler import config
 from scheduler import context as gantt_context
 from scheduler import exception
 from scheduler.objects import base as objects_base
+from scheduler import transport_url
+from scheduler import undecodable_messages
 
 LOG = logging.getLogger(__name__)
 
@@ -96,6 +101,22 @@ class RequestContextSerializer(messaging.Serializer):
 
     def deserialize_context(self, ctxt):
         return gantt_context.from_dict(ctxt)
+
+
+class ServerSerializer(RequestContextSerializer):
+    """What RPC servers deserialize with: an argument that cannot be read
+    (an unknown object, or a version of one this service does not serve)
+    is refused in one ERROR line, and the caller of a call gets the
+    InvalidRequest saying why. oslo.messaging would log it with its
+    traceback, as it logs any unexpected exception of a dispatch."""
+
+    def deserialize_entity(self, ctxt, entity):
+        try:
+            return super().deserialize_entity(ctxt, entity)
+        except exception.InvalidRequest as error:
+            LOG.error('Refused an RPC message: %s', error)
+            # Expected: the caller reads it, the server logs no trace.
+            raise messaging.ExpectedException()
 
 
 # The attribute :func:`expose` sets on an RPC method.
@@ -191,21 +212,10 @@ def init(conf, check_broker=False, url=None):
     global TRANSPORT
     if TRANSPORT is not None:
         return TRANSPORT
-    try:
-        TRANSPORT = messaging.get_rpc_transport(
-            conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
-    except (messaging.InvalidTransportURL,
-            messaging.DriverLoadFailure) as error:
-        raise exception.MessagingUnavailable(
-            url=config.redact_transport_url(url or conf.transport_url),
-            reason=config.scrub(str(error), [url or conf.transport_url]))
-    except ValueError:
-        # The parser's own words may quote a piece of a password.
-        raise exception.MessagingUnavailable(
-            url=config.redact_transport_url(url or conf.transport_url),
-            reason='the URL cannot be parsed (a raw , / ? # or @ in a user '
-                   'name or password must be percent-encoded)')
+    TRANSPORT = _transport(conf, url, transport_url.OPTION if url is None
+                           else 'transport URL')
     fewer_listener_wakeups()
+    undecodable_messages.install()
     if check_broker:
         try:
             probe_broker(conf, url or conf.transport_url)
@@ -213,6 +223,26 @@ def init(conf, check_broker=False, url=None):
             cleanup()
             raise
     return TRANSPORT
+
+
+def _transport(conf, url, option):
+    """An RPC transport for ``url`` (None: ``[DEFAULT] transport_url``);
+    ConfigError naming ``option`` for a URL oslo.messaging would misread
+    or refuses, MessagingUnavailable for a driver it cannot load."""
+    given = url or conf.transport_url
+    transport_url.check(given, option)
+    try:
+        return messaging.get_rpc_transport(
+            conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
+    except cfg.NoSuchOptError as error:
+        raise transport_url.query_error(given, error, option)
+    except (messaging.InvalidTransportURL,
+            messaging.DriverLoadFailure) as error:
+        raise exception.MessagingUnavailable(
+            url=config.redact_transport_url(given),
+            reason=config.scrub(str(error), [given]))
+    except ValueError as error:
+        raise transport_url.parse_error(given, error, option)
 
 
 def fewer_listener_wakeups():
@@ -351,7 +381,8 @@ def get_server(target, endpoints, on_idle=None):
     if _executor() == 'eventlet':
         kwargs['executor'] = 'eventlet'
     server = messaging.get_rpc_server(
-        TRANSPORT, target, endpoints, serializer=get_serializer(),
+        TRANSPORT, target, endpoints,
+        serializer=ServerSerializer(objects_base.GanttObjectSerializer()),
         access_policy=ExposedRPCAccessPolicy,
         server_cls=IdleAwareRPCServer, **kwargs)
     server.on_idle = on_idle

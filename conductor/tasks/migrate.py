@@ -132,17 +132,6 @@ def _size(flavor):
     return tuple(flavor.obj_get(name, 0) for name in SIZE_FIELDS)
 
 
-def _check_flavor(flavor):
-    for name in ('vcpus', 'memory_mb'):
-        if not flavor.obj_attr_is_set(name) or getattr(flavor, name) < 1:
-            raise exception.InvalidRequest(
-                reason='the new flavor needs %s of at least 1' % name)
-    for name in SIZE_FIELDS[2:]:
-        if flavor.obj_get(name, 0) < 0:
-            raise exception.InvalidRequest(
-                reason='the new flavor has a negative %s' % name)
-
-
 class MigrateTask:
     def __init__(self, scheduler_api, compute_api):
         self.scheduler_api = scheduler_api
@@ -197,7 +186,7 @@ class MigrateTask:
                 reason='instance %s has no host to move from' % row.uuid)
         spec = common.spec_for(row, flavor)
         if flavor is not None:
-            _check_flavor(flavor)
+            request_spec_obj.validate_flavor(flavor)
             old = request_spec_obj.RequestSpec.obj_from_primitive(
                 row.request_spec).flavor
             if _size(old) == _size(flavor):

@@ -1,7 +1,8 @@
 """Start-up shared by the gantt-scheduler, -conductor and -compute daemons.
 
 Checks everything that can be checked before serving (the broker is
-reachable, the database is reachable and migrated, the plugins exist) and
+reachable, its queues are of the type ``rabbit_quorum_queue`` asks for,
+the database is reachable and migrated, the plugins exist) and
 turns a failure into one clear line on stderr and exit code 1, instead of a
 traceback or a daemon that retries in silence::
 
@@ -23,6 +24,7 @@ from scheduler import exception
 from scheduler import notifications
 from scheduler import objects
 from scheduler import prometheus
+from scheduler import quorum_queues
 from scheduler import reports
 from scheduler import rpc
 from scheduler import sd_notify
@@ -83,6 +85,9 @@ def run_daemon(binary, topic, make_manager, workers=None,
         # Before anything records a value, and before the workers fork.
         prometheus.setup(binary)
         rpc.init(CONF, check_broker=True)
+        # The queues this daemon's RPC server will consume from.
+        quorum_queues.check(CONF, CONF.transport_url,
+                            [topic, '%s.%s' % (topic, CONF.host)])
         notifications.init(CONF)
         if uses_database:
             check_database()

@@ -28,6 +28,11 @@ Checks:
   API database is at its newest migration, cell0 and at least one other
   cell are mapped, and if no host is mapped no cell has compute nodes
   (else ``gantt-manage cell_v2 discover_hosts``). Passes in one cell.
+* **Quorum queues**: with ``[oslo_messaging_rabbit] rabbit_quorum_queue``
+  on, no queue of a Gantt topic (``scheduler``, ``conductor``,
+  ``compute`` and each service's ``<topic>.<host>``) exists on the
+  configured vhost as a classic queue (RabbitMQ cannot change a queue's
+  type: the daemons would refuse to start).
 * **Aggregates and server groups**: where they live (``[database]`` in
   one cell; with cells the API database, at its newest migration); a
   warning when a cell's own tables still hold some, unused (``gantt-manage
@@ -58,6 +63,7 @@ from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import services as db_services
 from scheduler import exception
+from scheduler import quorum_queues
 from scheduler import rpcapi as scheduler_rpcapi
 from scheduler import version
 
@@ -182,6 +188,9 @@ class Checks(upgradecheck.UpgradeCommands):
                               db_api.api_connection()),
                               db_api.describe_error(error)))
 
+    def _check_quorum_queues(self):
+        return quorum_queues_result(CONF)
+
     _upgrade_checks = (
         ('Database schema', _check_schema),
         ('RPC version caps', _check_rpc_caps),
@@ -190,6 +199,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Deprecated options', _check_deprecated_options),
         ('Cells v2', _check_cells_v2),
         ('Aggregates and server groups', _check_groups),
+        ('Quorum queues', _check_quorum_queues),
     )
 
 
@@ -216,6 +226,36 @@ def claims_result(outcome):
         return Result(Code.SUCCESS)
     return Result(Code.FAILURE, "%s: run 'gantt-manage db check' for the "
                   'list.' % '; '.join(parts))
+
+def quorum_queues_result(conf):
+    """The Quorum queues check: with ``rabbit_quorum_queue`` on, no queue
+    of a Gantt topic on the configured vhost is a classic one."""
+    if not quorum_queues.enabled(conf):
+        return Result(Code.SUCCESS, '%s is off.' % quorum_queues.OPTION)
+    topics = (scheduler_rpcapi.RPC_TOPIC, conductor_rpcapi.RPC_TOPIC,
+              compute_rpcapi.RPC_TOPIC)
+    queues = list(topics)
+    try:
+        with db_api.reader() as session:
+            queues += sorted('%s.%s' % (row.topic, row.host)
+                             for row in db_services.list_services(session)
+                             if row.topic in topics)
+    except Exception:
+        pass   # The topics alone: the other checks say why.
+    url = conf.transport_url
+    try:
+        found = quorum_queues.classic_queues(conf, url, queues)
+    except Exception as error:
+        return Result(Code.FAILURE, 'Cannot ask the broker at %s: %s' % (
+            config.redact_transport_url(url),
+            config.scrub(str(error), [url])))
+    if not found:
+        return Result(Code.SUCCESS)
+    return Result(Code.FAILURE, '%s is on, but classic queues exist on '
+                  '%s: %s. %s.' % (
+                      quorum_queues.OPTION, config.redact_transport_url(url),
+                      ', '.join(queue for queue, _refusal in found),
+                      quorum_queues.advice(url, found[0][0])))
 
 
 def service_versions_result(rows):

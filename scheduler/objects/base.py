@@ -4,7 +4,13 @@ Objects are serialized by oslo.versionedobjects under the namespace
 ``gantt_object``. A payload that cannot be turned back into an object (an
 unknown class, a wrong field type, a newer version than this service knows)
 becomes :class:`scheduler.exception.InvalidRequest`, so the caller reads why
-its message was refused.
+its message was refused; a version it does not serve is named with those
+it does::
+
+    Invalid request: RequestSpec version 1.99 is not served here; versions
+    served: 1.0
+
+(An RPC server logs that refusal in one line: see ``scheduler.rpc``.)
 """
 
 import copy
@@ -237,12 +243,30 @@ class DictOfFloatsField(fields.AutoTypedField):
     AUTO_TYPE = fields.Dict(fields.Float())
 
 
+def served_versions(objname):
+    """The versions of the object ``objname`` this process reads, for a
+    message: ``'1.0 to 1.1'`` (a minor version reads the lower ones of
+    its major version), ``'none'`` for a name it does not know."""
+    versions = []
+    for cls in GanttObjectRegistry.obj_classes().get(objname, ()):
+        major, minor = cls.VERSION.split('.')
+        versions.append(cls.VERSION if minor == '0'
+                        else '%s.0 to %s' % (major, cls.VERSION))
+    return ', '.join(sorted(versions)) or 'none'
+
+
 class GanttObjectSerializer(ovo_base.VersionedObjectSerializer):
     OBJ_BASE_CLASS = GanttObject
 
     def deserialize_entity(self, context, entity):
         try:
             return super().deserialize_entity(context, entity)
+        except ovo_exception.IncompatibleObjectVersion as error:
+            objname = error.kwargs.get('objname')
+            raise exception.InvalidRequest(
+                reason='%s version %s is not served here; versions '
+                'served: %s' % (objname, error.kwargs.get('objver'),
+                                served_versions(objname)))
         except (ovo_exception.VersionedObjectsException, ValueError,
                 TypeError, KeyError) as error:
             raise exception.InvalidRequest(

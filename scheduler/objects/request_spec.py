@@ -19,13 +19,15 @@ from scheduler.objects import base
 from scheduler import placement_types
 from scheduler import validation
 
-# The flavor's sizes, and the most each may ask for.
+# The flavor's sizes, the least and the most each may ask for. As Nova's
+# flavor create: at least 1 vCPU and 1 MB of RAM, no negative disk or
+# swap (Nova's ceiling, the SQL int32, is above scheduler.validation's).
 FLAVOR_SIZE_BOUNDS = (
-    ('vcpus', validation.MAX_VCPUS),
-    ('memory_mb', validation.MAX_MEMORY_MB),
-    ('root_gb', validation.MAX_DISK_GB),
-    ('ephemeral_gb', validation.MAX_DISK_GB),
-    ('swap', validation.MAX_SWAP_MB),
+    ('vcpus', 1, validation.MAX_VCPUS),
+    ('memory_mb', 1, validation.MAX_MEMORY_MB),
+    ('root_gb', 0, validation.MAX_DISK_GB),
+    ('ephemeral_gb', 0, validation.MAX_DISK_GB),
+    ('swap', 0, validation.MAX_SWAP_MB),
 )
 
 
@@ -138,13 +140,14 @@ class InstanceGroup(base.GanttObject):
 
 def validate_flavor(flavor, field='flavor'):
     """Raise InvalidRequest unless ``flavor`` is a Flavor whose sizes are
-    set and within ``scheduler.validation``'s bounds."""
+    set and within FLAVOR_SIZE_BOUNDS (a flavor of 0 vCPUs or 0 MB of RAM
+    is refused, as Nova refuses to create one)."""
     validation.instance_of(field, flavor, Flavor)
-    for size, high in FLAVOR_SIZE_BOUNDS:
+    for size, low, high in FLAVOR_SIZE_BOUNDS:
         if not flavor.obj_attr_is_set(size):
             validation.refuse('%s.%s' % (field, size), 'is missing')
         validation.integer('%s.%s' % (field, size), getattr(flavor, size),
-                           high=high)
+                           low=low, high=high)
     for name in ('name', 'flavorid'):
         validation.text('%s.%s' % (field, name), flavor.obj_get(name),
                         validation.MAX_NAME_LEN, nullable=True)

@@ -26,6 +26,7 @@ cannot look at the queues)::
 """
 
 import collections
+import contextlib
 import os
 import signal
 import subprocess
@@ -71,6 +72,21 @@ def _script(name):
 def _rabbitmqctl(*args):
     subprocess.run(['rabbitmqctl', '-q'] + list(args), check=True,
                    stdout=subprocess.DEVNULL, timeout=60)
+
+
+@contextlib.contextmanager
+def vhost():
+    """A virtual host of its own on the shared broker, for a test that
+    needs a broker but no cluster; yields its transport URL and deletes
+    it afterwards."""
+    name = VHOST_PREFIX + uuid.uuid4().hex[:12]
+    _rabbitmqctl('add_vhost', name)
+    try:
+        _rabbitmqctl('set_permissions', '-p', name, 'guest', '.*', '.*',
+                     '.*')
+        yield RABBIT + name
+    finally:
+        _rabbitmqctl('delete_vhost', name)
 
 
 class Process:

@@ -142,6 +142,29 @@ def test_unreachable_broker(cluster, binary):
     assert SECRET not in exited.stdout + exited.stderr
 
 
+@pytest.mark.parametrize('url, words', [
+    # A driver takes the query as its options: 'password' is none of them.
+    ('rabbit://guest@127.0.0.1:1/?password=%s' % SECRET,
+     ["[DEFAULT] transport_url rabbit://guest@127.0.0.1:1/?password=***: "
+      "'password' in its query is no option of [oslo_messaging_rabbit]",
+      "reads a password from the URL's user info only"]),
+    # A raw '/' ends urllib's host part: the port would be 'pa'.
+    ('rabbit://guest:pa/%s@127.0.0.1:1/' % SECRET,
+     ["[DEFAULT] transport_url rabbit://guest:***@127.0.0.1:1/: the "
+      "password holds a raw '/'", "percent-encode it ('/' as %2F)"]),
+])
+def test_transport_url_oslo_messaging_would_misread(cluster, url, words):
+    exited = run(cluster, 'gantt-scheduler', 'misread-url',
+                 '[DEFAULT]\ntransport_url = %s\n' % url)
+    line = error_line('gantt-scheduler', exited)
+    assert line.startswith('gantt-scheduler: error: Configuration error: '), \
+        line
+    for expected in words:
+        assert expected in line, line
+    assert 'NoSuchOptError' not in exited.stdout + exited.stderr
+    assert SECRET not in exited.stdout + exited.stderr
+
+
 @pytest.mark.parametrize('binary', DAEMONS)
 @pytest.mark.parametrize('backend', databases.BACKENDS)
 def test_database_not_migrated(cluster, backend, binary):
@@ -155,3 +178,24 @@ def test_database_not_migrated(cluster, backend, binary):
     assert "run 'gantt-manage db sync'" in line, line
     # The database is named, so the operator knows which one to migrate.
     assert gantt_config.redact_database_url(url) in line, line
+
+
+def test_quorum_queues_over_classic_ones(tmp_path):
+    """Classic queues of the scheduler's topic exist (the services ran
+    before rabbit_quorum_queue was set): the scheduler says so and exits,
+    instead of restarting its worker forever."""
+    with cluster_mod.Cluster(tmp_path, 'sqlite') as own:
+        classic = own.start_scheduler('quorum-host')
+        classic.stop()
+        exited = run(own, 'gantt-scheduler', 'quorum-host',
+                     '[DEFAULT]\nhost = quorum-host\n'
+                     '[oslo_messaging_rabbit]\nrabbit_quorum_queue = true\n')
+    line = error_line('gantt-scheduler', exited)
+    assert line.startswith(
+        "gantt-scheduler: error: Configuration error: [oslo_messaging_rabbit]"
+        " rabbit_quorum_queue is on, but queue 'scheduler' on "
+        "rabbit://guest:***@127.0.0.1:5672/%s is a classic queue ("
+        % own.vhost), line
+    assert "inequivalent arg" in line, line
+    assert ('rabbitmqctl delete_queue --vhost %s scheduler' % own.vhost
+            in line), line

@@ -346,3 +346,18 @@ def test_unreachable_broker_is_one_line_without_password(config, run,
     assert result.err.count('\n') == 1
     assert 's3cr3t' not in result.err
     assert rpc.TRANSPORT is None
+
+
+def test_a_password_that_is_a_word_leaves_the_error_readable(config, run,
+                                                             conf_file):
+    # The password guest is in "Invalid request": it is no secret there.
+    conf_file.write_text(
+        '[DEFAULT]\n'
+        'transport_url = rabbit://guest:guest@127.0.0.1:1/\n')
+    result = run('server', 'create', '--vcpus', '1', '--ram', '64',
+                 '--disk', '0', '--hint', 'query=[nope')
+    assert result.code == 1
+    assert result.err.startswith(
+        'gantt-manage: error: Invalid request: hint query must be JSON'), \
+        result.err
+    assert '***' not in result.err

@@ -51,8 +51,10 @@ def test_a_clean_deployment_passes(migrated, check):
     assert set(results) == {'Database schema', 'RPC version caps',
                             'Service versions', 'Claims',
                             'Deprecated options', 'Cells v2',
-                            'Aggregates and server groups'}
+                            'Aggregates and server groups', 'Quorum queues'}
     assert {result for result, _ in results.values()} == {0}
+    assert results['Quorum queues'][1] == (
+        '[oslo_messaging_rabbit] rabbit_quorum_queue is off.')
 
 
 def test_a_deprecated_option_is_a_warning(migrated, check, conf_file):

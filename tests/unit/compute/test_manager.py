@@ -1,5 +1,7 @@
 """The fake compute agent: the host facts it reports, its build counts."""
 
+import pytest
+
 from compute import manager
 from scheduler.objects import request_spec
 
@@ -120,3 +122,22 @@ def test_a_build_delivered_twice_spawns_once(config):
                if call[0] == 'instance_update']
     assert len(reports) == 1
     assert agent._instances == {UUIDS[0]: 'c1'}
+
+
+@pytest.mark.parametrize('size, words', [
+    ({'vcpus': 0}, 'flavor.vcpus must be at least 1, not 0'),
+    ({'memory_mb': 0}, 'flavor.memory_mb must be at least 1, not 0'),
+])
+def test_a_build_of_a_flavor_nova_refuses_is_dropped(config, caplog, size,
+                                                    words):
+    agent = _agent()
+    agent.build_failure_rate = 0.0
+    spec = _spec()
+    for name, value in size.items():
+        setattr(spec.flavor, name, value)
+    agent.build_and_run_instance(None, UUIDS[0], 'c1', spec, [])
+    assert agent._instances == {}
+    assert agent.conductor_api.calls == []
+    assert [r.getMessage() for r in caplog.records
+            if r.levelname == 'ERROR'] == [
+        'Dropped build_and_run_instance: Invalid request: ' + words]

@@ -99,6 +99,10 @@ def test_the_same_uuids_for_another_request_are_refused(cluster_config):
     ([uuidutils.generate_uuid()], request_spec.RequestSpec(
         num_instances=2, flavor=request_spec.Flavor(
             vcpus=1, memory_mb=1, root_gb=1)), 'num_instances=2'),
+    ([uuidutils.generate_uuid()], inprocess.Cluster.spec(0, 512, 1),
+     'flavor.vcpus must be at least 1, not 0'),
+    ([uuidutils.generate_uuid()], inprocess.Cluster.spec(1, 0, 1),
+     'flavor.memory_mb must be at least 1, not 0'),
 ])
 def test_a_refused_build_reaches_the_caller_and_writes_nothing(
         cluster_config, uuids, spec, reason):

@@ -256,7 +256,9 @@ def test_malformed_requests_name_the_problem_and_change_nothing(
         bad_flavors = [
             ({'vcpus': 2}, 'flavor must be a Flavor object, not dict'),
             (_flavor(1, 1024, 10), 'the size of the current one'),
-            (_flavor(0, 1024, 10), 'vcpus of at least 1'),
+            (_flavor(0, 1024, 10), 'flavor.vcpus must be at least 1, not 0'),
+            (_flavor(2, 0, 10),
+             'flavor.memory_mb must be at least 1, not 0'),
             (request_spec.Flavor(vcpus=2), 'flavor.memory_mb is missing'),
             (_flavor(2, 1024, -1), 'flavor.root_gb must be at least 0'),
         ]

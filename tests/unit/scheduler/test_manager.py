@@ -58,7 +58,11 @@ def _ctxt():
     ({'spec_obj': fakes.spec(num_instances=2),
       'instance_uuids': [UUID_1]}, '1 instance_uuids given'),
     ({'spec_obj': fakes.spec(vcpus=-1), 'instance_uuids': [UUID_1]},
-     'flavor.vcpus must be at least 0'),
+     'flavor.vcpus must be at least 1'),
+    ({'spec_obj': fakes.spec(vcpus=0), 'instance_uuids': [UUID_1]},
+     'flavor.vcpus must be at least 1, not 0'),
+    ({'spec_obj': fakes.spec(memory_mb=0), 'instance_uuids': [UUID_1]},
+     'flavor.memory_mb must be at least 1, not 0'),
     ({'request_spec': {'num_instances': 1}}, 'no instance_type'),
     ({'request_spec': 'x', 'filter_properties': {}}, 'must be a dict'),
 ])

@@ -82,8 +82,36 @@ def test_mask_secrets(text, expected):
 
 def test_scrub_finds_a_password_quoted_in_any_form():
     url = 'postgresql://gantt:p%2Fw%23s3cret@db/gantt'
-    text = 'FATAL for p/w#s3cret (p%2Fw%23s3cret)'
-    assert config.scrub(text, [url, None]) == 'FATAL for *** (***)'
+    text = "FATAL for 'p/w#s3cret' (\"p%2Fw%23s3cret\") at gantt:p/w#s3cret@db"
+    assert config.scrub(text, [url, None]) == (
+        "FATAL for '***' (\"***\") at gantt:***@db")
+
+
+@pytest.mark.parametrize('text, expected', [
+    # The password's letters in the message's own words stay.
+    ('Invalid request: flavor.vcpus must be at least 1, not 0',
+     'Invalid request: flavor.vcpus must be at least 1, not 0'),
+    ('user guest refused; the guest user', 'user guest refused; the guest '
+     'user'),
+    # Where it stands as a password, it goes.
+    ('cannot reach rabbit://guest:guest@127.0.0.1:1/ (Invalid request)',
+     'cannot reach rabbit://guest:***@127.0.0.1:1/ (Invalid request)'),
+    ('dsn host=db password=guest sslpassword=guest user=guest',
+     'dsn host=db password=*** sslpassword=*** user=guest'),
+    ('{"password": "guest"}', '{"password": "***"}'),
+    ("the broken URL guest:guest@127.0.0.1, port 'guest'",
+     "the broken URL guest:***@127.0.0.1, port '***'"),
+])
+def test_scrub_masks_a_password_only_where_it_is_one(text, expected):
+    assert config.scrub(text, ['rabbit://guest:guest@127.0.0.1:5672/']) == \
+        expected
+
+
+def test_scrub_leaves_a_word_holding_a_piece_of_a_password():
+    # SCRUB_MIN_PIECE letters of 'requests' are in "request", unquoted.
+    url = 'postgresql://gantt:requests@db/gantt'
+    assert config.scrub("Invalid request 'quest'", [url]) == (
+        "Invalid request '***'")
 
 
 def test_scrub_masks_a_piece_of_a_password():

@@ -62,7 +62,9 @@ def test_legacy_round_trip_keeps_what_scheduling_needs():
     ({'instance_type': {'vcpus': 'many', 'memory_mb': 1}}, {}, 'malformed'),
     ({'instance_type': {'vcpus': 1}}, {}, 'malformed'),
     ({'instance_type': {'vcpus': -1, 'memory_mb': 1}}, {},
-         'flavor.vcpus must be at least 0'),
+         'flavor.vcpus must be at least 1'),
+    ({'instance_type': {'vcpus': 1, 'memory_mb': 0}}, {},
+         'flavor.memory_mb must be at least 1, not 0'),
     ({'instance_type': {'vcpus': 1, 'memory_mb': 1}}, 'x', 'must be a dict'),
 ])
 def test_malformed_legacy_dicts_are_refused(request_spec_dict,
@@ -85,6 +87,17 @@ def test_validate_refuses_missing_flavor_and_zero_instances():
      'flavor.memory_mb is missing'),
     (lambda spec: setattr(spec.flavor, 'swap', 10 ** 400),
      'flavor.swap must be at most'),
+    # Nova's flavor create: vcpus and memory_mb at least 1, disks and swap
+    # at least 0.
+    (lambda spec: setattr(spec.flavor, 'vcpus', 0),
+     'flavor.vcpus must be at least 1, not 0'),
+    (lambda spec: setattr(spec.flavor, 'memory_mb', 0),
+     'flavor.memory_mb must be at least 1, not 0'),
+    (lambda spec: setattr(spec.flavor, 'root_gb', 0), None),
+    (lambda spec: setattr(spec.flavor, 'ephemeral_gb', -1),
+     'flavor.ephemeral_gb must be at least 0, not -1'),
+    (lambda spec: setattr(spec.flavor, 'swap', -1),
+     'flavor.swap must be at least 0, not -1'),
     (lambda spec: setattr(spec, 'num_instances', 10 ** 6),
      'num_instances must be at most'),
     (lambda spec: setattr(spec, 'scheduler_hints', {'q': ['x' * 70000]}),
