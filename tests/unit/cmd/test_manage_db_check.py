@@ -4,15 +4,18 @@ reports) and the API database, each problem labelled with its cell; a
 cell that is down is named and skipped. SQLite databases throughout (the
 checks themselves run on every backend in tests/unit/db)."""
 
+import datetime
 import uuid
 
 import pytest
+import sqlalchemy as sa
 
 from scheduler.db import api as db_api
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import compute_reports
 from scheduler.db import instances as db_instances
 from scheduler.db import mappings
+from scheduler.db import models
 from scheduler.db import report_checks
 from tests.fixtures import databases
 from tests.unit.cmd import output
@@ -55,6 +58,11 @@ def _active_instance(cell_url, host, cell_uuid, reported=True):
                             request_spec=None)
         db_instances.update(session, instance_uuid, vm_state='active',
                             task_state=None, host=host, node=host)
+        # Changed well before the compute's report (REPORT_SLACK).
+        before = models.utcnow() - datetime.timedelta(minutes=1)
+        session.execute(sa.update(models.Instance).where(
+            models.Instance.uuid == instance_uuid).values(
+            created_at=before, updated_at=before))
     with db_api.target_cell(cell_url), db_api.writer() as session:
         compute_reports.record(
             session, host, {instance_uuid: host} if reported else {}, [])
