@@ -11,6 +11,9 @@ Options of gantt-manage itself come before the command::
     gantt-manage db version          # current and head revision
     gantt-manage db check            # claims, instances vs. computes'
                                      # reports; every cell, API database
+    gantt-manage db archive_deleted_rows --until-complete --verbose
+                                     # deleted instances to shadow tables
+    gantt-manage db purge --before 2026-01-01   # ...and out of them
     gantt-manage service list
     gantt-manage service disable compute1 --reason "disk swap"
     gantt-manage service enable compute1
@@ -34,8 +37,9 @@ Options of gantt-manage itself come before the command::
 
 Exit codes: 0 success; 1 failure (an error, an unknown service or server,
 an inconsistent database, a server that ended in ERROR); 2 bad usage, or a
-``server create --wait`` that timed out. Errors are one line on stderr, with
-any password in a URL masked, never a traceback.
+``server create --wait`` that timed out (``db archive_deleted_rows``
+and ``db purge`` have Nova's own: see manage_archive). Errors are one
+line on stderr, with any password in a URL masked, never a traceback.
 
 :func:`main` takes a ``sys.argv``-style list and returns the exit code, so
 that tests call it in-process::
@@ -56,6 +60,7 @@ from scheduler import cells
 from scheduler.cells import discovery
 from scheduler.cmd import manage_aggregate
 from scheduler.cmd import manage_api_db
+from scheduler.cmd import manage_archive
 from scheduler.cmd import manage_args
 from scheduler.cmd import manage_cell_v2
 from scheduler.cmd import manage_data_migrations
@@ -282,6 +287,8 @@ COMMANDS = {
                      help='Move at most this many rows (default: '
                           'batches of %d until done).'
                      % manage_data_migrations.BATCH)]),
+        # archive_deleted_rows, purge: exit codes of their own.
+        **manage_archive.DB_ACTIONS,
     }),
     'api_db': manage_api_db.CATEGORY,
     'cell_v2': manage_cell_v2.CATEGORY,

@@ -9,10 +9,16 @@ their tables with these, and ``manage`` puts them together::
         'show': manage_args.Command(show, 'Show one aggregate.', [
             manage_args.arg('ident', metavar='AGGREGATE')]),
     })
+
+:func:`parse_date` reads the dates that ``--before`` takes (ISO 8601,
+``YYYY-MM-DD [HH:MM[:SS]]``, the output of ``date``) as nova-manage's
+do, without dateutil.
 """
 
 import argparse
 import collections
+import datetime
+import email.utils
 
 Arg = collections.namedtuple('Arg', 'name flags kwargs')
 Command = collections.namedtuple('Command', 'func help args')
@@ -66,3 +72,53 @@ def key_value_or_key(text):
             raise argparse.ArgumentTypeError('expected KEY or KEY=VALUE')
         return text.strip(), None
     return key_value(text)
+
+
+# Besides ISO 8601 (datetime.fromisoformat) and RFC 2822 (``date -R``):
+# what date(1) prints in the C and English locales, and dates in words.
+_DATE_FORMATS = (
+    '%a %b %d %H:%M:%S %Z %Y',      # Thu Mar  5 14:03:00 UTC 2026
+    '%a %b %d %H:%M:%S %Y',
+    '%a %d %b %Y %I:%M:%S %p %Z',   # Thu 05 Mar 2026 02:03:00 PM UTC
+    '%a %d %b %Y %H:%M:%S %Z',      # Thu 05 Mar 2026 14:03:00 UTC
+    '%Y/%m/%d %H:%M:%S',
+    '%Y/%m/%d %H:%M',
+    '%Y/%m/%d',
+    '%d %b %Y',
+    '%b %d %Y',
+    '%d %B %Y',
+    '%B %d %Y',
+)
+
+
+def _parse_any(text):
+    try:
+        return datetime.datetime.fromisoformat(text)
+    except ValueError:
+        pass
+    for date_format in _DATE_FORMATS:
+        try:
+            return datetime.datetime.strptime(text, date_format)
+        except ValueError:
+            continue
+    try:
+        return email.utils.parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def parse_date(text):
+    """A date as ``--before`` takes it -> a naive UTC datetime (a date
+    with no zone is taken as UTC, one with a zone converted).
+
+    :raises ValueError: not a date, saying which forms are.
+    """
+    value = _parse_any(' '.join(text.split()))
+    if value is None:
+        raise ValueError(
+            '%r is not a date; expected e.g. 2026-03-05, 2026-03-05 '
+            '14:03:00, 2026-03-05T14:03:00+01:00 or what the date command '
+            'prints' % text)
+    if value.tzinfo is not None:
+        value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return value

@@ -5,6 +5,10 @@ test checks that these models and the migrations agree. Usage columns on
 ``compute_nodes`` (``*_used``) always equal the sum of the node's rows in
 ``allocations``: both are written in the same transaction by
 :mod:`scheduler.db.claims`, and ``gantt-manage db check`` verifies it.
+
+``shadow_instances`` and ``shadow_migrations`` are Core tables copied
+from ``instances`` and ``migrations`` (columns and primary key only):
+where :mod:`scheduler.db.archive` moves deleted instances.
 """
 
 import datetime
@@ -193,6 +197,9 @@ class Instance(TimestampMixin, Base):
     """A server as the conductor tracks it, from BUILDING to its end."""
 
     __tablename__ = 'instances'
+    # Ids are never given twice, even on SQLite: an archived row keeps its
+    # id in shadow_instances.
+    __table_args__ = {'sqlite_autoincrement': True}
 
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
     uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
@@ -291,6 +298,7 @@ class Migration(TimestampMixin, Base):
     """
 
     __tablename__ = 'migrations'
+    __table_args__ = {'sqlite_autoincrement': True}
 
     id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
     uuid: orm.Mapped[str] = orm.mapped_column(sa.String(36), unique=True)
@@ -325,3 +333,29 @@ class ComputeReport(Base):
     running: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
     # The uuids whose spawn was under way.
     spawning: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
+
+
+# -- shadow tables ----------------------------------------------------------
+
+SHADOW_PREFIX = 'shadow_'
+
+
+def _shadow_table(table):
+    """``shadow_<table>``: the columns and primary key of ``table``, and
+    nothing else (no unique constraint, index or foreign key), as Nova's
+    shadow tables; the rows keep the ids they had."""
+    columns = []
+    for column in table.columns:
+        default = column.server_default
+        columns.append(sa.Column(
+            column.name, column.type, nullable=column.nullable,
+            primary_key=column.primary_key, autoincrement=False,
+            server_default=(None if default is None
+                            else sa.DefaultClause(default.arg))))
+    return sa.Table(SHADOW_PREFIX + table.name, Base.metadata, *columns)
+
+
+# Where ``gantt-manage db archive_deleted_rows`` moves deleted instances
+# and their migrations (scheduler.db.archive).
+shadow_instances = _shadow_table(Instance.__table__)
+shadow_migrations = _shadow_table(Migration.__table__)

@@ -1,7 +1,7 @@
 """What computes say they run, and the alternates of a build.
 
 Revision ID: b8d0f2a4c6e8
-Revises: d8a4c6e2f015
+Revises: a7c9e1f3b5d7
 Create Date: 2026-12-04 12:00:00
 
 ``compute_reports`` keeps each compute's last instance sync (what runs
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 revision = 'b8d0f2a4c6e8'
-down_revision = 'd8a4c6e2f015'
+down_revision = 'a7c9e1f3b5d7'
 branch_labels = None
 depends_on = None
 
