@@ -17,6 +17,7 @@ from compute import manager as compute_manager
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler import rpc
+from tests.unit.conductor import sql_state
 from tests.unit import inprocess
 
 SMALL = {'vcpus': 4, 'memory_mb': 8192, 'local_gb': 100}
@@ -30,17 +31,6 @@ def cluster_config(database, config):
     config.config(sync_power_state_interval=1)
     config.config(max_attempts=3, group='scheduler')
     return config
-
-
-def _allocations():
-    with db_api.reader() as session:
-        rows = session.execute(sa.select(
-            models.Allocation.consumer_uuid,
-            models.ComputeNode.host).join(
-                models.ComputeNode,
-                models.ComputeNode.id ==
-                models.Allocation.compute_node_id)).all()
-    return {row.consumer_uuid: row.host for row in rows}
 
 
 class _Watch:
@@ -82,7 +72,7 @@ def test_a_spawn_that_fails_after_syncs_is_never_active(cluster_config):
     assert ('active', 'broken') not in watch.seen
     assert row.vm_state == 'active' and row.host == 'h2'
     assert row.build_alternates is None
-    assert _allocations() == {uuid: 'h2'}
+    assert sql_state.allocations() == {uuid: 'h2'}
 
 
 def test_a_build_message_lost_on_the_way_moves_to_its_alternate(
@@ -105,7 +95,7 @@ def test_a_build_message_lost_on_the_way_moves_to_its_alternate(
         row = cluster.wait_built([uuid], timeout=30)[uuid]
     assert dropped == [uuid]
     assert row.vm_state == 'active' and row.host == 'h2'
-    assert _allocations() == {uuid: 'h2'}
+    assert sql_state.allocations() == {uuid: 'h2'}
 
 
 def test_a_lost_build_without_alternates_ends_in_error(cluster_config,
@@ -124,4 +114,4 @@ def test_a_lost_build_without_alternates_ends_in_error(cluster_config,
     assert row.vm_state == 'error'
     assert 'never reached compute h1' in row.fault
     assert 'Exceeded maximum number of retries' in row.fault
-    assert _allocations() == {}
+    assert sql_state.allocations() == {}
