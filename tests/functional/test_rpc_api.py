@@ -120,7 +120,7 @@ def test_malformed_payloads_are_refused(cluster, client):
         'flavor')
     assert_invalid(lambda: call_1_1(client, spec_obj=make_spec(vcpus=-1),
                                     instance_uuids=one),
-                   'flavor.vcpus', 'at least 0')
+                   'flavor.vcpus', 'at least 1')
     assert_invalid(lambda: call_1_1(client, spec_obj=make_spec(),
                                     instance_uuids=['not-a-uuid']),
                    'instance_uuids', 'UUID')
