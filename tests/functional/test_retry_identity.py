@@ -20,6 +20,7 @@ from conductor import rpcapi as conductor_rpcapi
 from scheduler import context as gantt_context
 from scheduler import exception
 from tests.functional import cluster as cluster_mod
+from tests.functional import test_faults
 from tests.functional import test_rpc_api
 
 pytestmark = pytest.mark.functional
@@ -28,6 +29,7 @@ pytestmark = pytest.mark.functional
 # seed is given (the order of a set of strings).
 ORDER_OF_CHANGES = '''
 import json
+from tests.functional import test_faults
 from tests.functional import test_rpc_api
 spec = test_rpc_api.make_spec(num_instances=2, vcpus=1,
                               scheduler_hints={'a': ['1']})
@@ -67,26 +69,28 @@ def test_the_same_request_through_two_conductors_builds_once(
         cluster.start_scheduler()
         cluster.wait_for_computes(['cmp1'])
         cluster.discover_hosts()
-        rpc_transport(cluster, rpc_response_timeout=30)
-
-        client = conductor_rpcapi.ComputeTaskAPI().client
-        ctxt = gantt_context.get_admin_context()
-        uuids = [uuidutils.generate_uuid() for _ in range(2)]
-        spec = test_rpc_api.make_spec(num_instances=2, vcpus=1,
-                                      scheduler_hints={'a': ['1']})
-        answers = []
-        for server in ('conductor-a', 'conductor-b'):
-            answers.append(client.prepare(version='1.2', server=server).call(
-                ctxt, 'schedule_and_build_instances',
-                instance_uuids=uuids, request_spec=spec))
-        assert answers == [uuids, uuids]
-        # A request that differs is still refused.
-        other = test_rpc_api.make_spec(num_instances=2, vcpus=2)
-        with pytest.raises(exception.InvalidRequest) as refused:
-            client.prepare(version='1.2', server='conductor-b').call(
-                ctxt, 'schedule_and_build_instances',
-                instance_uuids=uuids, request_spec=other)
-        assert 'already exists' in str(refused.value)
+        # The client's connections are closed (and what kombu leaves of
+        # them collected) before the cluster's vhost goes.
+        with test_faults.client(rpc_transport, cluster):
+            client = conductor_rpcapi.ComputeTaskAPI().client
+            ctxt = gantt_context.get_admin_context()
+            uuids = [uuidutils.generate_uuid() for _ in range(2)]
+            spec = test_rpc_api.make_spec(num_instances=2, vcpus=1,
+                                          scheduler_hints={'a': ['1']})
+            answers = []
+            for server in ('conductor-a', 'conductor-b'):
+                answers.append(client.prepare(
+                    version='1.2', server=server).call(
+                        ctxt, 'schedule_and_build_instances',
+                        instance_uuids=uuids, request_spec=spec))
+            assert answers == [uuids, uuids]
+            # A request that differs is still refused.
+            other = test_rpc_api.make_spec(num_instances=2, vcpus=2)
+            with pytest.raises(exception.InvalidRequest) as refused:
+                client.prepare(version='1.2', server='conductor-b').call(
+                    ctxt, 'schedule_and_build_instances',
+                    instance_uuids=uuids, request_spec=other)
+            assert 'already exists' in str(refused.value)
 
         cluster.wait_until(
             lambda: {row.vm_state for row in cluster.instances()} ==
