@@ -95,6 +95,78 @@ Related options:
 
 * ``[scheduler] driver``: the caching scheduler ignores this option.
 """),
+    cfg.IntOpt('max_placement_results',
+               default=1000,
+               min=1,
+               help="""
+The most candidate hosts a request's allocation candidates keep.
+
+As Nova asks Placement for at most this many allocation candidates, the
+filters and weighers see at most this many hosts, the first ones in the
+order of the compute nodes' ids. A low value makes large clouds quick to
+schedule in but may leave out the hosts the weighers would prefer, and can
+give NoValidHost when the filters remove every one of those kept.
+
+Possible values:
+
+* A positive integer.
+"""),
+    cfg.BoolOpt('limit_tenants_to_placement_aggregate',
+                default=False,
+                help="""
+Send the requests of a project to its aggregates.
+
+A project named by an aggregate's metadata (a key that starts with
+``filter_tenant_id``, whose value is the project's id) is scheduled only to
+the hosts of those aggregates. Other projects are not restricted, unless
+``placement_aggregate_required_for_tenants`` is set.
+
+Related options:
+
+* ``[scheduler] placement_aggregate_required_for_tenants``
+* ``[filter_scheduler] enabled_filters``: the
+  AggregateMultiTenancyIsolation filter keeps other projects out of those
+  aggregates.
+"""),
+    cfg.BoolOpt('placement_aggregate_required_for_tenants',
+                default=False,
+                help="""
+Refuse the requests of a project that no aggregate names.
+
+Only with ``limit_tenants_to_placement_aggregate``: a project that no
+aggregate's ``filter_tenant_id`` metadata names gets NoValidHost.
+
+Related options:
+
+* ``[scheduler] limit_tenants_to_placement_aggregate``
+"""),
+    cfg.BoolOpt('query_placement_for_image_type_support',
+                default=False,
+                help="""
+Only consider hosts that support the image's disk format.
+
+A request for a server booted from an image requires the trait
+``COMPUTE_IMAGE_TYPE_<disk format>`` (``COMPUTE_IMAGE_TYPE_QCOW2``...) on
+the host. A server booted from a volume is not restricted.
+"""),
+    cfg.BoolOpt('enable_isolated_aggregate_filtering',
+                default=False,
+                help="""
+Keep aggregates that require traits for the requests that ask for them.
+
+An aggregate whose metadata holds ``trait:<TRAIT>=required`` only takes
+requests whose flavor or image requires that trait.
+"""),
+    cfg.BoolOpt('image_metadata_prefilter',
+                default=False,
+                help="""
+Turn well-known image properties into required host traits.
+
+``hw_disk_bus``, ``hw_cdrom_bus``, ``hw_video_model``, ``hw_vif_model``,
+``hw_architecture``, ``hw_emulation_architecture`` and ``hw_viommu_model``
+require the matching trait (``hw_disk_bus=scsi`` requires
+``COMPUTE_STORAGE_BUS_SCSI``).
+"""),
 ]
 
 
