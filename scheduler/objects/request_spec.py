@@ -51,13 +51,23 @@ class Flavor(base.GanttObject):
 @base.GanttObjectRegistry.register
 class ImageMeta(base.GanttObject):
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: disk_format
+    VERSION = '1.1'
 
     fields = {
         'id': fields.StringField(nullable=True, default=None),
         'name': fields.StringField(nullable=True, default=None),
         'properties': fields.DictOfNullableStringsField(default={}),
+        # Glance's disk format (qcow2, raw...): the image type a host
+        # must support ([scheduler] query_placement_for_image_type_support).
+        'disk_format': fields.StringField(nullable=True, default=None),
     }
+
+    def obj_make_compatible(self, primitive, target_version):
+        """A 1.0 peer knows no disk format: no image type is asked."""
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('disk_format', None)
 
 
 @base.GanttObjectRegistry.register
@@ -172,7 +182,8 @@ def validate_image(image, field='image'):
 @base.GanttObjectRegistry.register
 class RequestSpec(base.GanttObject):
     # Version 1.0: Initial version
-    VERSION = '1.0'
+    # Version 1.1: is_bfv; ImageMeta 1.1
+    VERSION = '1.1'
 
     fields = {
         'instance_uuid': fields.UUIDField(nullable=True, default=None),
@@ -198,7 +209,26 @@ class RequestSpec(base.GanttObject):
         'instance_group': fields.ObjectField('InstanceGroup',
                                              nullable=True, default=None),
         'is_rebuild': fields.BooleanField(default=False),
+        # Booted from a volume: the image's disk format asks nothing of
+        # the host's local storage.
+        'is_bfv': fields.BooleanField(default=False),
     }
+
+    # Which version of each object each RequestSpec version carries.
+    obj_relationships = {
+        'flavor': [('1.0', '1.0')],
+        'image': [('1.0', '1.0'), ('1.1', '1.1')],
+        'requested_destination': [('1.0', '1.1')],
+        'retry': [('1.0', '1.0')],
+        'instance_group': [('1.0', '1.0')],
+    }
+
+    def obj_make_compatible(self, primitive, target_version):
+        """A 1.0 peer knows no is_bfv (a server booted from a volume is
+        then asked for its image's type, if that filter is on)."""
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('is_bfv', None)
 
     def resources(self):
         """The claim one instance of this spec needs."""

@@ -119,11 +119,7 @@ def map_az_to_placement_aggregate(spec, request, aggregates):
 
 def _disk_format(spec):
     image = spec.obj_get('image')
-    if image is None:
-        return None
-    if 'disk_format' in image.fields:
-        return image.obj_get('disk_format')
-    return None
+    return None if image is None else image.obj_get('disk_format')
 
 
 def require_image_type_support(spec, request, aggregates):
@@ -132,7 +128,7 @@ def require_image_type_support(spec, request, aggregates):
     booted from volume."""
     if not CONF.scheduler.query_placement_for_image_type_support:
         return request, None
-    if spec.obj_get('is_bfv') if 'is_bfv' in spec.fields else False:
+    if spec.obj_get('is_bfv'):
         return request, None
     disk_format = _disk_format(spec)
     if not disk_format:

@@ -61,7 +61,8 @@ def _wait_for_records(caplog, timeout=10):
 
 @pytest.mark.parametrize('spec, words', [
     (_primitive(_spec(), '1.99'),
-     'RequestSpec version 1.99 is not served here; versions served: 1.0'),
+     'RequestSpec version 1.99 is not served here; versions served: '
+     '1.0 to 1.1'),
     (_primitive(_spec(), '9.0', 'flavor'),
      'Flavor version 9.0 is not served here; versions served: 1.0'),
 ])
@@ -102,5 +103,5 @@ def test_a_cast_with_an_unknown_selection_version_is_one_line(
 
 def test_the_versions_served_are_named():
     assert base.served_versions('Destination') == '1.0 to 1.1'
-    assert base.served_versions('RequestSpec') == '1.0'
+    assert base.served_versions('RequestSpec') == '1.0 to 1.1'
     assert base.served_versions('NoSuchObject') == 'none'

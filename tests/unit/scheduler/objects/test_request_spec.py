@@ -140,3 +140,21 @@ def test_selection_legacy_dict_and_requested_resources():
                                        'limits': {'memory_mb': 1024.0}}
     assert chosen.requested_resources() == {'vcpus': 2, 'memory_mb': 4096,
                                             'disk_gb': 27}
+
+
+def test_a_1_0_peer_gets_no_is_bfv_and_no_disk_format():
+    spec = request_spec.RequestSpec(
+        flavor=request_spec.Flavor(vcpus=1, memory_mb=64),
+        image=request_spec.ImageMeta(disk_format='raw', properties={}),
+        is_bfv=True)
+    old = spec.obj_to_primitive(target_version='1.0')
+    assert old['gantt_object.version'] == '1.0'
+    assert 'is_bfv' not in old['gantt_object.data']
+    image = old['gantt_object.data']['image']
+    assert image['gantt_object.version'] == '1.0'
+    assert 'disk_format' not in image['gantt_object.data']
+    again = request_spec.RequestSpec.obj_from_primitive(old)
+    assert again.is_bfv is False and again.image.disk_format is None
+    current = request_spec.RequestSpec.obj_from_primitive(
+        spec.obj_to_primitive())
+    assert current.is_bfv is True and current.image.disk_format == 'raw'

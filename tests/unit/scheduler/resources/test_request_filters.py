@@ -148,3 +148,20 @@ def test_max_placement_results_sets_the_limit(config):
     request, _ = request_filters.max_placement_results(
         fakes.spec(), PLAIN, [])
     assert request.limit == 7
+
+
+def test_the_image_type_is_required_unless_booted_from_volume(config):
+    image = request_spec.ImageMeta(disk_format='qcow2')
+    assert request_filters.require_image_type_support(
+        fakes.spec(image=image), PLAIN, []) == (PLAIN, None)   # off
+    config.config(query_placement_for_image_type_support=True,
+                  group='scheduler')
+    request, _ = request_filters.require_image_type_support(
+        fakes.spec(image=image), PLAIN, [])
+    assert request.root_required == {'COMPUTE_IMAGE_TYPE_QCOW2'}
+    assert request_filters.require_image_type_support(
+        fakes.spec(image=image, is_bfv=True), PLAIN, []) == (PLAIN, None)
+    # A format os-traits does not know asks nothing (and is logged).
+    odd = request_spec.ImageMeta(disk_format='floppy')
+    assert request_filters.require_image_type_support(
+        fakes.spec(image=odd), PLAIN, []) == (PLAIN, None)
