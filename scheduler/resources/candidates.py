@@ -352,7 +352,10 @@ class _Plan:
             total = np.zeros(view.size, dtype=np.int64)
             for unit, amount in takers:
                 total += unit.hosts * np.int64(amount)
-            over |= total > view.columns.limit[column, view.rows]
+            # A row no taker can take adds 0 (and may have no inventory:
+            # limit -1).
+            limit = view.columns.limit[column, view.rows]
+            over |= total > np.maximum(limit, 0)
         return view.any_tree(over)
 
     def place(self, tree):
