@@ -46,7 +46,7 @@ from scheduler.db import api as db_api  # noqa: E402
 from scheduler.db import mappings  # noqa: E402
 from scheduler.db import migration  # noqa: E402
 from scheduler.db import models  # noqa: E402
-from scheduler import host_manager  # noqa: E402
+from scheduler.host_cache import host_manager  # noqa: E402
 from scheduler import objects  # noqa: E402
 
 CONF = conf.CONF

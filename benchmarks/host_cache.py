@@ -48,7 +48,7 @@ from scheduler.db import compute_nodes  # noqa: E402
 from scheduler.db import migration  # noqa: E402
 from scheduler.db import models  # noqa: E402
 from scheduler.db import services as db_services  # noqa: E402
-from scheduler import host_manager  # noqa: E402
+from scheduler.host_cache import host_manager  # noqa: E402
 from scheduler import objects  # noqa: E402
 
 CONF = conf.CONF

@@ -14,7 +14,7 @@ ConductorAPI (no namespace), what compute agents call instead of SQL:
   capped below 1.2 it is sent without.
 * 1.3 - ``compute_node_update``'s inventories may hold the host's
   hardware: ``cpu_info``, ``disk_available_least``, ``numa_topology``,
-  ``pci_device_pools`` (see :mod:`scheduler.host_inputs`), and the
+  ``pci_device_pools`` (see :mod:`scheduler.host_cache.host_inputs`), and the
   ``initial_*_allocation_ratio`` a new node starts with. To a conductor
   capped below 1.3 the report goes as 1.0, without them (a new node then
   gets the conductor's ``initial_*`` ratios, through the claims'
@@ -63,7 +63,7 @@ import oslo_messaging as messaging
 
 from scheduler import conf
 from scheduler import exception
-from scheduler import host_inputs
+from scheduler.host_cache import host_inputs
 from scheduler import rpc
 
 CONF = conf.CONF

@@ -42,8 +42,8 @@ from oslo_log import versionutils
 
 from scheduler import conf
 from scheduler.db import claims
-from scheduler import host_manager
-from scheduler import host_state
+from scheduler.host_cache import host_manager
+from scheduler.host_cache import host_state
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from oslo_messaging import opts as messaging_opts
 from scheduler.cmd import common
 from scheduler import conf
 from scheduler import config
-from scheduler import host_manager
+from scheduler.host_cache import host_manager
 from scheduler import manager
 from scheduler import rpcapi
 

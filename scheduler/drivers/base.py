@@ -3,7 +3,7 @@
 Claims go through :func:`scheduler.db.claims.claim_in_sql`, which the
 conductor's tasks call too, in the database of the node's cell (with
 cells, the host cache's ids are not the nodes' own: see
-:mod:`scheduler.host_manager_cells`).
+:mod:`scheduler.host_cache.cell_gather`).
 
 The RPC manager builds one driver per process from the ``[scheduler]
 driver`` entry point and calls it::
@@ -42,8 +42,8 @@ from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import services as db_services
 from scheduler import exception
-from scheduler import host_manager as host_manager_mod
-from scheduler import host_manager_cells
+from scheduler.host_cache import host_manager as host_manager_mod
+from scheduler.host_cache import cell_gather
 from scheduler import loadables
 from scheduler.objects import selection as selection_obj
 from scheduler import prometheus
@@ -259,7 +259,7 @@ class Scheduler(metaclass=abc.ABCMeta):
             with self._claim_slots[cell.uuid].slot() as kept, \
                     cells.target(cell):
                 won = claims.claim_in_sql(
-                    host_manager_cells.node_id(host_state.id), consumer_uuid,
+                    cell_gather.node_id(host_state.id), consumer_uuid,
                     resources, group_uuid, host_state.host,
                     refuse_settled=True, hardware=hardware, report=report,
                     kept=kept)
@@ -316,7 +316,7 @@ class Scheduler(metaclass=abc.ABCMeta):
         by_cell = {}
         for consumer_uuid, cache_id in claimed:
             by_cell.setdefault(self.host_manager.cell_of(cache_id), []).append(
-                (consumer_uuid, host_manager_cells.node_id(cache_id)))
+                (consumer_uuid, cell_gather.node_id(cache_id)))
         for cell, pairs in by_cell.items():
             with cells.target(cell):
                 claims.release_in_sql(pairs)

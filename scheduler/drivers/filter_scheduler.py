@@ -57,7 +57,7 @@ from scheduler import exception
 from scheduler import filters
 from scheduler.filters import retry_filter
 from scheduler import hardware
-from scheduler import host_instances
+from scheduler.host_cache import host_instances
 from scheduler import loadables
 from scheduler import placement_types
 from scheduler import prometheus

@@ -22,8 +22,8 @@ import numpy as np
 
 from scheduler import filters
 from scheduler.filters import aggregate_metadata
-from scheduler import host_state as state_mod
-from scheduler import host_table
+from scheduler.host_cache import host_state as state_mod
+from scheduler.host_cache import host_table
 
 LOG = logging.getLogger(__name__)
 

@@ -41,7 +41,7 @@ import numpy as np
 from scheduler import filters
 from scheduler.filters import extra_specs_ops
 from scheduler.filters import maxphysaddr
-from scheduler import host_table
+from scheduler.host_cache import host_table
 
 LOG = logging.getLogger(__name__)
 

@@ -49,8 +49,8 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import exception
-from scheduler import host_state as state_mod
-from scheduler import host_table
+from scheduler.host_cache import host_state as state_mod
+from scheduler.host_cache import host_table
 
 LOG = logging.getLogger(__name__)
 

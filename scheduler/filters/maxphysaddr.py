@@ -30,7 +30,7 @@ extra spec or property::
 """
 
 from scheduler import exception
-from scheduler import host_inputs
+from scheduler.host_cache import host_inputs
 
 BITS_SPEC = 'hw:maxphysaddr_bits'
 MODE_SPEC = 'hw:maxphysaddr_mode'

@@ -17,7 +17,7 @@ the per-host fit answers them (and logs why they fail).
 from oslo_log import log as logging
 import numpy as np
 
-from scheduler import host_table_per_state as per_state
+from scheduler.host_cache import host_table_per_state as per_state
 from scheduler.numa import cell_figures
 from scheduler.numa import errors as numa_errors
 

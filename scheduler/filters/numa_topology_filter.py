@@ -41,7 +41,7 @@ import numpy as np
 from scheduler import filters
 from scheduler.filters import numa_columns
 from scheduler import hardware
-from scheduler import host_table_per_state as per_state
+from scheduler.host_cache import host_table_per_state as per_state
 from scheduler.numa import capacity
 from scheduler.numa import cell_figures
 from scheduler.numa import errors as numa_errors

@@ -74,8 +74,8 @@ from scheduler.db import models
 from scheduler.db import services as db_services
 from scheduler import exception
 from scheduler import hardware
-from scheduler import host_inputs
-from scheduler import host_reads
+from scheduler.host_cache import host_inputs
+from scheduler.host_cache import host_reads
 from scheduler.objects import request_spec
 from scheduler.pci import alias as pci_alias
 

@@ -38,7 +38,7 @@ from scheduler.db import claims
 from scheduler.db import instance_groups
 from scheduler.drivers import filter_scheduler
 from scheduler import exception
-from scheduler import host_manager
+from scheduler.host_cache import host_manager
 from scheduler.objects import request_spec
 from scheduler.sim import cloud as sim_cloud
 from scheduler.sim import metrics

@@ -43,7 +43,7 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import conf
-from scheduler import host_table as host_table_mod
+from scheduler.host_cache import host_table as host_table_mod
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)

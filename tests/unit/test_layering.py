@@ -3,7 +3,8 @@
 * The conductor claims through :mod:`scheduler.db.claims`, as the drivers
   do; it imports nothing from ``scheduler/drivers/``.
 * Filters and weighers (plugins) see hosts through the host view
-  (:mod:`scheduler.host_table`, :mod:`scheduler.host_instances`) and the
+  (:mod:`scheduler.host_cache.host_table`,
+  :mod:`scheduler.host_cache.host_instances`) and the
   shared :mod:`scheduler.placement_types`; they import nothing from the
   database layer or the scheduler core.
 * Versioned objects import neither the database layer nor the scheduler
@@ -29,14 +30,17 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
-CORE = ('scheduler.db', 'scheduler.drivers', 'scheduler.host_manager',
-        'scheduler.host_manager_cells', 'scheduler.host_reads',
-        'scheduler.cell_reads',
+CORE = ('scheduler.db', 'scheduler.drivers',
+        'scheduler.host_cache.host_manager',
+        'scheduler.host_cache.cell_gather', 'scheduler.host_cache.host_reads',
+        'scheduler.host_cache.cell_reads',
         'scheduler.manager', 'scheduler.rpc', 'scheduler.rpcapi',
-        'scheduler.service', 'scheduler.instance_tracking',
+        'scheduler.service', 'scheduler.host_cache.instance_tracking',
         'scheduler.cmd', 'conductor', 'compute')
-HOST_VIEW = ('scheduler.host_table', 'scheduler.host_state',
-             'scheduler.host_table_per_state', 'scheduler.host_instances')
+HOST_VIEW = ('scheduler.host_cache.host_table',
+             'scheduler.host_cache.host_state',
+             'scheduler.host_cache.host_table_per_state',
+             'scheduler.host_cache.host_instances')
 
 RULES = [
     # (files, forbidden module prefixes)
@@ -44,10 +48,10 @@ RULES = [
     ('scheduler/filters/**/*.py', CORE),
     ('scheduler/weights/**/*.py', CORE),
     ('scheduler/objects/**/*.py', CORE + HOST_VIEW),
-    ('scheduler/host_table.py', CORE),
-    ('scheduler/host_state.py', CORE),
-    ('scheduler/host_table_per_state.py', CORE),
-    ('scheduler/host_instances.py', CORE),
+    ('scheduler/host_cache/host_table.py', CORE),
+    ('scheduler/host_cache/host_state.py', CORE),
+    ('scheduler/host_cache/host_table_per_state.py', CORE),
+    ('scheduler/host_cache/host_instances.py', CORE),
     ('scheduler/placement_types.py', ('scheduler', 'conductor', 'compute')),
     ('scheduler/numa/**/*.py', CORE + HOST_VIEW),
     ('scheduler/pci/**/*.py', CORE + HOST_VIEW),

@@ -12,7 +12,7 @@ from conductor import rpcapi as conductor_rpcapi
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler import exception
-from scheduler import host_state
+from scheduler.host_cache import host_state
 from tests.unit.conductor import sql_state
 from tests.unit import inprocess
 

@@ -12,7 +12,7 @@
 
 import pytest
 
-from scheduler import host_manager
+from scheduler.host_cache import host_manager
 from tests.unit.scheduler import fakes
 
 

@@ -18,8 +18,8 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler.db import services
-from scheduler import host_state as state_mod
-from scheduler import host_table
+from scheduler.host_cache import host_state as state_mod
+from scheduler.host_cache import host_table
 from scheduler.objects import request_spec
 from scheduler import weights
 

@@ -1,7 +1,7 @@
 """Host states with instances, and specs with server groups, for tests of
 the affinity filters and weighers."""
 
-from scheduler import host_instances
+from scheduler.host_cache import host_instances
 from scheduler.objects import request_spec
 from tests.unit.scheduler import fakes
 

@@ -20,7 +20,7 @@ import numpy as np
 from scheduler import conf
 from scheduler import filters
 from scheduler.filters import json_query
-from scheduler import host_instances
+from scheduler.host_cache import host_instances
 from scheduler import loadables
 from scheduler.objects import request_spec
 from scheduler import weights

@@ -12,9 +12,9 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler.db import services as db_services
-from scheduler import host_manager
-from scheduler import host_reads
-from scheduler import host_table
+from scheduler.host_cache import host_manager
+from scheduler.host_cache import host_reads
+from scheduler.host_cache import host_table
 from scheduler.sim import cloud as sim_cloud
 
 _NODE = models.ComputeNode.__table__

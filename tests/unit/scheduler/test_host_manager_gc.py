@@ -12,7 +12,7 @@ import pytest
 
 from scheduler.cmd import common
 from scheduler.cmd import scheduler as scheduler_cmd
-from scheduler import host_manager
+from scheduler.host_cache import host_manager
 from tests.fixtures import statements
 
 

@@ -9,7 +9,7 @@ from scheduler.drivers import caching_scheduler
 from scheduler.drivers import chance_scheduler
 from scheduler.drivers import filter_scheduler
 from scheduler import exception
-from scheduler import host_manager
+from scheduler.host_cache import host_manager
 from scheduler import ironic_host_manager
 from scheduler import loadables
 

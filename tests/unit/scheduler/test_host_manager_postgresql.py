@@ -18,8 +18,8 @@ from scheduler.db import aggregates as db_aggregates
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import models
-from scheduler import host_manager
-from scheduler import host_reads
+from scheduler.host_cache import host_manager
+from scheduler.host_cache import host_reads
 from tests.fixtures import databases
 # Run again on PostgreSQL (the module's `database` below).
 from tests.unit.scheduler.test_host_manager import (  # noqa: F401

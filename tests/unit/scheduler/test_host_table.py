@@ -6,7 +6,7 @@ import pytest
 
 from scheduler.db import claims
 from scheduler.db import services as db_services
-from scheduler import host_table
+from scheduler.host_cache import host_table
 from tests.unit.scheduler import fakes
 
 

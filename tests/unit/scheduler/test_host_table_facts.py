@@ -9,8 +9,8 @@ import random
 import numpy as np
 import pytest
 
-from scheduler import host_state
-from scheduler import host_table
+from scheduler.host_cache import host_state
+from scheduler.host_cache import host_table
 from scheduler import weights
 from tests.unit.scheduler import fakes
 

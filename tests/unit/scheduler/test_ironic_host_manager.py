@@ -4,7 +4,7 @@ used up whole, whether read from SQL or consumed by a claim."""
 import pytest
 
 from scheduler.db import claims
-from scheduler import host_state
+from scheduler.host_cache import host_state
 from scheduler import ironic_host_manager
 from tests.unit.scheduler import fakes
 

@@ -18,7 +18,7 @@ from scheduler.drivers import ahead
 from scheduler.drivers import filter_scheduler
 from scheduler.drivers import ranking as ranking_mod
 from scheduler import filters
-from scheduler import host_state
+from scheduler.host_cache import host_state
 from scheduler import manager
 from scheduler import placement_types
 from scheduler import rpc

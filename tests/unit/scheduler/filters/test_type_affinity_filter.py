@@ -1,6 +1,6 @@
 import pytest
 
-from scheduler import host_instances
+from scheduler.host_cache import host_instances
 from scheduler.filters import type_affinity_filter
 from tests.unit.scheduler import fakes
 

@@ -1,6 +1,6 @@
 """InstanceInfo: what computes tell schedulers of an instance."""
 
-from scheduler import host_instances
+from scheduler.host_cache import host_instances
 from scheduler.objects import base
 from scheduler.objects import instance_info
 from scheduler.objects import request_spec

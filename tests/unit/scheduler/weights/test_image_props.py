@@ -1,6 +1,6 @@
 import pytest
 
-from scheduler import host_instances
+from scheduler.host_cache import host_instances
 from scheduler.objects import request_spec
 from scheduler.weights import image_props
 from tests.unit.scheduler import fakes

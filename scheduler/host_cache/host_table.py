@@ -1,7 +1,7 @@
 """HostTable: the scheduler's view of all its compute nodes at once.
 
-Each compute node is a :class:`scheduler.host_state.HostState`, under
-Nova's attribute names (``free_ram_mb``, ``vcpus_total``...); read-only:
+Each compute node is a :class:`scheduler.host_cache.host_state.HostState`,
+under Nova's attribute names (``free_ram_mb``, ``vcpus_total``...); read-only:
 consuming resources returns a new HostState.
 
 A :class:`HostTable` is an immutable snapshot of every node: the list of
@@ -29,9 +29,9 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import conf
-from scheduler import host_instances
-from scheduler import host_state
-from scheduler import host_table_per_state as per_state
+from scheduler.host_cache import host_instances
+from scheduler.host_cache import host_state
+from scheduler.host_cache import host_table_per_state as per_state
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -644,7 +644,7 @@ class HostTable:
         constants[key] = (column, value, proof)
         return value
 
-    # -- instances on the hosts (see scheduler.host_instances) --------------
+    # -- instances on the hosts (see host_cache.host_instances) ------------
 
     def instance_counts(self, uuids):
         """Column: how many of the instances ``uuids`` each row's host

@@ -2,8 +2,8 @@
 
 Reading every compute node, service and aggregate for every request is
 what made Nova's scheduler slow at scale. The HostManager keeps a
-:class:`scheduler.host_table.HostTable` in memory instead and refreshes it
-from SQL in a background thread every ``[scheduler]
+:class:`scheduler.host_cache.host_table.HostTable` in memory instead and
+refreshes it from SQL in a background thread every ``[scheduler]
 host_state_refresh_interval`` seconds, reading only what changed:
 
 * compute nodes written since the last refresh (an indexed
@@ -31,8 +31,8 @@ host_state_refresh_interval`` seconds, reading only what changed:
 
 On PostgreSQL through psycopg2 the nodes and services of an incremental
 refresh are one prepared statement (the cells' read,
-:func:`scheduler.host_reads.read_cell_changes`), and the nodes the cache
-took lately at the generation it holds are left out on the server
+:func:`scheduler.host_cache.host_reads.read_cell_changes`), and the nodes the
+cache took lately at the generation it holds are left out on the server
 rather than sent again at each pass of the slack
 (:meth:`HostManager._recent_pairs`); the aggregates' fingerprint is a
 second prepared statement on the same connection.
@@ -44,7 +44,8 @@ without waiting for the next refresh, and a refresh that read the
 aggregates before the cast arrived does not undo it.
 
 Each HostState also carries the instances on its host; the compute
-agents' casts keep them up to date (see :mod:`scheduler.instance_tracking`).
+agents' casts keep them up to date (see
+:mod:`scheduler.host_cache.instance_tracking`).
 
 A request takes the current table (:meth:`HostManager.snapshot`) and
 reads it without locks. Changes that keep every node where it is (a
@@ -101,12 +102,12 @@ from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import models
 from scheduler import hardware
-from scheduler import host_instances
-from scheduler import host_manager_cells
-from scheduler import host_reads
-from scheduler import host_state
-from scheduler import host_table
-from scheduler import instance_tracking
+from scheduler.host_cache import host_instances
+from scheduler.host_cache import cell_gather
+from scheduler.host_cache import host_reads
+from scheduler.host_cache import host_state
+from scheduler.host_cache import host_table
+from scheduler.host_cache import instance_tracking
 from scheduler import prometheus
 
 CONF = conf.CONF
@@ -241,7 +242,7 @@ class HostManager(instance_tracking.InstanceTracking):
         # claim in flight alone on the node (see settle).
         self._claim_bases = {}
         # The cells read and the cache ids of their nodes (with cells).
-        self._cells = host_manager_cells.CellGather()
+        self._cells = cell_gather.CellGather()
         self._after_fork()
         _managers.add(self)
 
@@ -470,7 +471,7 @@ class HostManager(instance_tracking.InstanceTracking):
             changes = _Changes()
             changes.alive_since, changes.alive_until = _alive_window(began)
             first_load = self._table is None
-            multi_cell = host_manager_cells.multi_cell()
+            multi_cell = cell_gather.multi_cell()
             at_once = not (multi_cell or full) and _reads_at_once()
             with self._lock:
                 seen_seq = self._consume_seq
@@ -482,7 +483,7 @@ class HostManager(instance_tracking.InstanceTracking):
             with (_collector_paused() if full
                   else contextlib.nullcontext()):
                 if multi_cell:
-                    table = host_manager_cells.refresh(
+                    table = cell_gather.refresh(
                         self, changes, full, known, reread, dead, began,
                         seen_seq)
                 else:
@@ -501,7 +502,7 @@ class HostManager(instance_tracking.InstanceTracking):
             self.stats['services_read'] += len(changes.services)
             self.stats['last_refresh_seconds'] = elapsed
             prometheus.cache_refreshed(
-                elapsed, host_manager_cells.cell_counts(table),
+                elapsed, cell_gather.cell_counts(table),
                 self._cells.cells_up(), time.time())
             LOG.debug('Host cache refreshed in %.3fs: %d node(s) and %d '
                       'service(s) read, %d node(s) removed', elapsed,
@@ -838,7 +839,7 @@ class HostManager(instance_tracking.InstanceTracking):
             row, self._services.get(row.host),
             self._aggregates_by_host.get(row.host, ()), ratios,
             ratios[_DEFAULT_AZ])
-        if row.id > host_manager_cells.NODE_MASK:
+        if row.id > cell_gather.NODE_MASK:
             cell = self._cells.cell_of(row.id)
             state.cell_uuid, state.cell_name = cell.uuid, cell.label()
         state.instances = self._instances_of(row.host)

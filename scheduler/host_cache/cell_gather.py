@@ -2,8 +2,8 @@
 
 With ``[api_database] connection`` set, the compute nodes and services
 live in the cell databases. Each refresh of the
-:class:`scheduler.host_manager.HostManager` reads every enabled cell but
-cell0 at once, one thread per cell (green threads under eventlet), each
+:class:`scheduler.host_cache.host_manager.HostManager` reads every enabled cell
+but cell0 at once, one thread per cell (green threads under eventlet), each
 under its own target (:func:`scheduler.db.api.target_cell`), and waits
 for them at most :data:`CELL_TIMEOUT` seconds (Nova's ``CELL_TIMEOUT``).
 Each cell's thread is long-lived: started at the cell's first read, fed
@@ -11,12 +11,12 @@ its reads through a queue, stopped with the host manager
 (:meth:`CellGather.stop`) and started again if it died (after a fork,
 for instance), so that a refresh costs what changed in the cells, not a
 new thread per cell. An incremental read of a cell is one statement
-(:func:`scheduler.host_reads.read_cell_changes`): what a refresh costs
-grows with what changed and with the hosts, hardly with the number of
+(:func:`scheduler.host_cache.host_reads.read_cell_changes`): what a refresh
+costs grows with what changed and with the hosts, hardly with the number of
 cells. On PostgreSQL (psycopg2) the incremental reads do not go to the
 cells' threads: the refreshing thread sends them all on each cell's
 asynchronous connection and waits on their sockets together
-(:mod:`scheduler.cell_reads`), which costs the process less than
+(:mod:`scheduler.host_cache.cell_reads`), which costs the process less than
 the threads' hand-offs; whole reads, and every read on other drivers,
 stay on the threads.
 A cell that errors, is unreachable or does not answer in time is left
@@ -65,13 +65,13 @@ import weakref
 import numpy as np
 from oslo_log import log as logging
 
-from scheduler import cell_reads
+from scheduler.host_cache import cell_reads
 from scheduler import cells
 from scheduler.cells import readers
 from scheduler.cells import registry
 from scheduler.db import api as db_api
-from scheduler import host_reads
-from scheduler import instance_tracking
+from scheduler.host_cache import host_reads
+from scheduler.host_cache import instance_tracking
 
 LOG = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ class _Incremental(collections.namedtuple(
         '_Incremental', 'since reread alive_since dead')):
     """An incremental read of a cell on PostgreSQL (psycopg2): not handed
     to the cell's thread but run with the others from the refreshing
-    thread (:mod:`scheduler.cell_reads`)."""
+    thread (:mod:`scheduler.host_cache.cell_reads`)."""
 
 
 class _Round:
@@ -408,7 +408,7 @@ def cell_job(full, known, reread, dead, alive_since, instances):
     HostManager.refresh for what each read means): the split of
     ``known``, ``reread`` and ``dead`` by cell is done once here, not
     once per cell."""
-    from scheduler import host_manager
+    from scheduler.host_cache import host_manager
     slack = datetime.timedelta(seconds=host_manager.WRITE_SLACK)
     known = _by_cell(known or {})
     reread = _by_cell(dict.fromkeys(reread))
@@ -479,7 +479,7 @@ def _api_aggregates(manager, changes):
         seq = manager._aggregate_seq
 
     def job():
-        from scheduler import host_manager
+        from scheduler.host_cache import host_manager
         read = host_manager._Changes()
         read.aggregate_seq = seq
         manager.read_api_aggregates(read)
