@@ -63,7 +63,7 @@ import oslo_messaging as messaging
 
 from scheduler import conf
 from scheduler import exception
-from scheduler.host_cache import host_inputs
+from scheduler import host_cache
 from scheduler import rpc
 
 CONF = conf.CONF
@@ -77,7 +77,7 @@ COMPUTE_TASK_API_VERSION = '1.2'
 BUILD_CALL_RETRIES = 2
 COMPUTE_TASK_NAMESPACE = 'compute_task'
 # Inventory fields a conductor takes since ConductorAPI 1.3.
-HARDWARE_FIELDS = frozenset(host_inputs.REPORTED_FIELDS)
+HARDWARE_FIELDS = frozenset(host_cache.REPORTED_FIELDS)
 NEW_IN_1_3 = HARDWARE_FIELDS | frozenset(
     'initial_%s_allocation_ratio' % resource
     for resource in ('cpu', 'ram', 'disk'))

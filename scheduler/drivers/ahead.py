@@ -72,7 +72,7 @@ from oslo_log import log as logging
 from oslo_service import backend as service_backend
 from oslo_versionedobjects import base as ovo_base
 
-from scheduler.host_cache import host_table as host_table_mod
+from scheduler import host_cache
 
 LOG = logging.getLogger(__name__)
 
@@ -265,7 +265,7 @@ class Ahead:
             return None
         if held.until is not None:
             if now_us is None:
-                now_us = host_table_mod.now_us_utc()
+                now_us = host_cache.now_us_utc()
             if now_us >= held.until:
                 return None
         if not self._same_shape(held.shape, shape):
@@ -321,7 +321,7 @@ class Ahead:
             held = self._held_for(table)
             if held is not None and held.shape.matches(shape):
                 return False
-            now_us = host_table_mod.now_us_utc()
+            now_us = host_cache.now_us_utc()
             until = table.liveness_changes_at(shape.down_time, now_us)
             ranked = self._patched(shape, table, now_us)
             if ranked is None:

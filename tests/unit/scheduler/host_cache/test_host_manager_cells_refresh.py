@@ -14,15 +14,15 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import cells
-from scheduler.host_cache import cell_reads
 from scheduler.cells import registry
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import mappings
 from scheduler.db import models
-from scheduler.host_cache import host_manager
 from scheduler.host_cache import cell_gather
+from scheduler.host_cache import cell_reads
+from scheduler.host_cache import refresh_changes
 from tests.fixtures import databases
 from tests.unit.scheduler import fakes
 
@@ -373,7 +373,7 @@ def test_each_cell_reads_again_what_was_written_within_the_slack(
                 vcpus=3, updated_at=late, generation=nodes.c.generation + 1))
 
     assert by_host(manager.refresh())['b1'].vcpus_total == 3
-    monkeypatch.setattr(host_manager, 'WRITE_SLACK', 0.0)
+    monkeypatch.setattr(refresh_changes, 'WRITE_SLACK', 0.0)
     with db_api.target_cell(sqlite_cells[CELL2]):
         with db_api.writer() as session:
             session.execute(sa.update(nodes).values(
