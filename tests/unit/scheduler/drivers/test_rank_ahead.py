@@ -287,7 +287,7 @@ def test_the_ranking_held_is_patched_only_within_its_window(monkeypatch):
     table = _seen_30_and_5_seconds_ago(now)
     expires = host_cache.to_microseconds(now) + 30 * 1000000 + 1
     clock = [expires - 10]
-    monkeypatch.setattr(ahead.host_table_mod, 'now_us_utc',
+    monkeypatch.setattr(ahead.host_cache, 'now_us_utc',
                         lambda: clock[0])
     calls = []
 
