@@ -38,7 +38,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import host_cache  # noqa: E402
+import host_cache as bench_cache  # noqa: E402
 
 from scheduler import cells  # noqa: E402
 from scheduler import conf  # noqa: E402
@@ -46,7 +46,7 @@ from scheduler.db import api as db_api  # noqa: E402
 from scheduler.db import mappings  # noqa: E402
 from scheduler.db import migration  # noqa: E402
 from scheduler.db import models  # noqa: E402
-from scheduler import host_manager  # noqa: E402
+from scheduler import host_cache  # noqa: E402
 from scheduler import objects  # noqa: E402
 
 CONF = conf.CONF
@@ -70,7 +70,7 @@ def build_layout(backend, workdir, hosts, count, rng, first_cell):
         url = new_database(backend, workdir, 'cell%d' % number)
         with db_api.target_cell(url):
             migration.db_sync()
-            host_cache.bulk_populate(per_cell, rng, first=index * per_cell)
+            bench_cache.bulk_populate(per_cell, rng, first=index * per_cell)
             with db_api.reader() as session:
                 ids = [node_id for (node_id,) in session.execute(
                     sa.select(models.ComputeNode.id))]
@@ -108,7 +108,7 @@ def measure(layouts, rounds, refreshes, changes, rng):
     for _ in range(rounds):
         for count, layout in layouts.items():
             use(layout)
-            manager = host_manager.HostManager(auto_refresh=False)
+            manager = host_cache.HostManager(auto_refresh=False)
             wall, cpu = timed(manager.snapshot)
             assert len(manager.snapshot()) == sum(
                 len(ids) for _url, ids in layout.values())
@@ -118,9 +118,9 @@ def measure(layouts, rounds, refreshes, changes, rng):
     managers = {}
     for count, layout in layouts.items():
         use(layout)
-        managers[count] = host_manager.HostManager(auto_refresh=False)
+        managers[count] = host_cache.HostManager(auto_refresh=False)
         managers[count].snapshot()
-    time.sleep(host_manager.WRITE_SLACK + 0.5)
+    time.sleep(host_cache.WRITE_SLACK + 0.5)
     interval = CONF.scheduler.host_state_refresh_interval
     began = time.monotonic()
     for _ in range(refreshes + 1):
@@ -129,7 +129,7 @@ def measure(layouts, rounds, refreshes, changes, rng):
             per_cell = max(1, changes // count)
             for url, ids in layout.values():
                 with db_api.target_cell(url):
-                    host_cache.write_nodes(rng.sample(ids, per_cell), rng)
+                    bench_cache.write_nodes(rng.sample(ids, per_cell), rng)
             time.sleep(max(0.0, began + interval - time.monotonic()))
             began = time.monotonic()
             wall, cpu = timed(managers[count].refresh)

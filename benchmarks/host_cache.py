@@ -4,7 +4,7 @@ Against a database of its own on the local PostgreSQL (or MariaDB, or a
 SQLite file) holding N mapped compute nodes with live services, one
 scheduler process's HostManager is timed, as ``gantt-scheduler`` runs
 it (each full read ends with a pass of the garbage collector over
-everything and a freeze: see ``host_manager.freeze_collector``):
+everything and a freeze: see ``host_cache.freeze_collector``):
 
 * **cold start**: the first full load of the host table, SQL to table,
   and that pass;
@@ -48,7 +48,7 @@ from scheduler.db import compute_nodes  # noqa: E402
 from scheduler.db import migration  # noqa: E402
 from scheduler.db import models  # noqa: E402
 from scheduler.db import services as db_services  # noqa: E402
-from scheduler import host_manager  # noqa: E402
+from scheduler import host_cache  # noqa: E402
 from scheduler import objects  # noqa: E402
 
 CONF = conf.CONF
@@ -150,13 +150,13 @@ def run(hosts, rounds, changes, backend):
                 sa.select(models.ComputeNode.id))]
 
         before = rss_bytes()
-        manager = host_manager.HostManager(auto_refresh=False)
+        manager = host_cache.HostManager(auto_refresh=False)
         _table, cold = timed(manager.snapshot)
         per_host = (rss_bytes() - before) / hosts
 
         # Steady state: the set-up's writes are older than the slack the
         # refresh reads again.
-        time.sleep(host_manager.WRITE_SLACK + 0.5)
+        time.sleep(host_cache.WRITE_SLACK + 0.5)
         manager.refresh()
         quiet, busy = [], []
         for _ in range(rounds):
@@ -177,7 +177,7 @@ def run(hosts, rounds, changes, backend):
         full = [timed(lambda: manager.refresh(full=True))[1]
                 for _ in range(3)]
 
-        manager = host_manager.HostManager()
+        manager = host_cache.HostManager()
         manager.start()
         seen = []
         for _ in range(rounds):
@@ -215,7 +215,7 @@ def run(hosts, rounds, changes, backend):
         print('  (services up in the cache afterwards: %d of %d)'
               % (up, hosts))
         row('full read (every %d s), p50'
-            % host_manager.FULL_READ_INTERVAL, statistics.median(full), 'ms',
+            % host_cache.FULL_READ_INTERVAL, statistics.median(full), 'ms',
             '')
         row('change seen by scheduling, p50', statistics.median(seen), 's',
             '<= 0.5 s')
@@ -242,7 +242,7 @@ def main(argv=None):
     CONF([], project='gantt')
     objects.register_all()
     # As the daemon's main does.
-    host_manager.freeze_collector()
+    host_cache.freeze_collector()
     for hosts in args.hosts:
         run(hosts, args.rounds, args.changes, args.db)
 

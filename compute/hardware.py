@@ -3,8 +3,8 @@
 ``cpu_info``, ``numa_topology`` and ``pci_device_pools`` are JSON strings
 in the configuration, ``disk_available_least`` an integer; each is read
 and checked once, when the agent starts, against the shapes of
-:mod:`scheduler.host_inputs`. A value that cannot be used stops the agent
-with one line naming the option and the problem::
+:mod:`scheduler.host_cache.host_inputs`. A value that cannot be used stops the
+agent with one line naming the option and the problem::
 
     hardware.configured(lambda name: getattr(CONF.fake_virt, name))
     # ConfigError: [fake_virt] numa_topology: numa_topology.cells[0] must
@@ -22,7 +22,7 @@ value reported drops by the disk of every instance the node runs (see
 import json
 
 from scheduler import exception
-from scheduler import host_inputs
+from scheduler import host_cache
 
 # The options, each holding a JSON document (the others hold a value).
 JSON_OPTIONS = ('cpu_info', 'numa_topology', 'pci_device_pools')
@@ -43,7 +43,7 @@ def configured(option):
     ``option(name)``, the agent's value of a ``[fake_virt]`` option;
     raises ConfigError naming the option when one cannot be used."""
     values = {}
-    for name, check in host_inputs.CHECKS.items():
+    for name, check in host_cache.REPORT_CHECKS.items():
         value = _parsed(name, option(name))
         try:
             values[name] = check(name, value)

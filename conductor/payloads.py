@@ -19,7 +19,7 @@ What is accepted:
   ``{name, value, timestamp, source}`` with a finite value; since
   ConductorAPI 1.2 ``cpu_info``, ``disk_available_least``,
   ``numa_topology`` and ``pci_device_pools`` in the shapes
-  :mod:`scheduler.host_inputs` describes);
+  :mod:`scheduler.host_cache.host_inputs` describes);
 * an instance update (``instance_update``): only the spawn report, the
   one transition a compute makes (``vm_state`` ``active``, ``task_state``
   None, optionally ``launched_at`` true and a ``fault`` of at most
@@ -32,7 +32,7 @@ from compute import rpcapi as compute_rpcapi
 from conductor import rpcapi as conductor_rpcapi
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
-from scheduler import host_inputs
+from scheduler import host_cache
 from scheduler import rpcapi as scheduler_rpcapi
 from scheduler import validation
 
@@ -129,7 +129,7 @@ def checked_inventory(field, inventory):
         validation.string_dict('%s.stats' % field, inventory['stats'],
                                max_len=validation.MAX_NAME_LEN)
     _check_metrics('%s.metrics' % field, inventory.get('metrics'))
-    for name, check in host_inputs.CHECKS.items():
+    for name, check in host_cache.REPORT_CHECKS.items():
         if name in inventory:
             check('%s.%s' % (field, name), inventory[name])
     return inventory

@@ -14,7 +14,7 @@ ConductorAPI (no namespace), what compute agents call instead of SQL:
   capped below 1.2 it is sent without.
 * 1.3 - ``compute_node_update``'s inventories may hold the host's
   hardware: ``cpu_info``, ``disk_available_least``, ``numa_topology``,
-  ``pci_device_pools`` (see :mod:`scheduler.host_inputs`), and the
+  ``pci_device_pools`` (see :mod:`scheduler.host_cache.host_inputs`), and the
   ``initial_*_allocation_ratio`` a new node starts with. To a conductor
   capped below 1.3 the report goes as 1.0, without them (a new node then
   gets the conductor's ``initial_*`` ratios, through the claims'
@@ -63,7 +63,7 @@ import oslo_messaging as messaging
 
 from scheduler import conf
 from scheduler import exception
-from scheduler import host_inputs
+from scheduler import host_cache
 from scheduler import rpc
 
 CONF = conf.CONF
@@ -77,7 +77,7 @@ COMPUTE_TASK_API_VERSION = '1.2'
 BUILD_CALL_RETRIES = 2
 COMPUTE_TASK_NAMESPACE = 'compute_task'
 # Inventory fields a conductor takes since ConductorAPI 1.3.
-HARDWARE_FIELDS = frozenset(host_inputs.REPORTED_FIELDS)
+HARDWARE_FIELDS = frozenset(host_cache.REPORTED_FIELDS)
 NEW_IN_1_3 = HARDWARE_FIELDS | frozenset(
     'initial_%s_allocation_ratio' % resource
     for resource in ('cpu', 'ram', 'disk'))

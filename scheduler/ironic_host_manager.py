@@ -42,8 +42,7 @@ from oslo_log import versionutils
 
 from scheduler import conf
 from scheduler.db import claims
-from scheduler import host_manager
-from scheduler import host_state
+from scheduler import host_cache
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -53,7 +52,7 @@ IRONIC = 'ironic'
 
 # resource -> the HostState attribute of its usage
 _USED = {resource: attrs[1]
-         for resource, attrs in host_state.RESOURCE_ATTRS.items()}
+         for resource, attrs in host_cache.RESOURCE_ATTRS.items()}
 
 
 def is_baremetal(state_or_row):
@@ -68,7 +67,7 @@ def whole_node(state):
                               for resource in claims.Resources._fields))
 
 
-class IronicNodeState(host_state.HostState):
+class IronicNodeState(host_cache.HostState):
     """A baremetal node: free, or taken whole (see the module docstring)."""
 
     __slots__ = ()
@@ -78,7 +77,7 @@ class IronicNodeState(host_state.HostState):
         """The IronicNodeState of a node read as a plain HostState: used
         up entirely if it holds anything."""
         node = cls.__new__(cls)
-        for name in host_state.HostState.__slots__:
+        for name in host_cache.HostState.__slots__:
             setattr(node, name, getattr(state, name))
         if node.in_use():
             node._take_whole()
@@ -106,7 +105,7 @@ class IronicNodeState(host_state.HostState):
         return whole_node(self)
 
 
-class IronicHostManager(host_manager.HostManager):
+class IronicHostManager(host_cache.HostManager):
     """HostManager whose Ironic nodes are IronicNodeStates."""
 
     def __init__(self, auto_refresh=True):

@@ -43,7 +43,7 @@ from scheduler import conf
 from scheduler import config
 from scheduler.db import api as db_api
 from scheduler import exception
-from scheduler import host_manager_cells
+from scheduler import host_cache
 from scheduler import loadables
 from scheduler.notifications import request_spec as spec_notes
 from scheduler.objects import aggregate as aggregate_obj
@@ -183,7 +183,7 @@ class SchedulerManager(service.Manager):
                         '_table', None)
         if table is None:
             return ''
-        counts = host_manager_cells.cell_counts(table)
+        counts = host_cache.cell_counts(table)
         return ''.join(' hosts[%s]=%d' % (name, counts[name])
                        for name in sorted(counts))
 

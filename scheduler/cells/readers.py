@@ -1,5 +1,5 @@
 """Long-lived reading threads: one per cell database, one for the API
-database's cell list (see :mod:`scheduler.host_manager_cells`).
+database's cell list (see :mod:`scheduler.host_cache.cell_gather`).
 
 A :class:`Reader` runs the reads handed to it one at a time on a thread
 of its own, started at the first read and again if it died (after a

@@ -11,7 +11,7 @@ from oslo_messaging import opts as messaging_opts
 from scheduler.cmd import common
 from scheduler import conf
 from scheduler import config
-from scheduler import host_manager
+from scheduler import host_cache
 from scheduler import manager
 from scheduler import rpcapi
 
@@ -39,7 +39,7 @@ def main():
     set_defaults()
     # The daemon's process is its own: its host cache may be frozen out
     # of the garbage collector's passes.
-    host_manager.freeze_collector()
+    host_cache.freeze_collector()
     common.run_daemon('gantt-scheduler', rpcapi.RPC_TOPIC,
                       manager.SchedulerManager,
                       workers=lambda: CONF.scheduler.workers)

@@ -571,9 +571,9 @@ def driver_batches(connection, statement, parameters, size):
     connection of ``connection`` (a Core connection in a transaction):
     a generator, to consume before the connection's next statement.
     SQLAlchemy's rows cost more CPU than the driver's fetch (see
-    :func:`scheduler.host_reads.stream_nodes`). Errors, listeners and the
-    cursor's end as in :func:`driver_rows` (the cursor also ends when the
-    generator is closed or dropped)."""
+    :func:`scheduler.host_cache.host_reads.stream_nodes`). Errors, listeners
+    and the cursor's end as in :func:`driver_rows` (the cursor also ends when
+    the generator is closed or dropped)."""
     name = 'gantt_batches_%d' % next(_CURSOR_NUMBERS)
     with _driver_cursor(connection, statement, parameters,
                         name) as cursor:

@@ -28,7 +28,8 @@ INVENTORY_FIELDS = (
 USAGE_FIELDS = ('numa_usage', 'pci_usage')
 # Documents that hosts of one hardware model report alike: with
 # ``raw_documents`` the reads below give them as their JSON text, which
-# the host cache parses once per distinct text (scheduler.host_inputs).
+# the host cache parses once per distinct text
+# (scheduler.host_cache.host_inputs).
 SHARED_DOCUMENTS = ('cpu_info', 'numa_topology', 'pci_device_pools')
 
 
@@ -108,7 +109,7 @@ def written_conditions(since, until=None):
     the second finds the nodes it wrote.
 
     ``until``: and before it too (a statement prepared with both as
-    parameters: see scheduler.host_reads._changes_statement)."""
+    parameters: see scheduler.host_cache.host_reads._changes_statement)."""
     updated = [_NODE.c.updated_at >= since]
     created = [_ALLOC.c.created_at >= since]
     if until is not None:

@@ -149,10 +149,10 @@ class ComputeNode(TimestampMixin, Base):
     io_workload: orm.Mapped[int] = orm.mapped_column(default=0)
     mapped: orm.Mapped[bool] = orm.mapped_column(default=False)
     generation: orm.Mapped[int] = orm.mapped_column(default=0)
-    # What the compute reports of its hardware (see scheduler.host_inputs
-    # for the shapes): the libvirt-style CPU description, the free disk
-    # its images leave (GiB), its NUMA cells and its PCI device pools.
-    # NULL: not reported.
+    # What the compute reports of its hardware (see
+    # scheduler.host_cache.host_inputs for the shapes): the libvirt-style CPU
+    # description, the free disk its images leave (GiB), its NUMA cells and its
+    # PCI device pools. NULL: not reported.
     cpu_info: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)
     disk_available_least: orm.Mapped[Optional[int]] = orm.mapped_column()
     numa_topology: orm.Mapped[Optional[Any]] = orm.mapped_column(JSONText)

@@ -15,12 +15,12 @@ depends on:
 
 * the request spec, but for its instance uuid (field by field);
 * the host table: the same object, written no more times since
-  (:attr:`scheduler.host_table.HostTable.writes`): a lost claim, another
-  request's reservation or a refresh that changed a row ends it;
+  (:attr:`scheduler.host_cache.host_table.HostTable.writes`): a lost claim,
+  another request's reservation or a refresh that changed a row ends it;
 * the time: until the first compute service's heartbeat leaves the
   ``service_down_time`` window or enters it
-  (:meth:`~scheduler.host_table.HostTable.liveness_changes_at`), the one
-  input of a filter that changes by itself;
+  (:meth:`~scheduler.host_cache.host_table.HostTable.liveness_changes_at`), the
+  one input of a filter that changes by itself;
 * the filters and weighers loaded, and the size of the ranking (the best
   ``host_subset_size`` plus the alternates).
 
@@ -72,7 +72,7 @@ from oslo_log import log as logging
 from oslo_service import backend as service_backend
 from oslo_versionedobjects import base as ovo_base
 
-from scheduler import host_table as host_table_mod
+from scheduler import host_cache
 
 LOG = logging.getLogger(__name__)
 
@@ -265,7 +265,7 @@ class Ahead:
             return None
         if held.until is not None:
             if now_us is None:
-                now_us = host_table_mod.now_us_utc()
+                now_us = host_cache.now_us_utc()
             if now_us >= held.until:
                 return None
         if not self._same_shape(held.shape, shape):
@@ -321,7 +321,7 @@ class Ahead:
             held = self._held_for(table)
             if held is not None and held.shape.matches(shape):
                 return False
-            now_us = host_table_mod.now_us_utc()
+            now_us = host_cache.now_us_utc()
             until = table.liveness_changes_at(shape.down_time, now_us)
             ranked = self._patched(shape, table, now_us)
             if ranked is None:

@@ -3,7 +3,7 @@
 Claims go through :func:`scheduler.db.claims.claim_in_sql`, which the
 conductor's tasks call too, in the database of the node's cell (with
 cells, the host cache's ids are not the nodes' own: see
-:mod:`scheduler.host_manager_cells`).
+:mod:`scheduler.host_cache.cell_gather`).
 
 The RPC manager builds one driver per process from the ``[scheduler]
 driver`` entry point and calls it::
@@ -42,8 +42,7 @@ from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import services as db_services
 from scheduler import exception
-from scheduler import host_manager as host_manager_mod
-from scheduler import host_manager_cells
+from scheduler import host_cache
 from scheduler import loadables
 from scheduler.objects import selection as selection_obj
 from scheduler import prometheus
@@ -197,7 +196,7 @@ class Scheduler(metaclass=abc.ABCMeta):
         """Sorted names of the hosts whose compute service is up (SQL)."""
         with db_api.reader() as session:
             rows = db_services.list_services(
-                session, binary=host_manager_mod.COMPUTE_BINARY)
+                session, binary=host_cache.COMPUTE_BINARY)
         return sorted(row.host for row in rows if db_services.is_up(row))
 
     @abc.abstractmethod
@@ -259,7 +258,7 @@ class Scheduler(metaclass=abc.ABCMeta):
             with self._claim_slots[cell.uuid].slot() as kept, \
                     cells.target(cell):
                 won = claims.claim_in_sql(
-                    host_manager_cells.node_id(host_state.id), consumer_uuid,
+                    host_cache.node_id(host_state.id), consumer_uuid,
                     resources, group_uuid, host_state.host,
                     refuse_settled=True, hardware=hardware, report=report,
                     kept=kept)
@@ -316,7 +315,7 @@ class Scheduler(metaclass=abc.ABCMeta):
         by_cell = {}
         for consumer_uuid, cache_id in claimed:
             by_cell.setdefault(self.host_manager.cell_of(cache_id), []).append(
-                (consumer_uuid, host_manager_cells.node_id(cache_id)))
+                (consumer_uuid, host_cache.node_id(cache_id)))
         for cell, pairs in by_cell.items():
             with cells.target(cell):
                 claims.release_in_sql(pairs)

@@ -57,7 +57,7 @@ from scheduler import exception
 from scheduler import filters
 from scheduler.filters import retry_filter
 from scheduler import hardware
-from scheduler import host_instances
+from scheduler import host_cache
 from scheduler import loadables
 from scheduler import placement_types
 from scheduler import prometheus
@@ -488,7 +488,7 @@ class _Request:
         # NUMA cells, pinned CPUs, pages, PCI devices: None for most.
         self.hardware = hardware.Request.from_spec(spec)
         image = spec.obj_get('image')
-        self.instance_info = host_instances.info_from_flavor_and_image(
+        self.instance_info = host_cache.info_from_flavor_and_image(
             spec.flavor, image.obj_get('properties') if image else None)
         self.return_alternates = return_alternates
         self.num_alts = (CONF.scheduler.max_attempts - 1
@@ -681,7 +681,7 @@ class _Request:
         uuid = self.placed_uuids[index]
         host = self.table.states[row].host
         if uuid not in self.table.states[row].instances:
-            self.table = host_instances.with_instance(self.table, row, uuid,
+            self.table = host_cache.with_instance(self.table, row, uuid,
                                                       self.instance_info)
         if host not in self.group.hosts:
             self.group.hosts = list(self.group.hosts) + [host]

@@ -26,8 +26,8 @@ more than its pure parent must set it back to False.
 
 The built-in filters also give the batch path the handler prefers,
 ``filter_all(host_table, mask, spec) -> mask``: given the whole
-:class:`scheduler.host_table.HostTable` and a boolean mask of the hosts
-still in the running, return the mask of those that pass, computed over
+:class:`scheduler.host_cache.host_table.HostTable` and a boolean mask of the
+hosts still in the running, return the mask of those that pass, computed over
 NumPy columns. The base class implements ``filter_all`` by calling
 ``host_passes`` for every host left, so both paths always exist.
 

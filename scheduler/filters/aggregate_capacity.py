@@ -22,8 +22,7 @@ import numpy as np
 
 from scheduler import filters
 from scheduler.filters import aggregate_metadata
-from scheduler import host_state as state_mod
-from scheduler import host_table
+from scheduler import host_cache
 
 LOG = logging.getLogger(__name__)
 
@@ -40,7 +39,7 @@ class AggregateCapacityFilter(filters.CapacityFilter):
     def ratio_key(self):
         """The aggregate metadata key (and HostState attribute) of the
         resource's allocation ratio."""
-        return state_mod.RESOURCE_ATTRS[self.resource][3]
+        return host_cache.RESOURCE_ATTRS[self.resource][3]
 
     def host_ratio(self, host_state):
         """The ratio this filter uses for ``host_state``."""
@@ -53,7 +52,7 @@ class AggregateCapacityFilter(filters.CapacityFilter):
         amount = getattr(spec.resources(), self.resource)
         if amount <= 0:
             return True
-        total, used, reserved, _ratio = state_mod.RESOURCE_ATTRS[
+        total, used, reserved, _ratio = host_cache.RESOURCE_ATTRS[
             self.resource]
         ratio = self.host_ratio(host_state)
         limit = (getattr(host_state, total) * ratio
@@ -70,7 +69,7 @@ class AggregateCapacityFilter(filters.CapacityFilter):
     def row_ratios(self, host_table_):
         """Column of the ratio this filter uses for each row."""
         key = self.ratio_key()
-        ratio = host_table.RESOURCE_COLUMNS[self.resource][3]
+        ratio = host_cache.RESOURCE_COLUMNS[self.resource][3]
         overrides = aggregate_metadata.per_row(
             host_table_, lambda aggregates: _or_nan(
                 aggregate_metadata.minimum_of(
@@ -83,7 +82,7 @@ class AggregateCapacityFilter(filters.CapacityFilter):
         amount = getattr(spec.resources(), self.resource)
         if amount <= 0:
             return mask
-        total, used, reserved, _ratio = host_table.RESOURCE_COLUMNS[
+        total, used, reserved, _ratio = host_cache.RESOURCE_COLUMNS[
             self.resource]
         columns = host_table_.columns
         ratios = self.row_ratios(host_table_)

@@ -5,7 +5,7 @@ requirement on it (see :mod:`scheduler.filters.extra_specs_ops` for the
 operators). Which extra specs count:
 
 * ``capabilities:<name>[:<key>...]``: the host attribute ``<name>`` (one
-  of ``host_table.PUBLIC_ATTRIBUTES``: ``hypervisor_type``,
+  of ``host_cache.PUBLIC_ATTRIBUTES``: ``hypervisor_type``,
   ``free_ram_mb``, ``vcpus_total``...) or, when the host has no such
   attribute or it is unset, the stat ``<name>``; each further ``:<key>``
   looks inside it (a dict, or a string holding JSON);
@@ -41,7 +41,7 @@ import numpy as np
 from scheduler import filters
 from scheduler.filters import extra_specs_ops
 from scheduler.filters import maxphysaddr
-from scheduler import host_table
+from scheduler import host_cache
 
 LOG = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ def _step(host_state, value, name):
             return None
     if value is host_state:
         found = None
-        if name in host_table.PUBLIC_ATTRIBUTES:
+        if name in host_cache.PUBLIC_ATTRIBUTES:
             found = getattr(host_state, name, None)
         return found if found is not None else _stats(host_state).get(name)
     if isinstance(value, dict):
@@ -96,7 +96,7 @@ def _step(host_state, value, name):
 def capability(host_state, path, unscoped):
     """The host's value for ``path`` as a string, None when it lacks it,
     or NOT_APPLICABLE (an unscoped key it has no attribute or stat for)."""
-    if unscoped and path[0] not in host_table.PUBLIC_ATTRIBUTES and (
+    if unscoped and path[0] not in host_cache.PUBLIC_ATTRIBUTES and (
             path[0] not in _stats(host_state)):
         return NOT_APPLICABLE
     value = host_state

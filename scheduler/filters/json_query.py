@@ -19,7 +19,7 @@ Commands, as Nova evaluates them:
   passes if any item is true; as the argument of ``and``/``or`` any
   non-empty list counts as true (Nova's behaviour, kept).
 
-A variable names a host attribute of ``host_table.PUBLIC_ATTRIBUTES``
+A variable names a host attribute of ``host_cache.PUBLIC_ATTRIBUTES``
 (``$free_ram_mb``, ``$host``, ``$stats``...) or the host's compute service
 (``$service``, whose fields ``SERVICE_FIELDS`` names: ``$service.disabled``,
 ``$service.forced_down``...), then optionally keys inside it
@@ -49,8 +49,7 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import exception
-from scheduler import host_state as state_mod
-from scheduler import host_table
+from scheduler import host_cache
 
 LOG = logging.getLogger(__name__)
 
@@ -60,7 +59,7 @@ COMMANDS = frozenset(_COMPARISONS) | {'in', 'not', 'or', 'and'}
 # The longest query text, and the deepest nesting, a query may have.
 MAX_QUERY_LEN = 64 * 1024
 MAX_QUERY_DEPTH = 32
-# The fields of a host's service (state_mod.ServiceInfo) a query may read.
+# The fields of a host's service (host_cache.ServiceInfo) a query may read.
 SERVICE_FIELDS = frozenset(('id', 'host', 'binary', 'disabled',
                             'disabled_reason', 'forced_down', 'last_seen_up',
                             'created_at'))
@@ -102,7 +101,7 @@ def _refuse(reason):
 def _known(path):
     if path[0] == 'service':
         return len(path) == 1 or path[1] in SERVICE_FIELDS
-    return path[0] in host_table.PUBLIC_ATTRIBUTES
+    return path[0] in host_cache.PUBLIC_ATTRIBUTES
 
 
 def _compile_argument(item, unknown):
@@ -218,7 +217,7 @@ def lookup(host_state, path):
     only dictionary keys, and the SERVICE_FIELDS of a service, are read."""
     value = getattr(host_state, path[0], None)
     for key in path[1:]:
-        if isinstance(value, state_mod.ServiceInfo):
+        if isinstance(value, host_cache.ServiceInfo):
             value = (getattr(value, key, None) if key in SERVICE_FIELDS
                      else None)
         elif isinstance(value, dict):

@@ -30,13 +30,13 @@ extra spec or property::
 """
 
 from scheduler import exception
-from scheduler import host_inputs
+from scheduler import host_cache
 
 BITS_SPEC = 'hw:maxphysaddr_bits'
 MODE_SPEC = 'hw:maxphysaddr_mode'
 BITS_PROPERTY = 'hw_maxphysaddr_bits'
 MODE_PROPERTY = 'hw_maxphysaddr_mode'
-MODES = host_inputs.MAXPHYSADDR_MODES
+MODES = host_cache.MAXPHYSADDR_MODES
 # What ComputeCapabilitiesFilter walks for the host's bits and mode.
 BITS_PATH = ('cpu_info', 'maxphysaddr', 'bits')
 MODE_PATH = ('cpu_info', 'maxphysaddr', 'mode')

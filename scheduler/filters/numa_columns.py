@@ -17,7 +17,7 @@ the per-host fit answers them (and logs why they fail).
 from oslo_log import log as logging
 import numpy as np
 
-from scheduler import host_table_per_state as per_state
+from scheduler import host_cache
 from scheduler.numa import cell_figures
 from scheduler.numa import errors as numa_errors
 
@@ -36,7 +36,7 @@ def _read_figures(state):
 
 
 # Computed once per HostState.
-_figures_of = per_state.StateMemo(_read_figures)
+_figures_of = host_cache.StateMemo(_read_figures)
 
 
 def _cell_count(state):

@@ -41,7 +41,7 @@ import numpy as np
 from scheduler import filters
 from scheduler.filters import numa_columns
 from scheduler import hardware
-from scheduler import host_table_per_state as per_state
+from scheduler import host_cache
 from scheduler.numa import capacity
 from scheduler.numa import cell_figures
 from scheduler.numa import errors as numa_errors
@@ -75,7 +75,7 @@ def _read_summary(state):
 
 
 # The prescreen summary of a state, computed once per HostState.
-_summary = per_state.StateMemo(_read_summary)
+_summary = host_cache.StateMemo(_read_summary)
 
 
 def _fit_key(state):

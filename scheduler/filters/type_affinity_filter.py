@@ -3,8 +3,8 @@
 A host passes when it runs no instance, or only instances of the
 requested flavor. Flavors are told apart by ``flavorid`` (their name when
 they have none), as the instances the host runs are recorded
-(:mod:`scheduler.host_instances`). Pair it with spreading weighers so that
-new flavors find empty hosts::
+(:mod:`scheduler.host_cache.host_instances`). Pair it with spreading weighers
+so that new flavors find empty hosts::
 
     [filter_scheduler]
     enabled_filters = ComputeFilter,RamFilter,TypeAffinityFilter

@@ -176,8 +176,8 @@ def _parse_cell(raw: Any) -> HostCell:
 
 
 # What parse_host_topology read, by document: hosts of one shape share
-# their document (scheduler.host_inputs), which nobody changes in place,
-# so a filter fitting thousands of hosts parses each shape once. Holding
+# their document (scheduler.host_cache.host_inputs), which nobody changes in
+# place, so a filter fitting thousands of hosts parses each shape once. Holding
 # the document keeps its id from being reused.
 _parsed = {}
 _PARSED_LIMIT = 4096

@@ -74,8 +74,7 @@ from scheduler.db import models
 from scheduler.db import services as db_services
 from scheduler import exception
 from scheduler import hardware
-from scheduler import host_inputs
-from scheduler import host_reads
+from scheduler import host_cache
 from scheduler.objects import request_spec
 from scheduler.pci import alias as pci_alias
 
@@ -221,7 +220,7 @@ def _document(table, key, where):
             raise CloudError('%s.%s: not valid JSON: %s' % (where, key,
                                                             error))
     try:
-        return host_inputs.CHECKS[key]('%s.%s' % (where, key), value)
+        return host_cache.REPORT_CHECKS[key]('%s.%s' % (where, key), value)
     except exception.InvalidRequest as error:
         raise CloudError(error.kwargs['reason'])
 
@@ -392,7 +391,7 @@ def node_rows(cloud, rng, now):
                 'pci_device_pools': group.pci_device_pools,
                 'created_at': now, 'updated_at': now})
             services.append({
-                'host': name, 'binary': host_reads.COMPUTE_BINARY,
+                'host': name, 'binary': host_cache.COMPUTE_BINARY,
                 'topic': 'compute', 'disabled': False, 'forced_down': False,
                 'last_seen_up': now, 'report_count': 1, 'created_at': now,
                 'updated_at': now})
@@ -433,7 +432,7 @@ def heartbeat_all():
     are rows, not agents): their rows' ``updated_at`` stays, so that a
     host cache reads none of them again, as with real heartbeats."""
     with db_api.writer() as session:
-        db_services.heartbeat_every(session, host_reads.COMPUTE_BINARY)
+        db_services.heartbeat_every(session, host_cache.COMPUTE_BINARY)
 
 
 def add_aggregate(session, name, metadata, hosts):

@@ -38,7 +38,7 @@ from scheduler.db import claims
 from scheduler.db import instance_groups
 from scheduler.drivers import filter_scheduler
 from scheduler import exception
-from scheduler import host_manager
+from scheduler import host_cache
 from scheduler.objects import request_spec
 from scheduler.sim import cloud as sim_cloud
 from scheduler.sim import metrics
@@ -68,7 +68,7 @@ class Simulation:
         # Each worker breaks ties its own way, the same way every run of
         # the seed.
         self.drivers = [filter_scheduler.FilterScheduler(
-            host_manager=host_manager.HostManager(auto_refresh=False),
+            host_manager=host_cache.HostManager(auto_refresh=False),
             tie_breaks=random.Random('%d/%d' % (seed, worker)))
             for worker in range(workers)]
         self.horizon = max((r.start for r in requests), default=0.0)

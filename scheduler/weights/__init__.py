@@ -43,7 +43,7 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import conf
-from scheduler import host_table as host_table_mod
+from scheduler import host_cache
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def multiplier_for_host(host_state, key, default):
               if key in aggregate.metadata]
     if not values:
         return default
-    parsed = [host_table_mod.parse_multiplier(value) for value in values]
+    parsed = [host_cache.parse_multiplier(value) for value in values]
     if any(value is None for value in parsed):
         LOG.warning("Could not decode '%(key)s' weight multiplier %(values)s "
                     "of the aggregates of %(host)s; using %(default)s",

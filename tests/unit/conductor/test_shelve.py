@@ -12,7 +12,7 @@ from conductor import rpcapi as conductor_rpcapi
 from scheduler.db import api as db_api
 from scheduler.db import models
 from scheduler import exception
-from scheduler import host_state
+from scheduler import host_cache
 from tests.unit.conductor import sql_state
 from tests.unit import inprocess
 
@@ -135,7 +135,7 @@ def test_unshelve_without_room_stays_offloaded(cluster_config):
         _api().shelve_instance(sql_state.ctxt(), row.uuid)
         cluster.wait_scheduler_sees(
             'h1', lambda state: not any(
-                state.used(resource) for resource in host_state.RESOURCES),
+                state.used(resource) for resource in host_cache.RESOURCES),
             'with nothing claimed')
         # Something else takes the whole host meanwhile.
         big = _boot(cluster, vcpus=4, memory_mb=8192, root_gb=100)

@@ -12,7 +12,7 @@
 
 import pytest
 
-from scheduler import host_manager
+from scheduler import host_cache
 from tests.unit.scheduler import fakes
 
 
@@ -39,7 +39,7 @@ def make_host_manager():
     managers = []
 
     def build(**kwargs):
-        manager = host_manager.HostManager(**kwargs)
+        manager = host_cache.HostManager(**kwargs)
         managers.append(manager)
         return manager
     yield build

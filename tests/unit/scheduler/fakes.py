@@ -18,8 +18,7 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler.db import services
-from scheduler import host_state as state_mod
-from scheduler import host_table
+from scheduler import host_cache
 from scheduler.objects import request_spec
 from scheduler import weights
 
@@ -39,7 +38,7 @@ def service(host='host1', disabled=False, forced_down=False,
             else when - datetime.timedelta(seconds=seen_ago))
     created = (None if created_ago is None
                else when - datetime.timedelta(seconds=created_ago))
-    return state_mod.ServiceInfo(next(_ids), host, 'gantt-compute',
+    return host_cache.ServiceInfo(next(_ids), host, 'gantt-compute',
                                   disabled, reason, forced_down, last,
                                   created_at=created)
 
@@ -65,7 +64,7 @@ def host_state(host='host1', nodename=None, vcpus=16, vcpus_used=0,
         supported_instances=[], stats={}, metrics=[], num_instances=0,
         io_workload=0, mapped=mapped, generation=1, updated=None)
     fields.update(extra)
-    return state_mod.HostState(service=svc, aggregates=aggregates,
+    return host_cache.HostState(service=svc, aggregates=aggregates,
                                 availability_zones=frozenset(zones),
                                 **fields)
 
@@ -77,7 +76,7 @@ def aggregate(name, hosts, **metadata):
 
 
 def table(states, aggregates=()):
-    return host_table.HostTable.build(states, aggregates)
+    return host_cache.HostTable.build(states, aggregates)
 
 
 def spec(vcpus=1, memory_mb=512, root_gb=0, ephemeral_gb=0, swap=0,

@@ -1,11 +1,11 @@
 """Host states with instances, and specs with server groups, for tests of
 the affinity filters and weighers."""
 
-from scheduler import host_instances
+from scheduler import host_cache
 from scheduler.objects import request_spec
 from tests.unit.scheduler import fakes
 
-INFO = host_instances.InstanceInfo('m1.small', {})
+INFO = host_cache.InstanceInfo('m1.small', {})
 UUIDS = ['0e0c5a7b-3d6f-4a2e-9b1c-%012d' % i for i in range(20)]
 
 

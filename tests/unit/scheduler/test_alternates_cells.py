@@ -3,10 +3,10 @@ reschedule is the cell conductor's, which claims in its own database."""
 
 from scheduler.drivers import filter_scheduler
 from tests.unit.scheduler import fakes
-from tests.unit.scheduler.test_host_manager_cells import add_node
-from tests.unit.scheduler.test_host_manager_cells import CELL1
-from tests.unit.scheduler.test_host_manager_cells import CELL2
-from tests.unit.scheduler.test_host_manager_cells import two_cells  # noqa
+from tests.unit.scheduler.host_cache.test_host_manager_cells import add_node
+from tests.unit.scheduler.host_cache.test_host_manager_cells import CELL1
+from tests.unit.scheduler.host_cache.test_host_manager_cells import CELL2
+from tests.unit.scheduler.host_cache.test_host_manager_cells import two_cells  # noqa
 
 
 def test_alternates_are_in_the_chosen_hosts_cell(two_cells,  # noqa: F811

@@ -20,7 +20,7 @@ import numpy as np
 from scheduler import conf
 from scheduler import filters
 from scheduler.filters import json_query
-from scheduler import host_instances
+from scheduler import host_cache
 from scheduler import loadables
 from scheduler.objects import request_spec
 from scheduler import weights
@@ -173,7 +173,7 @@ def host_instances_of(draw, host):
         'architecture': st.sampled_from(ARCHES),
         'hw_qemu_guest_agent': st.sampled_from(BOOLEANS),
         'vmware_ostype': st.sampled_from(['linux', 'windows'])})
-    return {'%s-instance-%d' % (host, number): host_instances.InstanceInfo(
+    return {'%s-instance-%d' % (host, number): host_cache.InstanceInfo(
                 draw(st.sampled_from(FLAVOR_NAMES + (None,))), draw(images))
             for number in range(draw(st.integers(0, 3)))}
 
@@ -484,9 +484,9 @@ def _derive_and_compare(cloud, spec_list, changes):
             hosts = hosts.replace({row: new})
         hosts = hosts.consumed(0, spec.resources())
         image = spec.obj_get('image')
-        hosts = host_instances.with_instance(
+        hosts = host_cache.with_instance(
             hosts, step % len(states), 'placed-%d' % step,
-            host_instances.info_from_flavor_and_image(
+            host_cache.info_from_flavor_and_image(
                 spec.flavor, image.properties if image else None))
         fresh = fakes.table(hosts.states, aggregates)
         for filter_obj in FILTERS:

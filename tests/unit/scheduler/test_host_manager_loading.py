@@ -9,7 +9,7 @@ from scheduler.drivers import caching_scheduler
 from scheduler.drivers import chance_scheduler
 from scheduler.drivers import filter_scheduler
 from scheduler import exception
-from scheduler import host_manager
+from scheduler import host_cache
 from scheduler import ironic_host_manager
 from scheduler import loadables
 
@@ -20,7 +20,7 @@ def _filter_names(driver):
 
 def test_host_managers_load_by_name():
     assert loadables.load_host_manager('host_manager') is (
-        host_manager.HostManager)
+        host_cache.HostManager)
     assert loadables.load_host_manager('ironic_host_manager') is (
         ironic_host_manager.IronicHostManager)
 
@@ -61,7 +61,7 @@ def test_defaults_as_nova(config):
 def test_every_driver_builds_the_configured_host_manager(
         config, make_driver, driver_cls, auto_refresh):
     driver = make_driver(driver_cls)
-    assert type(driver.host_manager) is host_manager.HostManager
+    assert type(driver.host_manager) is host_cache.HostManager
     config.config(host_manager='ironic_host_manager', group='scheduler')
     driver = make_driver(driver_cls)
     assert type(driver.host_manager) is (

@@ -4,7 +4,7 @@ used up whole, whether read from SQL or consumed by a claim."""
 import pytest
 
 from scheduler.db import claims
-from scheduler import host_state
+from scheduler import host_cache
 from scheduler import ironic_host_manager
 from tests.unit.scheduler import fakes
 
@@ -72,7 +72,7 @@ def test_other_nodes_are_shared_as_usual(cloud, manager):
     cloud.add_node('vm', num_instances=1, **dict(MACHINE,
                                                  hypervisor_type='kvm'))
     state = _states(manager)['vm']
-    assert type(state) is host_state.HostState
+    assert type(state) is host_cache.HostState
     assert _used(state) == (0, 0, 0)
     resources = claims.Resources(1, 512, 10)
     assert state.claim_amounts(resources) is resources
@@ -84,7 +84,7 @@ def test_the_default_host_manager_shares_baremetal_nodes(
     cloud.add_node('bm', 'bm-1', num_instances=1, **MACHINE)
     manager = make_host_manager(auto_refresh=False)
     [state] = manager.refresh().states
-    assert type(state) is host_state.HostState
+    assert type(state) is host_cache.HostState
     assert _used(state) == (0, 0, 0)
     assert state.claim_amounts(claims.Resources(1, 2, 3)) == (1, 2, 3)
 

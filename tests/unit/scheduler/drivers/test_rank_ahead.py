@@ -18,7 +18,7 @@ from scheduler.drivers import ahead
 from scheduler.drivers import filter_scheduler
 from scheduler.drivers import ranking as ranking_mod
 from scheduler import filters
-from scheduler import host_state
+from scheduler import host_cache
 from scheduler import manager
 from scheduler import placement_types
 from scheduler import rpc
@@ -277,7 +277,7 @@ def test_a_heartbeat_leaving_the_window_ends_the_ranking():
     held.later(shape)
     assert held.idle() is True
     # h1 is up until its heartbeat is 60 s old.
-    expires = host_state.to_microseconds(now) + 30 * 1000000 + 1
+    expires = host_cache.to_microseconds(now) + 30 * 1000000 + 1
     assert held.take(shape, table, now_us=expires - 1) is made
     assert held.take(shape, table, now_us=expires) is None
 
@@ -285,9 +285,9 @@ def test_a_heartbeat_leaving_the_window_ends_the_ranking():
 def test_the_ranking_held_is_patched_only_within_its_window(monkeypatch):
     now = fakes.now()
     table = _seen_30_and_5_seconds_ago(now)
-    expires = host_state.to_microseconds(now) + 30 * 1000000 + 1
+    expires = host_cache.to_microseconds(now) + 30 * 1000000 + 1
     clock = [expires - 10]
-    monkeypatch.setattr(ahead.host_table_mod, 'now_us_utc',
+    monkeypatch.setattr(ahead.host_cache, 'now_us_utc',
                         lambda: clock[0])
     calls = []
 
@@ -403,12 +403,12 @@ def test_liveness_changes_at_the_first_heartbeat_crossing_the_window():
             'h%d' % number, seen_ago=float(rng.uniform(-90, 150)),
             when=now)))
     table = fakes.table(states)
-    now_us = host_state.to_microseconds(now)
+    now_us = host_cache.to_microseconds(now)
     edge = table.liveness_changes_at(window, now_us)
     assert edge is not None and edge > now_us
 
     def up(at_us):
-        when = host_state.EPOCH + datetime.timedelta(microseconds=at_us)
+        when = host_cache.EPOCH + datetime.timedelta(microseconds=at_us)
         return table.service_up(window, now=when)
     before = up(now_us)
     for at_us in (now_us + 1, (now_us + edge) // 2, edge - 1):
@@ -417,7 +417,7 @@ def test_liveness_changes_at_the_first_heartbeat_crossing_the_window():
 
 
 def test_no_heartbeat_to_cross_means_no_end():
-    now_us = host_state.to_microseconds(fakes.now())
+    now_us = host_cache.to_microseconds(fakes.now())
     never = fakes.table([
         fakes.host_state('h1', svc=fakes.service('h1', seen_ago=None)),
         fakes.host_state('h2', svc=None)])

@@ -1,6 +1,6 @@
 import pytest
 
-from scheduler import host_instances
+from scheduler import host_cache
 from scheduler.filters import type_affinity_filter
 from tests.unit.scheduler import fakes
 
@@ -13,7 +13,7 @@ def filt():
 def _host(name, *flavors):
     state = fakes.host_state(name)
     state.instances = {
-        'uuid-%s-%d' % (name, number): host_instances.InstanceInfo(flavor, {})
+        'uuid-%s-%d' % (name, number): host_cache.InstanceInfo(flavor, {})
         for number, flavor in enumerate(flavors)}
     return state
 
@@ -42,8 +42,8 @@ def test_flavor_without_id_is_known_by_name(filt):
 
 def test_instances_placed_since_count(filt):
     hosts = fakes.table([_host('a'), _host('b', 'f2')])
-    hosts = host_instances.with_instance(
-        hosts, 0, 'new', host_instances.InstanceInfo('f3', {}))
+    hosts = host_cache.with_instance(
+        hosts, 0, 'new', host_cache.InstanceInfo('f3', {}))
     assert list(filt.filter_all(hosts, hosts.candidates, _spec('f1'))) == [
         False, False]
     assert list(filt.filter_all(hosts, hosts.candidates, _spec('f3'))) == [

@@ -1,6 +1,6 @@
 """InstanceInfo: what computes tell schedulers of an instance."""
 
-from scheduler import host_instances
+from scheduler import host_cache
 from scheduler.objects import base
 from scheduler.objects import instance_info
 from scheduler.objects import request_spec
@@ -15,12 +15,12 @@ def test_from_spec_takes_the_flavor_id_else_its_name_and_image_props():
             properties={'hw_architecture': 'x86_64', 'empty': None}))
     info = instance_info.InstanceInfo.from_spec(UUID, spec)
     assert (info.uuid, info.flavor_id) == (UUID, 'small')
-    assert info.to_host_info() == host_instances.InstanceInfo(
+    assert info.to_host_info() == host_cache.InstanceInfo(
         'small', {'hw_architecture': 'x86_64', 'empty': None})
     flavor.flavorid = '42'
     spec.image = None
     assert instance_info.InstanceInfo.from_spec(UUID, spec).to_host_info() \
-        == host_instances.InstanceInfo('42', {})
+        == host_cache.InstanceInfo('42', {})
 
 
 def test_round_trips_through_the_serializer():
@@ -29,5 +29,5 @@ def test_round_trips_through_the_serializer():
     serializer = base.GanttObjectSerializer()
     back = serializer.deserialize_entity(
         None, serializer.serialize_entity(None, [info]))
-    assert back[0].to_host_info() == host_instances.InstanceInfo(
+    assert back[0].to_host_info() == host_cache.InstanceInfo(
         'f', {'a': 'b'})

@@ -1,6 +1,6 @@
 import pytest
 
-from scheduler import host_instances
+from scheduler import host_cache
 from scheduler.objects import request_spec
 from scheduler.weights import image_props
 from tests.unit.scheduler import fakes
@@ -13,7 +13,7 @@ WINDOWS_PC = {'os_distro': 'windows', 'hw_machine_type': 'pc'}
 def _host(name, *images):
     state = fakes.host_state(name)
     state.instances = {
-        '%s-%d' % (name, number): host_instances.InstanceInfo('f', props)
+        '%s-%d' % (name, number): host_cache.InstanceInfo('f', props)
         for number, props in enumerate(images)}
     return state
 

@@ -1,5 +1,5 @@
 """The scheduler daemon's host cache frozen out of the garbage
-collector's passes after each full read (host_manager.freeze_collector),
+collector's passes after each full read (collector.freeze_collector),
 and the collector paused while a full read builds the cache.
 """
 
@@ -12,7 +12,7 @@ import pytest
 
 from scheduler.cmd import common
 from scheduler.cmd import scheduler as scheduler_cmd
-from scheduler import host_manager
+from scheduler.host_cache import collector
 from tests.fixtures import statements
 
 
@@ -31,7 +31,7 @@ def _tracked(obj):
 
 @pytest.fixture
 def freezing(monkeypatch):
-    monkeypatch.setattr(host_manager, '_freezing', True)
+    monkeypatch.setattr(collector, '_freezing', True)
     yield
     gc.unfreeze()
 
@@ -65,7 +65,7 @@ def test_frozen_garbage_is_collected_at_the_next_full_read(
 
 
 def test_nothing_is_frozen_outside_the_daemon(cloud, make_host_manager):
-    assert host_manager._freezing is False
+    assert collector._freezing is False
     gc.unfreeze()
     cloud.add_node('a')
     manager = make_host_manager(auto_refresh=False)
@@ -76,13 +76,13 @@ def test_nothing_is_frozen_outside_the_daemon(cloud, make_host_manager):
 
 
 def test_the_scheduler_daemon_freezes(monkeypatch):
-    monkeypatch.setattr(host_manager, '_freezing', False)
+    monkeypatch.setattr(collector, '_freezing', False)
     started = []
     monkeypatch.setattr(common, 'run_daemon',
                         lambda *args, **kwargs: started.append(args[0]))
     scheduler_cmd.main()
     assert started == ['gantt-scheduler']
-    assert host_manager._freezing is True
+    assert collector._freezing is True
 
 
 @pytest.fixture
@@ -178,7 +178,7 @@ def test_a_full_read_held_up_resumes_the_collector_after_the_limit(
         cloud, collector_on, make_host_manager, monkeypatch, caplog):
     # A database that stops answering in the middle of the first load.
     cloud.add_node('a')
-    monkeypatch.setattr(host_manager, 'PAUSE_LIMIT', 0.05)
+    monkeypatch.setattr(collector, 'PAUSE_LIMIT', 0.05)
     reading, go = threading.Event(), threading.Event()
     manager = make_host_manager(auto_refresh=False)
     loaded = []

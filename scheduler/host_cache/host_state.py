@@ -4,8 +4,8 @@ Under Nova's attribute names (``free_ram_mb``, ``vcpus_total``,
 ``total_usable_disk_gb``...), with its compute service (a
 :class:`ServiceInfo`), its aggregates and its availability zones. It is
 read-only: filters must not change it, and consuming resources returns a
-new HostState. :mod:`scheduler.host_table` lays many of them out as NumPy
-columns::
+new HostState. :mod:`scheduler.host_cache.host_table` lays many of them out as
+NumPy columns::
 
     state = HostState.from_node(row, service, aggregates, ratios, 'nova')
     state.free_ram_mb
@@ -25,8 +25,8 @@ import numpy as np
 
 from scheduler import conf
 from scheduler import hardware
-from scheduler import host_inputs
-from scheduler import host_instances
+from scheduler.host_cache import host_inputs
+from scheduler.host_cache import host_instances
 from scheduler import placement_types
 
 CONF = conf.CONF
@@ -186,8 +186,8 @@ class HostState:
         'num_instances', 'io_workload', 'mapped', 'generation', 'updated')
 
     # The hardware the compute reports and what claims use of it, parsed
-    # (see scheduler.host_inputs), with their values when not reported;
-    # optional when a HostState is built by hand.
+    # (see scheduler.host_cache.host_inputs), with their values when not
+    # reported; optional when a HostState is built by hand.
     HARDWARE_FIELDS = {
         'cpu_info': host_inputs.NO_CPU_INFO, 'disk_available_least': None,
         'numa_topology': None, 'numa_usage': None,

@@ -9,8 +9,9 @@ import random
 import numpy as np
 import pytest
 
-from scheduler import host_state
-from scheduler import host_table
+from scheduler.host_cache import host_state
+from scheduler.host_cache import host_table
+from scheduler.host_cache import table_lookups
 from scheduler import weights
 from tests.unit.scheduler import fakes
 
@@ -132,7 +133,7 @@ def test_service_up_kept_matches_every_host_as_time_and_writes_go(
     config.config(service_down_time=down_time)
     rng = random.Random(seed)
     clock = _Clock(datetime.datetime(2030, 1, 1, 12, 0, 0))
-    monkeypatch.setattr(host_table, 'now_us_utc', clock.us)
+    monkeypatch.setattr(table_lookups, 'now_us_utc', clock.us)
 
     def service(host):
         kind = rng.random()

@@ -18,11 +18,11 @@ from scheduler.db import aggregates as db_aggregates
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import models
-from scheduler import host_manager
-from scheduler import host_reads
+from scheduler.host_cache import host_reads
+from scheduler.host_cache import refreshing
 from tests.fixtures import databases
 # Run again on PostgreSQL (the module's `database` below).
-from tests.unit.scheduler.test_host_manager import (  # noqa: F401
+from tests.unit.scheduler.host_cache.test_host_manager import (  # noqa: F401
     _claim_and_settle, _hosts_read_by_written_since, _report, _state,
     test_a_lost_claim_in_flight_is_rolled_back_by_its_reread,
     test_a_node_written_before_the_claim_is_read_again,
@@ -113,7 +113,7 @@ def test_a_node_learned_long_ago_is_sent_no_more(cloud, make_host_manager,
     for name in 'ab':
         cloud.add_node(name)
     clock = _Clock()
-    monkeypatch.setattr(host_manager, 'time', clock)
+    monkeypatch.setattr(refreshing, 'time', clock)
     manager = make_host_manager(auto_refresh=False)
     manager.snapshot()
     sent = _known_sent(monkeypatch)
@@ -246,7 +246,7 @@ def test_a_refresh_whose_session_ended_is_an_outage_then_reads(
 
 def test_at_most_the_newest_known_pairs_are_sent(cloud, make_host_manager,
                                                  monkeypatch):
-    monkeypatch.setattr(host_manager, 'MAX_KNOWN_PAIRS', 2)
+    monkeypatch.setattr(refreshing, 'MAX_KNOWN_PAIRS', 2)
     for name in 'abc':
         cloud.add_node(name)
     manager = make_host_manager(auto_refresh=False)

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import models
-from scheduler import host_reads
+from scheduler.host_cache import host_reads
 from scheduler import placement_types
 from tests.fixtures import databases
 from tests.fixtures import statements

@@ -12,9 +12,9 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import models
 from scheduler.db import services as db_services
-from scheduler import host_manager
-from scheduler import host_reads
-from scheduler import host_table
+from scheduler.host_cache import host_reads
+from scheduler.host_cache import host_table
+from scheduler.host_cache import refresh_changes
 from scheduler.sim import cloud as sim_cloud
 
 _NODE = models.ComputeNode.__table__
@@ -212,7 +212,7 @@ def test_the_simulators_heartbeats_are_not_read_again(
     manager = make_host_manager(auto_refresh=False)
     assert list(manager.snapshot().service_up()) == [True, False, True]
     # No slack from here: only what the heartbeats wrote could be read.
-    monkeypatch.setattr(host_manager, 'WRITE_SLACK', 0)
+    monkeypatch.setattr(refresh_changes, 'WRITE_SLACK', 0)
     manager.refresh()
     read = manager.stats['services_read']
     with db_api.reader() as session:
@@ -238,7 +238,7 @@ def test_refresh_reads_liveness_transitions_not_heartbeats(
     config.config(service_down_time=60)
     # No slack for the writes of clocks that lag: the registrations
     # below are not read again.
-    monkeypatch.setattr(host_manager, 'WRITE_SLACK', 0)
+    monkeypatch.setattr(refresh_changes, 'WRITE_SLACK', 0)
     for host in ('a', 'b', 'c'):
         cloud.add_node(host)
     manager = make_host_manager(auto_refresh=False)
@@ -614,7 +614,7 @@ def test_thread_restarts_in_a_forked_child(cloud, config,
 
 
 def test_compute_binary_is_the_compute_agents():
-    assert host_manager.COMPUTE_BINARY == 'gantt-compute'
+    assert host_reads.COMPUTE_BINARY == 'gantt-compute'
 
 
 def test_states_are_restated_without_node_rows(cloud, config,

@@ -1,7 +1,7 @@
 """The SQL reads of one host cache refresh in one database.
 
-:class:`scheduler.host_manager.HostManager` reads ``[database]`` with
-these when there are no cells, and :mod:`scheduler.host_manager_cells`
+:class:`scheduler.host_cache.host_manager.HostManager` reads ``[database]``
+with these when there are no cells, and :mod:`scheduler.host_cache.cell_gather`
 reads each cell's database with the same queries, so that both see
 the same rows. The nodes written since the watermark and the nodes to
 read again come in one statement (a ``UNION ALL`` of indexed selects)::
@@ -329,7 +329,7 @@ def prepared_cell_read(dialect, since, reread, alive_since, dead,
     """``(db_api.Prepared, parameters, result processors)`` of
     :func:`read_cell_changes` on psycopg2 (see :func:`_driver_changes`),
     for a caller that runs the query string on a connection of its own
-    (:mod:`scheduler.cell_reads`); :func:`cell_read_rows` makes
+    (:mod:`scheduler.host_cache.cell_reads`); :func:`cell_read_rows` makes
     its rows what :func:`read_cell_changes` returns."""
     prepared, processors = _driver_changes(bool(reread), bool(dead), dialect,
                                            known is not None)

@@ -14,7 +14,7 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import mappings
 from scheduler.drivers import filter_scheduler
-from scheduler import host_manager_cells
+from scheduler.host_cache import cell_gather
 from scheduler.objects import request_spec
 from tests.fixtures import databases
 from tests.unit.scheduler import fakes
@@ -77,7 +77,7 @@ def test_every_cell_is_read_and_colliding_node_ids_are_two_hosts(
     assert by_host['a1'].cell_uuid == CELL1
     assert by_host['b1'].cell_uuid == CELL2
     assert by_host['b1'].total_usable_ram_mb == 8192
-    assert host_manager_cells.node_id(by_host['b1'].id) == second
+    assert cell_gather.node_id(by_host['b1'].id) == second
 
 
 def test_incremental_refresh_reads_each_cell(two_cells, make_host_manager):
@@ -108,7 +108,7 @@ def test_a_cell_that_is_down_is_left_out_and_read_again_when_back(
     manager = make_host_manager(auto_refresh=False)
     assert len(manager.snapshot()) == 2
     move_cell(CELL2, CLOSED_PORT_URL)
-    caplog.set_level(logging.INFO, 'scheduler.host_manager_cells')
+    caplog.set_level(logging.INFO, 'scheduler.host_cache.cell_gather')
 
     table = manager.refresh()
     manager.refresh()
@@ -153,7 +153,7 @@ def test_a_cell_slower_than_the_timeout_is_skipped(
     try:
         add_cell(CELL3, 'cell3', 'postgresql+psycopg2://gantt@127.0.0.1:%d/x'
                  % silent.getsockname()[1])
-        monkeypatch.setattr(host_manager_cells, 'CELL_TIMEOUT', 0.5)
+        monkeypatch.setattr(cell_gather, 'CELL_TIMEOUT', 0.5)
         manager = make_host_manager(auto_refresh=False)
 
         table = manager.snapshot()
@@ -172,7 +172,7 @@ def test_a_cell_that_stops_answering_between_refreshes_is_skipped(
     whole when it answers again."""
     add_node(two_cells[CELL1], 'a1')
     add_node(two_cells[CELL2], 'b1')
-    monkeypatch.setattr(host_manager_cells, 'CELL_TIMEOUT', 0.5)
+    monkeypatch.setattr(cell_gather, 'CELL_TIMEOUT', 0.5)
     manager = make_host_manager(auto_refresh=False)
     assert len(manager.snapshot()) == 2
     silent = socket.socket()

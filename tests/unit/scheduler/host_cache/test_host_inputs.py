@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from scheduler import exception
-from scheduler import host_inputs
+from scheduler.host_cache import host_inputs
 
 TOPOLOGY = {'cells': [
     {'id': 0, 'socket': 0, 'cpuset': [0, 1], 'pcpuset': [2, 3],

@@ -4,8 +4,8 @@ Every HostState carries ``instances``: ``{instance uuid: InstanceInfo}``
 of the instances on its compute host (all nodes of one host share the
 same dict, as in Nova). The affinity filters and weighers read it per host
 (``uuid in host_state.instances``) or, on the batch path, as counts per
-row (:meth:`scheduler.host_table.HostTable.instance_counts`), which an
-:class:`InstanceIndex` (instance uuid -> host) answers without looking at
+row (:meth:`scheduler.host_cache.host_table.HostTable.instance_counts`), which
+an :class:`InstanceIndex` (instance uuid -> host) answers without looking at
 every host.
 
 The dicts are never changed in place: a change builds a new dict and new

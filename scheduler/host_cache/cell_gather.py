@@ -1,9 +1,13 @@
 """The host cache over several cells: Nova's scatter-gather.
 
+This module holds the cells a HostManager reads (:class:`CellGather`:
+their threads, connections, answers and cache ids);
+:mod:`scheduler.host_cache.cell_refresh` runs one refresh over them.
+
 With ``[api_database] connection`` set, the compute nodes and services
 live in the cell databases. Each refresh of the
-:class:`scheduler.host_manager.HostManager` reads every enabled cell but
-cell0 at once, one thread per cell (green threads under eventlet), each
+:class:`scheduler.host_cache.host_manager.HostManager` reads every enabled cell
+but cell0 at once, one thread per cell (green threads under eventlet), each
 under its own target (:func:`scheduler.db.api.target_cell`), and waits
 for them at most :data:`CELL_TIMEOUT` seconds (Nova's ``CELL_TIMEOUT``).
 Each cell's thread is long-lived: started at the cell's first read, fed
@@ -11,12 +15,12 @@ its reads through a queue, stopped with the host manager
 (:meth:`CellGather.stop`) and started again if it died (after a fork,
 for instance), so that a refresh costs what changed in the cells, not a
 new thread per cell. An incremental read of a cell is one statement
-(:func:`scheduler.host_reads.read_cell_changes`): what a refresh costs
-grows with what changed and with the hosts, hardly with the number of
+(:func:`scheduler.host_cache.host_reads.read_cell_changes`): what a refresh
+costs grows with what changed and with the hosts, hardly with the number of
 cells. On PostgreSQL (psycopg2) the incremental reads do not go to the
 cells' threads: the refreshing thread sends them all on each cell's
 asynchronous connection and waits on their sockets together
-(:mod:`scheduler.cell_reads`), which costs the process less than
+(:mod:`scheduler.host_cache.cell_reads`), which costs the process less than
 the threads' hand-offs; whole reads, and every read on other drivers,
 stay on the threads.
 A cell that errors, is unreachable or does not answer in time is left
@@ -56,22 +60,18 @@ them (a cell that was down at the first load is learnt that way).
 """
 
 import collections
-import datetime
-import operator
 import threading
 import time
 import weakref
 
-import numpy as np
 from oslo_log import log as logging
 
-from scheduler import cell_reads
 from scheduler import cells
 from scheduler.cells import readers
 from scheduler.cells import registry
 from scheduler.db import api as db_api
-from scheduler import host_reads
-from scheduler import instance_tracking
+from scheduler.host_cache import cell_reads
+from scheduler.host_cache import host_reads
 
 LOG = logging.getLogger(__name__)
 
@@ -141,11 +141,11 @@ class _Cell(readers.Reader):
         self.offset = index << ID_BITS
         self.watermark = None      # when its last answered read began
         self.down = False
-        # Its incremental reads on PostgreSQL (see _Incremental).
+        # Its incremental reads on PostgreSQL (see Incremental).
         self.connection = None
 
     def multiplexed_read(self, job):
-        """The generator of ``job`` (an _Incremental) on this cell's
+        """The generator of ``job`` (an Incremental) on this cell's
         multiplexed connection (a new one if its URL changed)."""
         url = self.cell.database_connection
         if self.connection is None or self.connection.url != url:
@@ -168,16 +168,16 @@ def _stop_readers(states, *api):
         reader.stop()
 
 
-class _Incremental(collections.namedtuple(
-        '_Incremental', 'since reread alive_since dead')):
+class Incremental(collections.namedtuple(
+        'Incremental', 'since reread alive_since dead')):
     """An incremental read of a cell on PostgreSQL (psycopg2): not handed
     to the cell's thread but run with the others from the refreshing
-    thread (:mod:`scheduler.cell_reads`)."""
+    thread (:mod:`scheduler.host_cache.cell_reads`)."""
 
 
 class _Round:
     """The reads one refresh handed to the cells (a Pending of the
-    cell's thread, an _Incremental, or None: the cell's thread was still
+    cell's thread, an Incremental, or None: the cell's thread was still
     busy)."""
 
     def __init__(self, listed, pending, latch):
@@ -271,7 +271,7 @@ class CellGather:
         pending = []
         for state in listed:
             job = job_for(state)
-            if isinstance(job, _Incremental):
+            if isinstance(job, Incremental):
                 latch.count_down()
                 pending.append(job)
                 continue
@@ -289,13 +289,13 @@ class CellGather:
         together = cell_reads.gather(
             {state: state.multiplexed_read(read) for state, read
              in zip(round_.listed, round_.pending)
-             if isinstance(read, _Incremental)},
+             if isinstance(read, Incremental)},
             round_.deadline)
         round_.latch.done.wait(max(0.0, round_.deadline - time.monotonic()))
         reads, answered = [], set()
         for state, read in zip(round_.listed, round_.pending):
             outcome = None
-            if isinstance(read, _Incremental):
+            if isinstance(read, Incremental):
                 outcome = _cell_read(state, together.get(state))
             elif read is not None and read.done.is_set():
                 outcome = read.outcome
@@ -380,179 +380,3 @@ def _cell_read(state, outcome):
     read = CellRead()
     read.nodes, read.services = outcome
     return read
-
-
-def _by_cell(cache_ids):
-    """``{cell index: {node id: value}}`` of ``{cache id: value}``, in
-    one pass."""
-    split = collections.defaultdict(dict)
-    for cache_id, value in cache_ids.items():
-        split[cache_id >> ID_BITS][cache_id & NODE_MASK] = value
-    return split
-
-
-def _dead_by_cell(table, dead):
-    """``{cell uuid: hosts}`` of the dead hosts, by the cell of their
-    nodes in ``table``; those the table has no node of under ``None``
-    (asked of every cell)."""
-    split = collections.defaultdict(set)
-    for host in dead:
-        rows = () if table is None else table.rows_by_host.get(host, ())
-        cell = table.states[rows[0]].cell_uuid if rows else None
-        split[cell].add(host)
-    return split
-
-
-def cell_job(full, known, reread, dead, alive_since, instances):
-    """The ``job_for`` of :meth:`CellGather.start` for one refresh (see
-    HostManager.refresh for what each read means): the split of
-    ``known``, ``reread`` and ``dead`` by cell is done once here, not
-    once per cell."""
-    from scheduler import host_manager
-    slack = datetime.timedelta(seconds=host_manager.WRITE_SLACK)
-    known = _by_cell(known or {})
-    reread = _by_cell(dict.fromkeys(reread))
-    anywhere = dead.get(None, set())
-
-    def job_for(state):
-        cell, index, offset = state.cell, state.index, state.offset
-        since = state.watermark
-        if since is None or full:
-            generations = {} if since is None else known.get(index, {})
-            return lambda: _read_whole(cell, offset, generations, instances)
-        ids = set(reread.get(index, ()))
-        hosts = dead.get(cell.uuid, set()) | anywhere
-        if cell_reads.eligible(cell.database_connection):
-            return _Incremental(since - slack, ids, alive_since, hosts)
-        return lambda: _read_changes(cell, offset, since - slack, ids,
-                                     alive_since, hosts)
-    return job_for
-
-
-def _read_whole(cell, offset, generations, instances):
-    """A full read of one cell against its ``{node id: generation}``
-    (empty: every node)."""
-    read = CellRead()
-    with cells.target(cell):
-        with db_api.reader() as session:
-            nodes, removed, read.services = host_reads.read_full(
-                session, generations)
-            if instances:
-                read.instances = instance_tracking.read_instances(session)
-    read.nodes = shifted(nodes, offset)
-    read.removed = [offset + node for node in removed]
-    return read
-
-
-def _read_changes(cell, offset, since, reread, alive_since, dead):
-    """An incremental read of one cell: one statement."""
-    read = CellRead()
-    with cells.target(cell):
-        with host_reads.statement_connection() as connection:
-            read.nodes, read.services = host_reads.read_cell_changes(
-                connection, since, reread, alive_since, dead, offset)
-    return read
-
-
-def _api_aggregates(manager, changes):
-    """The aggregates, from the API database, into ``changes``.
-
-    The first load reads them at once. Afterwards a refresh takes what
-    the read the previous one started found (when it is done) and starts
-    the next: an API database that hangs delays no refresh (its
-    WARNING is read_api_aggregates'), and a change is seen a refresh
-    later (the fanout of ``update_aggregates`` brings it at once).
-    """
-    if manager._table is None:
-        manager.read_api_aggregates(changes)
-        return
-    reader = manager._cells.aggregates
-    pending = reader.pending
-    if pending is not None and pending.done.is_set() and \
-            not isinstance(pending.outcome, BaseException):
-        read = pending.outcome
-        changes.aggregates = read.aggregates
-        changes.aggregates_fingerprint = read.aggregates_fingerprint
-        # A fanout after that read began voids what it read (_apply).
-        changes.aggregate_seq = read.aggregate_seq
-    with manager._lock:
-        seq = manager._aggregate_seq
-
-    def job():
-        from scheduler import host_manager
-        read = host_manager._Changes()
-        read.aggregate_seq = seq
-        manager.read_api_aggregates(read)
-        return read
-    reader.submit(job)
-
-
-def refresh(manager, changes, full, known, reread, dead, began, seen_seq):
-    """One refresh of ``manager`` over every cell: read them at once, and
-    the aggregates (from the API database) in the background
-    (:func:`_api_aggregates`); apply; return the table."""
-    job_for = cell_job(full, known, reread,
-                       _dead_by_cell(manager._table, dead),
-                       changes.alive_since, not manager._instances_loaded)
-    gather = manager._cells
-    round_ = gather.start(job_for)
-    _api_aggregates(manager, changes)
-    reads, answered = gather.collect(round_, began)
-    merge(changes, reads)
-    changes.full = full or manager._table is None
-    # Only refreshes change which nodes the table holds, and this one
-    # holds the refresh lock: the cells it holds hosts of are known now.
-    gone = _cells_left_out(manager, answered)
-    with manager._lock:
-        if gone:
-            changes.removed.extend(
-                cache_id for cache_id in manager._generations
-                if cell_index(cache_id) in gone)
-        manager._apply(changes, seen_seq)
-        return manager._table
-
-
-def _cells_left_out(manager, answered):
-    """The indexes of the cells the table holds hosts of that did not
-    answer (or are no longer listed), from the table's grouping of its
-    rows by cell: no pass over every node when every cell answered."""
-    table = manager._table
-    if table is None or not len(table):
-        return set()
-    codes, keys = table.grouped('cell_uuid',
-                                operator.attrgetter('cell_uuid'))
-    counts = np.bincount(codes, minlength=len(keys))
-    return {manager._cells.index_of(uuid) for uuid, count
-            in zip(keys, counts) if count and uuid not in answered}
-
-
-def merge(changes, reads):
-    """Fold the cells' reads into one refresh's changes."""
-    instances = None
-    for read in reads:
-        changes.nodes.extend(read.nodes)
-        changes.removed.extend(read.removed)
-        changes.services.extend(read.services)
-        if read.instances is not None:
-            instances = instances or {}
-            instances.update(read.instances)
-    changes.nodes.sort(key=lambda row: row.id)
-    changes.instances = instances
-
-
-def cell_counts(table):
-    """``{cell name: hosts}`` of a HostTable, from its grouping by cell
-    (without cells, one count): no pass over every host at each
-    refresh."""
-    if not db_api.api_database_configured():
-        return {cells.LOCAL.label(): len(table)}
-    if not len(table):
-        return {}
-    codes, keys = table.grouped('cell_name',
-                                operator.attrgetter('cell_name'))
-    counts = np.bincount(codes, minlength=len(keys))
-    found = collections.Counter()
-    for name, count in zip(keys, counts):
-        if count:
-            found[name] += int(count)
-    return dict(found)

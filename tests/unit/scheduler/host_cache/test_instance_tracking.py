@@ -7,8 +7,8 @@ import pytest
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import instances as db_instances
-from scheduler import host_instances
-from scheduler import instance_tracking
+from scheduler.host_cache import host_instances
+from scheduler.host_cache import instance_tracking
 from scheduler.objects import request_spec
 from tests.unit.scheduler import fakes
 

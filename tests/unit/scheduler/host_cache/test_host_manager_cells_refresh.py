@@ -14,15 +14,15 @@ import pytest
 import sqlalchemy as sa
 
 from scheduler import cells
-from scheduler import cell_reads
 from scheduler.cells import registry
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import compute_nodes
 from scheduler.db import mappings
 from scheduler.db import models
-from scheduler import host_manager
-from scheduler import host_manager_cells
+from scheduler.host_cache import cell_gather
+from scheduler.host_cache import cell_reads
+from scheduler.host_cache import refresh_changes
 from tests.fixtures import databases
 from tests.unit.scheduler import fakes
 
@@ -222,7 +222,7 @@ def test_a_down_api_database_does_not_stop_the_refreshes(
     manager.snapshot()
     api_url = db_api.api_connection()
     config.config(connection=DOWN_API, group='api_database')
-    caplog.set_level(logging.INFO, 'scheduler.host_manager_cells')
+    caplog.set_level(logging.INFO, 'scheduler.host_cache.cell_gather')
     in_cell(sqlite_cells[CELL2], cloud.add_node, 'b2')
 
     table = refresh_until(manager, ['a1', 'b1', 'b2'])
@@ -255,7 +255,7 @@ def test_an_api_database_that_does_not_answer_delays_no_refresh(
     # Long enough for the SQLite cell's read on a loaded machine (two
     # test workers beside daemons and database servers), short enough
     # for the test.
-    monkeypatch.setattr(host_manager_cells, 'CELL_TIMEOUT', 0.6)
+    monkeypatch.setattr(cell_gather, 'CELL_TIMEOUT', 0.6)
     cloud = fakes.Cloud()
     in_cell(sqlite_cells[CELL1], cloud.add_node, 'a1')
     manager = make_host_manager(auto_refresh=False)
@@ -267,7 +267,7 @@ def test_an_api_database_that_does_not_answer_delays_no_refresh(
     try:
         config.config(connection='postgresql+psycopg2://gantt@127.0.0.1:%d/x'
                       % silent.getsockname()[1], group='api_database')
-        caplog.set_level(logging.WARNING, 'scheduler.host_manager_cells')
+        caplog.set_level(logging.WARNING, 'scheduler.host_cache.cell_gather')
         in_cell(sqlite_cells[CELL1], cloud.add_node, 'a2')
         started = time.monotonic()
         table = manager.refresh()
@@ -373,7 +373,7 @@ def test_each_cell_reads_again_what_was_written_within_the_slack(
                 vcpus=3, updated_at=late, generation=nodes.c.generation + 1))
 
     assert by_host(manager.refresh())['b1'].vcpus_total == 3
-    monkeypatch.setattr(host_manager, 'WRITE_SLACK', 0.0)
+    monkeypatch.setattr(refresh_changes, 'WRITE_SLACK', 0.0)
     with db_api.target_cell(sqlite_cells[CELL2]):
         with db_api.writer() as session:
             session.execute(sa.update(nodes).values(

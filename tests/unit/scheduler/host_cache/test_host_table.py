@@ -6,7 +6,9 @@ import pytest
 
 from scheduler.db import claims
 from scheduler.db import services as db_services
-from scheduler import host_table
+from scheduler.host_cache import host_table
+from scheduler.host_cache import table_columns
+from scheduler.host_cache import table_lookups
 from tests.unit.scheduler import fakes
 
 
@@ -174,10 +176,10 @@ def test_aggregate_multipliers():
 
 
 def test_parse_multiplier():
-    assert host_table.parse_multiplier('1.5') == 1.5
-    assert host_table.parse_multiplier(' -2 ') == -2.0
+    assert table_lookups.parse_multiplier('1.5') == 1.5
+    assert table_lookups.parse_multiplier(' -2 ') == -2.0
     for bad in ('', 'x', 'inf', 'nan', None):
-        assert host_table.parse_multiplier(bad) is None
+        assert table_lookups.parse_multiplier(bad) is None
 
 
 def test_attribute_columns_match_the_attributes():
@@ -185,7 +187,7 @@ def test_attribute_columns_match_the_attributes():
                                io_workload=3, num_instances=4),
               fakes.host_state('b', vcpus=3, cpu_ratio=1.5)]
     hosts = fakes.table(states)
-    for name in host_table.ATTRIBUTE_COLUMNS:
+    for name in table_columns.ATTRIBUTE_COLUMNS:
         assert list(hosts.attribute_column(name)) == [
             getattr(state, name) for state in states], name
     assert hosts.attribute_column('hypervisor_type') is None
@@ -266,7 +268,7 @@ def test_a_reservation_written_by_its_columns_equals_a_table_built_anew(
               for i in range(3)]
     table = fakes.table(states)
     new = states[1].consumed(claims.Resources(2, 1024, 10))
-    changed = {attr for attr in host_table.CLAIM_ATTRIBUTES
+    changed = {attr for attr in table_columns.CLAIM_ATTRIBUTES
                if getattr(new, attr) != getattr(states[1], attr)}
     assert changed >= {'vcpus_used', 'memory_mb_used', 'local_gb_used',
                        'num_instances', 'io_workload'}
@@ -285,7 +287,7 @@ def test_consumed_changes_only_the_claim_attributes():
     new = state.consumed(claims.Resources(2, 1024, 10))
     changed = {name for name in type(state).__slots__
                if getattr(new, name) != getattr(state, name)}
-    assert changed == host_table.CLAIM_ATTRIBUTES
+    assert changed == table_columns.CLAIM_ATTRIBUTES
 
 
 _EDGE_FLOATS = (0.0, -0.0, 0.3, -0.3, 1.0, 2.5, -2.5, 1e300, -1e300,
@@ -301,7 +303,7 @@ def _same_floats(first, second):
 
 
 def test_scalar_operations_are_numpys_on_python_numbers():
-    scalars = host_table._Scalars
+    scalars = table_columns.Scalars
     for first in _EDGE_FLOATS:
         assert _same_floats(scalars.floor(first),
                             float(np.floor(np.float64(first)))), first

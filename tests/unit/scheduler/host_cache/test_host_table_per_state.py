@@ -2,7 +2,7 @@
 carries over to the tables replace() derives from it."""
 
 from scheduler.db import claims
-from scheduler import host_table_per_state as per_state
+from scheduler.host_cache import host_table_per_state as per_state
 from tests.unit.scheduler import fakes
 
 

@@ -3,12 +3,12 @@
 A filter that reads something no NumPy column holds (the aggregates of a
 host, a stat, the images its instances run...) asks the table for a
 column of it (:meth:`HostTable.state_column
-<scheduler.host_table.HostTable.state_column>`) or for the rows grouped by
-it (:meth:`~scheduler.host_table.HostTable.grouped`), and decides once per
-distinct value. Computing that over 10,000 HostStates takes milliseconds,
-so a table keeps what it computed in a :class:`Cache`, and the tables
-:meth:`~scheduler.host_table.HostTable.replace` derives from it (after
-every claim, every refresh) recompute only the rows that changed, and
+<scheduler.host_cache.host_table.HostTable.state_column>`) or for the rows
+grouped by it (:meth:`~scheduler.host_cache.host_table.HostTable.grouped`), and
+decides once per distinct value. Computing that over 10,000 HostStates takes
+milliseconds, so a table keeps what it computed in a :class:`Cache`, and the
+tables :meth:`~scheduler.host_cache.host_table.HostTable.replace` derives from
+it (after every claim, every refresh) recompute only the rows that changed, and
 only when asked::
 
     cache = Cache()
@@ -31,8 +31,8 @@ _CARRY_LOCK = threading.Lock()
 
 class AggregateSet:
     """The aggregates of one host, hashable by the identity of its members
-    (see :meth:`scheduler.host_table.HostTable.aggregate_groups`); holding
-    them keeps their ``id()`` from being reused."""
+    (see :meth:`scheduler.host_cache.host_table.HostTable.aggregate_groups`);
+    holding them keeps their ``id()`` from being reused."""
 
     __slots__ = ('aggregates', '_ids')
 
@@ -228,7 +228,7 @@ class Cache:
     def update_rows(self, new_states):
         """Bring every value up to date, in place, where ``{row:
         HostState}`` replaced rows in the table's own states (see
-        :meth:`scheduler.host_table.HostTable.update_in_place`)."""
+        :meth:`scheduler.host_cache.host_table.HostTable.update_in_place`)."""
         with self._lock:
             names = list(self._entries)
         for name in names:

@@ -2,7 +2,7 @@
 
 The affinity filters and weighers read the instances on each host
 (``HostState.instances``). :class:`InstanceTracking`, a mixin of
-:class:`scheduler.host_manager.HostManager`, keeps them:
+:class:`scheduler.host_cache.host_manager.HostManager`, keeps them:
 
 * loaded from SQL with the host table (by the HostManager's first
   refresh);
@@ -31,7 +31,7 @@ from oslo_log import log as logging
 from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler.db import instances as db_instances
-from scheduler import host_instances
+from scheduler.host_cache import host_instances
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)

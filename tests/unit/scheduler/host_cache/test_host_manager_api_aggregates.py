@@ -18,7 +18,7 @@ from scheduler.db import mappings
 from scheduler.db import migration
 from tests.fixtures import databases
 from tests.unit.scheduler import fakes
-from tests.unit.scheduler import test_host_manager_cells
+from tests.unit.scheduler.host_cache import test_host_manager_cells
 
 CELL1 = test_host_manager_cells.CELL1
 CELL2 = test_host_manager_cells.CELL2

@@ -9,10 +9,10 @@ import time
 import pytest
 import sqlalchemy as sa
 
-from scheduler import cell_reads
+from scheduler.host_cache import cell_reads
 from scheduler.db import api as db_api
 from scheduler.db import models
-from scheduler import host_reads
+from scheduler.host_cache import host_reads
 from tests.fixtures import databases
 from tests.unit.scheduler import fakes
 

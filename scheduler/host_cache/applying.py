@@ -1,0 +1,263 @@
+"""How the HostManager merges what it read into its table.
+
+:class:`Applying` is a mixin of
+:class:`scheduler.host_cache.host_manager.HostManager`: under the
+manager's lock, :meth:`Applying._apply` takes what a refresh read (a
+:class:`scheduler.host_cache.refresh_changes.Changes`) into the cached
+services, aggregates and rows, writing rows in place where it can and
+building a new table where the set of nodes changed; the aggregate
+fanouts (:meth:`Applying.update_aggregates`,
+:meth:`Applying.delete_aggregate`) go through here too::
+
+    manager.update_aggregates([aggregate])
+"""
+
+from oslo_log import log as logging
+
+from scheduler.host_cache import cell_gather
+from scheduler.host_cache import host_state
+from scheduler.host_cache import host_table
+from scheduler.host_cache import refresh_changes
+
+LOG = logging.getLogger(__name__)
+
+
+class Applying:
+    """The merge of a HostManager's reads (a mixin: see the module's
+    doc)."""
+
+    def _apply(self, changes, seen_seq):
+        """Merge what a refresh read; called with the lock held."""
+        changed_hosts = self._apply_services(changes)
+        rebuild = False
+        if changes.instances is not None:
+            self._load_instances(changes.instances)
+            rebuild = True
+        if changes.aggregate_seq != self._aggregate_seq:
+            # A fanout changed the aggregates while this refresh read
+            # them: what it read may be older. The fanout left the
+            # fingerprint unset, so the next refresh reads them again.
+            changes.aggregates = None
+        if changes.aggregates is not None:
+            self._set_aggregates(changes.aggregates)
+            self._aggregates_fingerprint = changes.aggregates_fingerprint
+            rebuild = True
+        if self._table is None:
+            self._first_build(changes)
+            return
+        for node_id in changes.removed:
+            self._generations.pop(node_id, None)
+            self._learned_at.pop(node_id, None)
+            self._reread.discard(node_id)
+            rebuild = True
+        # Nodes claimed on after this refresh started its reads, or with
+        # a reservation whose SQL claim has not returned: the row read may
+        # predate the claim. Keep the consumed cached row and read the
+        # node again next time.
+        raced = {node_id for node_id, seq in self._consumed_at.items()
+                 if seq > seen_seq}
+        raced.update(self._in_flight)
+        if not changes.full:
+            # Rows written within the slack were mostly read already (and
+            # are held as they are: the next reads may leave them out).
+            unchanged = [row.id for row in changes.nodes
+                         if self._generations.get(row.id) == row.generation]
+            for node_id in unchanged:
+                self._learned(node_id)
+            if unchanged:
+                changes.nodes = [row for row in changes.nodes
+                                 if self._generations.get(row.id)
+                                 != row.generation]
+        # {node id: row} of the nodes whose rows this refresh takes (and
+        # new nodes, even raced: the cache has nothing else of them).
+        fresh = {}
+        for row in changes.nodes:
+            new = row.id not in self._generations
+            if new:
+                rebuild = True
+            if row.id in raced:
+                self._generations[row.id] = -1
+                self._reread.add(row.id)
+                if new:
+                    fresh[row.id] = row
+                continue
+            self._generations[row.id] = row.generation
+            self._learned(row.id)
+            self._reread.discard(row.id)
+            fresh[row.id] = row
+        self._consumed_at = {node_id: seq for node_id, seq
+                             in self._consumed_at.items() if seq > seen_seq}
+        ratios = refresh_changes.default_ratios()
+        if rebuild:
+            self._rebuild(fresh, changed_hosts, raced, ratios)
+            return
+        table = self._table
+        replaced = {table.row_by_id[node_id]: self._make_state(row, ratios)
+                    for node_id, row in fresh.items()}
+        for host in changed_hosts:
+            for position in table.rows_by_host.get(host, ()):
+                state = table.states[position]
+                if state.id not in fresh and state.id not in raced:
+                    replaced[position] = self._restated(state, ratios)
+        self._put_states(replaced)
+
+    def _apply_services(self, changes):
+        """Update the cached services; return the hosts that changed."""
+        changed = set()
+        seen = set()
+        cached = self._services
+        window = (changes.alive_since, changes.alive_until)
+        for row in changes.services:
+            seen.add(row.host)
+            # Rows read again within the slack, and the heartbeats of the
+            # full read, mostly change nothing the filters see: compare
+            # before building anything. (A cached last_seen_up is the one
+            # of the row's last change; ``alive`` is what counts.)
+            alive = host_state.heartbeat_within(row, *window)
+            old = cached.get(row.host)
+            if old is not None and old.alive == alive and \
+                    old[:6] == tuple(row[:6]):
+                continue
+            self._cache_service(row.host,
+                                host_state.service_info(row, alive))
+            changed.add(row.host)
+        if changes.full:
+            for host in set(cached) - seen:
+                changed.add(host)
+                self._cache_service(host, None)
+        return changed
+
+    def _cache_service(self, host, service):
+        """Cache the host's ServiceInfo (None: forget it), keeping the
+        set of dead hosts, which each refresh reads again."""
+        if service is None:
+            self._services.pop(host, None)
+            self._dead_hosts.discard(host)
+            return
+        self._services[host] = service
+        if service.alive:
+            self._dead_hosts.discard(host)
+        else:
+            self._dead_hosts.add(host)
+
+    def _set_aggregates(self, aggregates):
+        self._aggregates = tuple(aggregates)
+        by_host = {}
+        for aggregate in self._aggregates:
+            for host in aggregate.hosts:
+                by_host.setdefault(host, []).append(aggregate)
+        # Hosts in the same aggregates share one tuple (and so one zone
+        # set, see host_state.zones_of).
+        shared = {}
+        self._aggregates_by_host = {}
+        for host, aggs in by_host.items():
+            key = tuple(id(agg) for agg in aggs)
+            self._aggregates_by_host[host] = shared.setdefault(key,
+                                                               tuple(aggs))
+
+    # -- aggregate fanouts ----------------------------------------------------
+
+    def update_aggregates(self, aggregates):
+        """Apply the new state of ``aggregates`` (db Aggregate tuples,
+        created or changed) to the cache now."""
+        with self._lock:
+            by_id = {agg.id: agg for agg in self._aggregates}
+            hosts = set()
+            for aggregate in aggregates:
+                old = by_id.get(aggregate.id)
+                if old is not None:
+                    hosts |= old.hosts
+                hosts |= aggregate.hosts
+                by_id[aggregate.id] = aggregate
+            self._replace_aggregates(
+                [by_id[agg_id] for agg_id in sorted(by_id)], hosts)
+        LOG.debug('Applied the new state of aggregate(s) %s',
+                  ', '.join(agg.name for agg in aggregates))
+
+    def delete_aggregate(self, aggregate):
+        """Forget ``aggregate`` (a db Aggregate tuple) now."""
+        with self._lock:
+            hosts = set(aggregate.hosts)
+            for old in self._aggregates:
+                if old.id == aggregate.id:
+                    hosts |= old.hosts
+            self._replace_aggregates(
+                [agg for agg in self._aggregates if agg.id != aggregate.id],
+                hosts)
+        LOG.debug('Forgot deleted aggregate %s', aggregate.name)
+
+    def _replace_aggregates(self, aggregates, hosts):
+        """Called with the lock held: new aggregates, and new zones and
+        aggregates for the HostStates of ``hosts``."""
+        self._set_aggregates(aggregates)
+        self._aggregate_seq += 1
+        # The fingerprint no longer describes what the cache holds: the
+        # next refresh reads the aggregates from SQL again.
+        self._aggregates_fingerprint = None
+        self.stats['aggregate_updates'] += 1
+        table = self._table
+        if table is None:
+            return
+        states = list(table.states)
+        ratios = refresh_changes.default_ratios()
+        for host in hosts:
+            for row in table.rows_by_host.get(host, ()):
+                states[row] = self._restated(states[row], ratios)
+        self._table = host_table.HostTable.build(states, self._aggregates)
+        self.stats['full_builds'] += 1
+
+
+    def _make_state(self, row, ratios):
+        """A HostState from a node row just read (``ratios``: see
+        :func:`refresh_changes.default_ratios`, which also holds the
+        default zone)."""
+        state = host_state.HostState.from_node(
+            row, self._services.get(row.host),
+            self._aggregates_by_host.get(row.host, ()), ratios,
+            ratios[refresh_changes.DEFAULT_AZ])
+        if row.id > cell_gather.NODE_MASK:
+            cell = self._cells.cell_of(row.id)
+            state.cell_uuid, state.cell_name = cell.uuid, cell.label()
+        state.instances = self._instances_of(row.host)
+        return state
+
+    def _restated(self, state, ratios):
+        """``state`` with its host's current service, aggregates,
+        instances and ratio defaults."""
+        return state.restated(
+            self._services.get(state.host),
+            self._aggregates_by_host.get(state.host, ()), ratios,
+            ratios[refresh_changes.DEFAULT_AZ], self._instances_of(state.host))
+
+    def _first_build(self, changes):
+        """The first table, from every node row (``changes.nodes``, an
+        iterator ordered by id), one HostState per row as it comes;
+        ``changes.nodes`` becomes the count read."""
+        ratios = refresh_changes.default_ratios()
+        self._generations = {}
+        self._learned_at = {}
+        states = []
+        for row in changes.nodes:
+            self._generations[row.id] = row.generation
+            states.append(self._make_state(row, ratios))
+        changes.nodes = states
+        self._table = host_table.HostTable.build(states, self._aggregates)
+        self.stats['full_builds'] += 1
+
+    def _rebuild(self, fresh, changed_hosts, keep_ids, ratios):
+        """A new table over every known node: from ``fresh`` rows where
+        given, else from the old table's state (kept as it is for
+        ``keep_ids``, raced by a claim; restated for the others)."""
+        old = self._table
+        states = []
+        for node_id in sorted(self._generations):
+            row = fresh.get(node_id)
+            if row is not None:
+                states.append(self._make_state(row, ratios))
+                continue
+            state = old.states[old.row_by_id[node_id]]
+            if node_id not in keep_ids:
+                state = self._restated(state, ratios)
+            states.append(state)
+        self._table = host_table.HostTable.build(states, self._aggregates)
+        self.stats['full_builds'] += 1

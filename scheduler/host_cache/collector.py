@@ -1,0 +1,125 @@
+"""The cyclic garbage collector around the host cache's full reads.
+
+In the ``gantt-scheduler`` daemon (:func:`freeze_collector`, called by
+its ``main``; not where a HostManager is a library in someone else's
+process), each full read (the first load, then every
+``FULL_READ_INTERVAL`` seconds) ends with one pass of the cyclic garbage
+collector over everything, counted in that refresh's time, and the
+objects left are frozen (``gc.freeze``), out of its later passes.
+Without it the collector's oldest generation holds the host cache, and
+each of its passes, every few thousand requests, stopped the process for
+90-140 ms at 10,000 hosts (4.5-11 ms frozen; ``benchmarks/README.md``,
+session 22). What is frozen is thawed and collected at the next full
+read, so garbage cycles among frozen objects wait at most that long.
+In every process, the collector is paused while a full read builds the
+cache, for :data:`PAUSE_LIMIT` seconds at most (:func:`paused`).
+
+Both are the HostManager's (:mod:`scheduler.host_cache.refreshing`): a
+full read runs under :func:`paused` and ends with
+:func:`after_full_read`::
+
+    with collector.paused():
+        read_everything()
+    collector.after_full_read()
+"""
+
+import contextlib
+import gc
+import threading
+import time
+
+from oslo_log import log as logging
+
+LOG = logging.getLogger(__name__)
+
+# Whether full reads freeze what the garbage collector keeps (see
+# freeze_collector).
+_freezing = False
+
+
+def freeze_collector():
+    """From now on, in this process and the workers it forks, each
+    full read of a host cache ends with :func:`_collect_and_freeze`
+    (see the module's doc): for the scheduler daemon, whose process is
+    its own."""
+    global _freezing
+    _freezing = True
+
+
+def after_full_read():
+    """The end of a full read: collect and freeze, in a process that
+    asked for it (:func:`freeze_collector`)."""
+    if _freezing:
+        _collect_and_freeze()
+
+
+# The longest a full read keeps the collector paused: a read held up by
+# a database that stopped answering must not leave the process's garbage
+# uncollected until it ends (a cold start at 100,000 hosts takes 2-4 s).
+PAUSE_LIMIT = 60.0
+
+# Full reads under way that paused the cyclic collector, whether it ran
+# before the first of them, and the timer of the pause's limit (see
+# paused).
+_pause_lock = threading.Lock()
+_pauses = 0
+_was_enabled = False
+_pause_timer = None
+
+
+@contextlib.contextmanager
+def paused():
+    """Pause the cyclic garbage collector while a full read builds the
+    cache: its hundreds of thousands of new objects would make the
+    collector walk the growing cache again and again (a fifth of a cold
+    start at 100,000 hosts), to find nothing, since they are all kept.
+    What other threads make meanwhile waits until the read ends, or
+    :data:`PAUSE_LIMIT` seconds at most; nested and concurrent pauses
+    (several caches) resume it once, and only if it ran before."""
+    global _pauses, _was_enabled, _pause_timer
+    with _pause_lock:
+        if _pauses == 0:
+            _was_enabled = gc.isenabled()
+            gc.disable()
+            if _was_enabled:
+                _pause_timer = threading.Timer(PAUSE_LIMIT, _pause_too_long)
+                _pause_timer.daemon = True
+                _pause_timer.start()
+        _pauses += 1
+    try:
+        yield
+    finally:
+        with _pause_lock:
+            _pauses -= 1
+            if _pauses == 0:
+                if _pause_timer is not None:
+                    _pause_timer.cancel()
+                    _pause_timer = None
+                if _was_enabled:
+                    gc.enable()
+
+
+def _pause_too_long():
+    """In the pause's timer: the pause outlasted :data:`PAUSE_LIMIT`:
+    resume the collector (the reads under way go on without the pause).
+    A timer whose pause ended meanwhile, its own or a later one's, finds
+    another timer, or none, in ``_pause_timer`` and does nothing."""
+    with _pause_lock:
+        if (_pause_timer is not threading.current_thread()
+                or gc.isenabled()):
+            return
+        gc.enable()
+    LOG.warning('A full read of the host cache has run for more than %d '
+                's; the garbage collector runs again meanwhile',
+                PAUSE_LIMIT)
+
+
+def _collect_and_freeze():
+    """Thaw what an earlier call froze, collect every generation, and
+    freeze what is left: the collector's later passes skip it."""
+    started = time.perf_counter()
+    gc.unfreeze()
+    found = gc.collect()
+    gc.freeze()
+    LOG.debug('Collected %d unreachable object(s) and froze %d in %.3fs',
+              found, gc.get_freeze_count(), time.perf_counter() - started)

@@ -1,0 +1,419 @@
+"""HostTable: the scheduler's view of all its compute nodes at once.
+
+Each compute node is a :class:`scheduler.host_cache.host_state.HostState`,
+under Nova's attribute names (``free_ram_mb``, ``vcpus_total``...); read-only:
+consuming resources returns a new HostState.
+
+A :class:`HostTable` is an immutable snapshot of every node: the list of
+HostStates plus NumPy columns aligned with it (row ``i`` of every column
+describes ``states[i]``), so that a filter or weigher handles all hosts in
+a few array operations. Changing a snapshot (:meth:`HostTable.replace`)
+builds a new one that shares what did not change, so a request that holds
+a snapshot always reads a consistent view::
+
+    table = HostTable.build(states, aggregates)
+    fits = table.used['memory_mb'] + 2048 <= table.capacity['memory_mb']
+    table = table.replace({row: table.states[row].consumed(resources)})
+
+Capacity is computed as :mod:`scheduler.db.claims` computes it in SQL,
+``total * allocation_ratio - reserved``, with the same floating point
+operations in the same order, so that a host that passes the capacity
+filters only fails its claim if something else took the room first.
+"""
+
+import collections
+
+import numpy as np
+
+from scheduler.host_cache import host_instances
+from scheduler.host_cache import host_state
+from scheduler.host_cache import host_table_per_state as per_state
+from scheduler.host_cache import table_columns
+from scheduler.host_cache import table_lookups
+
+# update_in_place compares and writes this many rows or fewer one by one.
+_ROW_BY_ROW = 8
+
+# How many in-place writes a table remembers the rows of (see
+# HostTable.rows_written_since), and how many columns' constancy it keeps.
+_WRITE_LOG = 32
+_CONSTANTS = 64
+
+
+class HostTable(table_lookups.Lookups):
+    """HostStates plus aligned NumPy columns.
+
+    Columns (all of length ``len(states)``): ``ids``, ``mapped``,
+    ``candidates`` (mapped and with a compute service: what the scheduler
+    may pick), ``has_service``, ``disabled``, ``forced_down``,
+    ``heartbeat_us``, ``az_index``, per resource ``used[r]`` (int) and
+    ``capacity[r]`` (float), ``free_ram_mb``, ``free_disk_mb``,
+    ``vcpus_free``, ``num_instances``, ``io_workload``,
+    ``disk_least_gb`` (0 where ``has_disk_least`` is False: not
+    reported) and ``pci_free`` (free PCI devices).
+    Never write into a column: build a new table with :meth:`replace`,
+    or (the table's owner only) use :meth:`update_in_place`.
+    """
+
+    # Instance uuid -> host, built when first asked for (instance_counts)
+    # and carried over by replace().
+    _instance_index = None
+    # How many times update_in_place wrote into this table: with the
+    # table's identity, what a ranking made earlier depends on (see
+    # scheduler.drivers.ahead).
+    writes = 0
+
+    def __init__(self, states, columns, aggregates, indexes=None,
+                 previous=None, changed=(), rows=None):
+        self.states = states
+        self.aggregates = tuple(aggregates)
+        self.columns = columns
+        for name, column in columns.items():
+            setattr(self, name, column)
+        if indexes is None:
+            indexes = self._build_indexes(states)
+        (self.row_by_id, self.rows_by_host, self.rows_by_nodename,
+         self.az_sets) = indexes
+        self._indexes = indexes
+        self._rows_by_host_lower = None
+        changed = set(changed)
+        self.derived = {}
+        for name, (inputs, compute) in table_columns.DERIVED.items():
+            if previous is None:
+                self.derived[name] = compute(columns, np)
+            elif changed.isdisjoint(inputs):
+                self.derived[name] = previous.derived[name]
+            else:
+                # Only ``rows`` changed: compute those, copy the rest.
+                column = previous.derived[name].copy()
+                column[rows] = compute({key: columns[key][rows]
+                                        for key in inputs}, np)
+                self.derived[name] = column
+            setattr(self, name, self.derived[name])
+        self.capacity = {resource: self.derived['capacity_' + resource]
+                         for resource in host_state.RESOURCES}
+        self.used = {resource: columns[names[1]] for resource, names
+                     in table_columns.RESOURCE_COLUMNS.items()}
+        if previous is not None:
+            # Zones, aggregates and host names did not change: the caches
+            # derived from them still hold.
+            self._az_masks = previous._az_masks
+            self._multipliers = previous._multipliers
+        else:
+            self._az_masks = {}
+            self._multipliers = {}
+        # Values computed from each HostState on demand (state_column,
+        # grouped); replace() carries them over, recomputing changed rows.
+        self._per_state = per_state.Cache()
+        # ((write number, rows, names of the columns changed), ...) of the
+        # last in-place writes, oldest first: replaced whole, never
+        # changed, so readers need no lock.
+        self._write_log = ()
+        # id(column) -> (column, value, proof): see constant().
+        self._constants = {}
+        # The service_up column and how long it holds
+        # (table_lookups._Liveness).
+        self._liveness = None
+
+    def __len__(self):
+        return len(self.states)
+
+    @property
+    def rows_by_host_lower(self):
+        """``rows_by_host`` keyed by lower-case host name (built when
+        first asked for: only case-insensitive host lists use it)."""
+        index = self._rows_by_host_lower
+        if index is None:
+            merged = collections.defaultdict(tuple)
+            for host, rows in self.rows_by_host.items():
+                merged[host.lower()] += rows
+            index = self._rows_by_host_lower = {
+                host: tuple(sorted(rows)) for host, rows in merged.items()}
+        return index
+
+    @classmethod
+    def build(cls, states, aggregates=()):
+        """A table over ``states`` (HostStates) in the given order."""
+        states = list(states)
+        columns = table_columns.columns_of(states)
+        indexes = cls._build_indexes(states)
+        az_sets = indexes[3]
+        az_position = {zones: i for i, zones in enumerate(az_sets)}
+        columns['az_index'] = np.fromiter(
+            (az_position[state.availability_zones] for state in states),
+            dtype=np.int32, count=len(states))
+        return cls(states, columns, aggregates, indexes)
+
+    @staticmethod
+    def _build_indexes(states):
+        row_by_id = {}
+        by_host = collections.defaultdict(list)
+        by_nodename = None
+        az_sets = []
+        seen_zones = set()
+        for row, state in enumerate(states):
+            row_by_id[state.id] = row
+            by_host[state.host].append(row)
+            if state.nodename != state.host and by_nodename is None:
+                # Some node is not named after its host: index the names
+                # (the usual case, one node per host named after it,
+                # shares the host index).
+                by_nodename = collections.defaultdict(list)
+                for earlier_row, earlier in enumerate(states[:row]):
+                    by_nodename[earlier.nodename].append(earlier_row)
+            if by_nodename is not None:
+                by_nodename[state.nodename].append(row)
+            if state.availability_zones not in seen_zones:
+                seen_zones.add(state.availability_zones)
+                az_sets.append(state.availability_zones)
+
+        # Tuples of rows (most hosts have one node), one object per
+        # distinct tuple: the indexes cost little at 100k hosts.
+        shared = {}
+
+        def freeze(mapping):
+            frozen = {}
+            for key, rows in mapping.items():
+                rows = tuple(rows)
+                frozen[key] = shared.setdefault(rows, rows)
+            return frozen
+        rows_by_host = freeze(by_host)
+        rows_by_nodename = (rows_by_host if by_nodename is None
+                            else freeze(by_nodename))
+        return row_by_id, rows_by_host, rows_by_nodename, tuple(az_sets)
+
+    def replace(self, new_states):
+        """A new table with ``{row: HostState}`` replaced.
+
+        Only the columns that change are copied, and the derived ones
+        are computed for the replaced rows only. Falls back to a full
+        build when a replaced node changed its identity (id, host, node
+        name or zones).
+        """
+        if not new_states:
+            return self
+        states = list(self.states)
+        for row, state in new_states.items():
+            old = states[row]
+            states[row] = state
+            if any(getattr(old, name) != getattr(state, name)
+                   for name in table_columns.IDENTITY):
+                for position, replacement in new_states.items():
+                    states[position] = replacement
+                return HostTable.build(states, self.aggregates)
+        rows = np.fromiter(new_states, dtype=np.intp, count=len(new_states))
+        columns = dict(self.columns)
+        changed = []
+        for name, values in table_columns.columns_of(
+                list(new_states.values())).items():
+            if not np.array_equal(columns[name][rows], values):
+                column = columns[name].copy()
+                column[rows] = values
+                columns[name] = column
+                changed.append(name)
+        table = HostTable(states, columns, self.aggregates, self._indexes,
+                          previous=self, changed=changed, rows=rows)
+        table._per_state = self._per_state.carried(new_states,
+                                                   len(table.states))
+        if self._instance_index is not None:
+            table._instance_index = self._instance_index.updated(
+                self.states, new_states)
+        return table
+
+    def consumed(self, row, resources, hardware_request=None):
+        """A new table where the node of ``row`` took ``resources``, and
+        (``hardware_request``, a :class:`scheduler.hardware.Request`) the
+        NUMA cells, pinned CPUs, pages and devices a claim there would
+        take (none when it does not fit: the claim decides)."""
+        state, _record = self.states[row].reserved(resources,
+                                                   hardware_request)
+        return self.replace({row: state})
+
+    def detached(self):
+        """A copy that shares no array with this table, so that
+        :meth:`update_in_place` on this one leaves it alone (for a
+        request that accounts for its own instances as it places them).
+        """
+        columns = {name: column.copy() for name, column in
+                   self.columns.items()}
+        table = HostTable(list(self.states), columns, self.aggregates,
+                          self._indexes)
+        table._az_masks = self._az_masks
+        table._multipliers = self._multipliers
+        table._per_state = self._per_state.carried({}, len(self.states))
+        table._instance_index = self._instance_index
+        return table
+
+    def update_in_place(self, new_states, claim_only=False):
+        """Put ``{row: HostState}`` in this table itself, its columns,
+        derived columns and per-state values written row by row: the
+        cost of a claim is that of the rows it changes, not of the
+        hosts. Only the owner of the table (the HostManager, under its
+        lock) calls this, for states of the same nodes (same identity);
+        requests reading the table meanwhile may see the new rows, which
+        is what an assumed claim is for. Tables derived from this one
+        that share an unchanged column see it too. Returns False (and
+        changes nothing) when a state changed its identity: use
+        :meth:`replace`.
+
+        ``claim_only``: the new states differ from the old ones in
+        :data:`table_columns.CLAIM_ATTRIBUTES` at most (and in what no
+        column holds, such as their instances), as a reservation leaves
+        them: only those columns are compared."""
+        if not new_states:
+            return True
+        old_states = {}
+        for row, state in new_states.items():
+            old = self.states[row]
+            if any(getattr(old, name) != getattr(state, name)
+                   for name in table_columns.IDENTITY):
+                return False
+            old_states[row] = old
+        rows = np.fromiter(new_states, dtype=np.intp, count=len(new_states))
+        changed = set()
+        if len(new_states) <= _ROW_BY_ROW:
+            # A claim changes one row: Python values, no arrays to build.
+            values_of = (table_columns.claim_row_values if claim_only
+                         else table_columns.row_values)
+            for row, state in new_states.items():
+                for name, value in values_of(state):
+                    column = self.columns[name]
+                    if column.item(row) != value:
+                        column[row] = value
+                        changed.add(name)
+        else:
+            for name, values in table_columns.columns_of(
+                    list(new_states.values())).items():
+                column = self.columns[name]
+                if not np.array_equal(column[rows], values):
+                    column[rows] = values
+                    changed.add(name)
+        affected = [(self.derived[name], inputs, compute)
+                    for name, (inputs, compute)
+                    in table_columns.DERIVED.items()
+                    if not changed.isdisjoint(inputs)]
+        if len(new_states) <= _ROW_BY_ROW:
+            # The row's Python values, each read once for all the derived
+            # columns: the same float64 operations, without NumPy's cost
+            # per call on scalars.
+            for row in new_states:
+                values = table_columns.RowValues(self.columns, row)
+                for column, _inputs, compute in affected:
+                    column[row] = compute(values, table_columns.Scalars)
+        else:
+            for column, inputs, compute in affected:
+                column[rows] = compute(
+                    {key: self.columns[key][rows] for key in inputs}, np)
+        for row, state in new_states.items():
+            self.states[row] = state
+        self._per_state.update_rows(new_states)
+        if self._instance_index is not None:
+            self._instance_index = self._instance_index.updated(
+                old_states, new_states)
+        # Logged and counted once everything is written: a reader that saw
+        # the count before the write began sees it change, and finds the
+        # rows in the log.
+        self._write_log = self._write_log[1 - _WRITE_LOG:] + (
+            (self.writes + 1, rows, frozenset(changed)),)
+        self.writes += 1
+        return True
+
+    def rows_written_since(self, writes):
+        """The rows :meth:`update_in_place` wrote since the table's
+        :attr:`writes` count was ``writes`` (an array, a row may repeat),
+        or None when the table no longer remembers all of them (it keeps
+        the last few writes' rows)."""
+        entries = self._log_since(writes)
+        return None if entries is None else _rows_of(entries)
+
+    def written_since(self, writes):
+        """``(rows, names)``: :meth:`rows_written_since`, and the names
+        of the (base) columns whose values those writes changed; None
+        when the table no longer remembers them."""
+        entries = self._log_since(writes)
+        if entries is None:
+            return None
+        return (_rows_of(entries),
+                frozenset().union(*(names for _n, _r, names in entries)))
+
+    def _log_since(self, writes):
+        """The write log's entries after ``writes`` (None: forgotten)."""
+        # The count first: its write is logged before it is counted.
+        if self.writes == writes:
+            return ()
+        log = self._write_log
+        if not log or log[0][0] > writes + 1:
+            return None
+        return [entry for entry in log if entry[0] > writes]
+
+    # -- facts kept while the table is written in place ----------------------
+
+    def constant(self, column):
+        """The value every element of ``column`` holds, or None: two
+        differ (NaN differs from itself, as in
+        :func:`scheduler.weights.constant`) or it is empty.
+
+        ``column`` is one of this table's columns, derived columns or
+        :meth:`state_column` columns, written in place only by
+        :meth:`update_in_place`. The answer is kept with its proof: two
+        rows that differ, or the count of writes it was found at, so that
+        a later call checks those two rows, or the rows written since,
+        instead of the whole column.
+        """
+        if not len(column):
+            return None
+        key = id(column)
+        entry = self._constants.get(key)
+        if entry is not None and entry[0] is column:
+            _column, value, proof = entry
+            if value is None:
+                first, other = proof
+                if column[first] != column[other]:
+                    return None
+            else:
+                writes = self.writes
+                rows = self.rows_written_since(proof)
+                if rows is not None and bool((column[rows] == value).all()):
+                    self._constants[key] = (column, value, writes)
+                    return value
+        writes = self.writes
+        differs = column != column[0]
+        if differs.any():
+            value, proof = None, (0, int(differs.argmax()))
+        else:
+            value, proof = column[0].item(), writes
+        constants = self._constants
+        if len(constants) >= _CONSTANTS:
+            # Columns built and dropped: start again (a new dict, for the
+            # readers holding the old one).
+            constants = self._constants = {}
+        constants[key] = (column, value, proof)
+        return value
+
+    # -- instances on the hosts (see host_cache.host_instances) ------------
+
+    def instance_counts(self, uuids):
+        """Column: how many of the instances ``uuids`` each row's host
+        runs (``len(set(uuids) & state.instances.keys())`` per row)."""
+        index = self._instance_index
+        if index is None:
+            index = self._instance_index = (
+                host_instances.InstanceIndex.build(self.states))
+        counts = np.zeros(len(self.states), dtype=np.int64)
+        per_host = collections.Counter(
+            host for host in map(index.get, set(uuids)) if host is not None)
+        for host, count in per_host.items():
+            rows = self.rows_by_host.get(host)
+            if rows is not None:
+                counts[list(rows)] += count
+        return counts
+
+
+def _rows_of(entries):
+    """The rows of write log ``entries``, as one array."""
+    if len(entries) == 1:
+        # One write (a claim's): its rows as they are.
+        return entries[0][1]
+    return np.concatenate([np.empty(0, dtype=np.intp)] + [
+        rows for _number, rows, _names in entries])
+

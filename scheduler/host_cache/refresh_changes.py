@@ -1,0 +1,68 @@
+"""What one refresh of the host cache read, and the settings every read
+shares.
+
+The HostManager (:mod:`scheduler.host_cache.host_manager`) and its reads
+over cells (:mod:`scheduler.host_cache.cell_refresh`) both fill a
+:class:`Changes` and start their incremental reads :data:`WRITE_SLACK`
+seconds before the previous refresh began; both live here so that
+neither imports the other::
+
+    changes = Changes()
+    changes.alive_since, changes.alive_until = alive_window(began)
+"""
+
+import datetime
+
+from scheduler import conf
+from scheduler.db import claims
+
+CONF = conf.CONF
+
+# A refresh reads the nodes and services written since this many seconds
+# before the previous refresh began, so that a row committed late (its
+# updated_at is older than its commit) or by a host whose clock lags a
+# little is not missed.
+WRITE_SLACK = 2.0
+
+_RATIO_OPTIONS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
+                  'disk_allocation_ratio')
+
+# The key of the default availability zone in default_ratios' dict.
+DEFAULT_AZ = 'default_availability_zone'
+
+
+def default_ratios():
+    """The configured allocation ratios, for nodes that report none, and
+    ``[DEFAULT] default_availability_zone`` (read once per refresh, not
+    per node)."""
+    defaults = {name: claims.default_ratio(name) for name in _RATIO_OPTIONS}
+    defaults[DEFAULT_AZ] = CONF.default_availability_zone
+    return defaults
+
+
+def alive_window(now):
+    """``(earliest, latest)`` heartbeat that makes a service alive at
+    ``now``."""
+    window = datetime.timedelta(seconds=CONF.service_down_time)
+    return now - window, now + window
+
+
+class Changes:
+    """What one refresh read from SQL, applied later under the lock."""
+
+    def __init__(self):
+        self.nodes = []
+        self.removed = []
+        self.services = []
+        # Services whose last heartbeat lies between these are alive.
+        self.alive_since = self.alive_until = None
+        # A full read: ``nodes`` holds the rows whose generation changed,
+        # ``services`` every service. Otherwise both hold the rows
+        # written since the watermark.
+        self.full = False
+        self.aggregates = None
+        self.aggregates_fingerprint = None
+        # Aggregate fanouts applied when the refresh began (see _apply).
+        self.aggregate_seq = 0
+        # {host: {uuid: InstanceInfo}} read on the first load.
+        self.instances = None
