@@ -99,6 +99,25 @@ class InvalidRequest(GanttException):
     msg_fmt = "Invalid request: %(reason)s"
 
 
+class InvalidResourceRequest(InvalidRequest):
+    """A flavor or image asks for resources or traits in a form Nova's API
+    refuses: an unknown resource class, a malformed trait name, an amount
+    that is not a non-negative integer, a bad ``group_policy``. The reason
+    names the extra spec or image property and its value."""
+
+    msg_fmt = "Invalid resource request: %(reason)s"
+
+
+class ResourceRequestRefused(NoValidHost):
+    """A well-formed request that Placement refuses to search for (Nova
+    then ends in NoValidHost): a group with traits but no resources,
+    several suffixed groups without ``group_policy``, a trait both
+    required and forbidden, no resources at all."""
+
+    msg_fmt = ("No valid host was found. Placement refuses this resource "
+               "request: %(reason)s")
+
+
 class NotFound(GanttException):
     msg_fmt = "Resource could not be found."
 
