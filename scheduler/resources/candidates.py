@@ -52,22 +52,67 @@ from scheduler.resources import tree_search
 # Hall's condition is checked over every subset of the isolated groups up
 # to this many groups; beyond, the undecided trees go to the search.
 HALL_MAX_GROUPS = 4
+# With a candidate mask keeping fewer than one root in this many, the
+# passes read only the kept trees' rows (a gather); otherwise they read
+# every row and the mask is applied to the answer.
+SUBSET_SHARE = 3
 
 
 class ProviderTable:
     """Providers as columns, asked for allocation candidates."""
 
-    def __init__(self, providers):
-        self.columns = provider_columns.Columns(providers)
+    def __init__(self, providers=None, columns=None):
+        if columns is None:
+            columns = provider_columns.Columns(providers or ())
+        self.columns = columns
+
+    @classmethod
+    def from_arrays(cls, *args, **kwargs):
+        """A table built in bulk: the arguments of
+        :meth:`provider_columns.Columns.from_arrays`."""
+        return cls(columns=provider_columns.Columns.from_arrays(
+            *args, **kwargs))
+
+    def with_used(self, changes):
+        """A new table where ``{uuid: {class: used}}`` replace those used
+        amounts (see :meth:`provider_columns.Columns.with_used`)."""
+        return ProviderTable(columns=self.columns.with_used(changes))
+
+    def with_allocation(self, allocation, sign=1):
+        """A new table with a claim's ``{uuid: {class: amount}}`` added to
+        the used amounts (``sign=-1``: a release)."""
+        return ProviderTable(columns=self.columns.with_allocation(
+            allocation, sign))
 
     @property
     def root_uuids(self):
         return self.columns.root_uuids
 
-    def acceptable_roots(self, request):
+    def acceptable_roots(self, request, candidate_mask=None):
         """Boolean array over :attr:`root_uuids`: Placement would return at
-        least one allocation candidate rooted at that root."""
-        view = _View.whole(self.columns)
+        least one allocation candidate rooted at that root.
+
+        ``candidate_mask`` (boolean over the roots): the roots still in
+        play; the others are answered False without being looked at.
+        """
+        columns = self.columns
+        trees = len(columns.root_rows)
+        if candidate_mask is None:
+            return self._decide(_View.whole(columns), request)
+        candidate_mask = np.asarray(candidate_mask, dtype=bool)
+        if candidate_mask.shape != (trees,):
+            raise ValueError('candidate_mask has shape %s; the table has %d '
+                             'roots.' % (candidate_mask.shape, trees))
+        kept = np.flatnonzero(candidate_mask)
+        if len(kept) * SUBSET_SHARE > trees:
+            return (self._decide(_View.whole(columns), request)
+                    & candidate_mask)
+        accept = np.zeros(trees, dtype=bool)
+        accept[kept] = self._decide(_View.some(columns, kept), request)
+        return accept
+
+    @staticmethod
+    def _decide(view, request):
         plan = _Plan(view, request)
         accept, undecided = plan.decide()
         for tree in np.flatnonzero(undecided):
@@ -112,40 +157,97 @@ def _resourceless(chosen, view, columns):
 
 
 class _View:
-    """Rows ``start:stop`` of the columns, as the passes read them."""
+    """Some trees of the columns, as the passes read them: ``rows`` (a
+    slice, or the rows of the trees kept, ascending) and, over the view's
+    own positions, each tree's ``starts`` and ``sizes``.
 
-    def __init__(self, columns, start, stop, root_local, starts):
+    "Some provider of the tree" is computed slot by slot: slot ``j`` is
+    the ``j``-th provider of every tree that has one, so a pass costs a
+    few array operations whatever the number of trees (``reduceat`` would
+    cost a call per tree).
+    """
+
+    def __init__(self, columns, rows, starts, sizes, slots=None):
         self.columns = columns
-        self.start = start
-        self.rows = slice(start, stop)
-        self.size = stop - start
-        self.root_local = root_local
+        self.rows = rows
+        self.size = int(sizes.sum())
         self.starts = starts
+        self.sizes = sizes
         self.trees = len(starts)
         self.flat = self.trees == self.size
-        self.sizes = np.diff(np.append(starts, self.size))
+        self.slots = slots if slots is not None else _slots(starts, sizes)
+        self._root_local = None
 
     @classmethod
     def whole(cls, columns):
-        return cls(columns, 0, len(columns.uuids), columns.root_of,
-                   columns.tree_starts)
+        cached = getattr(columns, '_whole_slots', None)
+        sizes = columns.tree_ends - columns.tree_starts
+        if cached is None:
+            cached = _slots(columns.tree_starts, sizes)
+            columns._whole_slots = cached
+        return cls(columns, slice(0, len(columns.uuids)), columns.tree_starts,
+                   sizes, cached)
+
+    @classmethod
+    def some(cls, columns, trees):
+        """The view of the trees numbered ``trees`` (ascending)."""
+        first = columns.tree_starts[trees]
+        sizes = columns.tree_ends[trees] - first
+        starts = np.cumsum(sizes) - sizes
+        rows = np.repeat(first - starts, sizes) + np.arange(int(sizes.sum()))
+        return cls(columns, rows, starts, sizes)
 
     @classmethod
     def tree(cls, columns, tree):
         start = int(columns.tree_starts[tree])
         stop = int(columns.tree_ends[tree])
-        return cls(columns, start, stop, np.zeros(stop - start, np.int64),
-                   np.zeros(1, np.int64))
+        return cls(columns, slice(start, stop), np.zeros(1, np.int64),
+                   np.array([stop - start]))
+
+    @property
+    def start(self):
+        """The first row (a view of one tree or the whole table)."""
+        return self.rows.start
+
+    def table_row(self, local):
+        """The table row of the view's position ``local``."""
+        if isinstance(self.rows, slice):
+            return self.rows.start + local
+        return int(self.rows[local])
+
+    @property
+    def root_local(self):
+        """The position of each position's root."""
+        if self._root_local is None:
+            self._root_local = np.repeat(self.starts, self.sizes)
+        return self._root_local
+
+    def _reduce(self, values, op, dtype=None):
+        result = None
+        for rows, trees in self.slots:
+            part = values[rows]
+            if result is None:
+                result = np.array(part, dtype=dtype)
+            elif trees is None:
+                op(result, part, out=result)
+            else:
+                result[trees] = op(result[trees], part)
+        return result
 
     def any_tree(self, mask):
         if self.flat:
             return mask
-        return np.logical_or.reduceat(mask, self.starts)
+        return self._reduce(mask, np.logical_or)
 
     def count_tree(self, mask):
         if self.flat:
             return mask.astype(np.int64)
-        return np.add.reduceat(mask, self.starts, dtype=np.int64)
+        return self._reduce(mask, np.add, np.int64)
+
+    def or_tree(self, bits):
+        if self.flat:
+            return bits
+        return self._reduce(bits, np.bitwise_or)
 
     def trait_words(self, word):
         return self.columns.trait_bits[word, self.rows]
@@ -182,17 +284,36 @@ class _View:
             result = _and(result, self.in_any(uuids))
         return result
 
+    def limit(self, column):
+        return self.columns.limit[column][self.rows]
+
     def fits(self, column, amount):
         """Rows where one group can take ``amount`` of the class alone."""
         if column is None:
             return np.zeros(self.size, dtype=bool)
         columns = self.columns
-        result = columns.limit[column, self.rows] >= amount
-        if not columns.min_ok[column]:
-            result &= columns.min_unit[column, self.rows] <= amount
-        if not columns.step_ok[column]:
-            result &= amount % columns.step_size[column, self.rows] == 0
+        result = self.limit(column) >= amount
+        if columns.min_unit[column] is not None:
+            result &= columns.min_unit[column][self.rows] <= amount
+        if columns.step_size[column] is not None:
+            result &= amount % columns.step_size[column][self.rows] == 0
         return result
+
+
+def _slots(starts, sizes):
+    """``[(positions, trees), ...]``: slot ``j``'s positions, and the
+    trees they belong to (None: every tree, in order)."""
+    if not len(starts):
+        return [(slice(0, 0), None)]
+    width = int(sizes.max())
+    if (sizes == width).all():
+        total = width * len(starts)
+        return [(slice(j, total, width), None) for j in range(width)]
+    slots = [(starts, None)]
+    for j in range(1, width):
+        trees = np.flatnonzero(sizes > j)
+        slots.append((starts[trees] + j, trees))
+    return slots
 
 
 def _and(left, right):
@@ -308,9 +429,8 @@ class _Plan:
         hosts = self.collective_hosts
         carried = np.ones(view.trees, dtype=bool)
         for word, mask in words.items():
-            bits = np.where(hosts, view.trait_words(word), np.uint64(0))
-            if not view.flat:
-                bits = np.bitwise_or.reduceat(bits, view.starts)
+            bits = view.or_tree(
+                np.where(hosts, view.trait_words(word), np.uint64(0)))
             carried &= (bits & mask) == mask
         alone = view.any_tree(hosts & view.has_all(self.needed))
         return carried, alone
@@ -354,7 +474,7 @@ class _Plan:
                 total += unit.hosts * np.int64(amount)
             # A row no taker can take adds 0 (and may have no inventory:
             # limit -1).
-            limit = view.columns.limit[column, view.rows]
+            limit = view.limit(column)
             over |= total > np.maximum(limit, 0)
         return view.any_tree(over)
 
@@ -373,7 +493,7 @@ class _Plan:
                 unit.suffix, unit.amounts, hosts, unit.isolated,
                 unit.collective, unit.named_amounts))
         limit = view.columns.limit
-        base = view.start
+        table_row = view.table_row
         words, unknown = provider_columns.masks(view.columns.traits,
                                                 self.needed)
         if unknown:
@@ -381,11 +501,11 @@ class _Plan:
         needed = sum(int(mask) << (64 * word) for word, mask in words.items())
 
         def traits_of(row):
-            return sum(int(view.columns.trait_bits[word, base + row])
+            return sum(int(view.columns.trait_bits[word, table_row(row)])
                        << (64 * word) for word in words) & needed
 
         chosen = tree_search.place(
-            units, lambda row, column: int(limit[column, base + row]),
+            units, lambda row, column: int(limit[column][table_row(row)]),
             traits_of, needed)
         if chosen is None:
             return None
