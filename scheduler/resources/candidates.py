@@ -48,6 +48,7 @@ import numpy as np
 from scheduler.resources import provider_columns
 from scheduler.resources import request as request_mod
 from scheduler.resources import tree_search
+from scheduler.resources import tree_view
 
 # Hall's condition is checked over every subset of the isolated groups up
 # to this many groups; beyond, the undecided trees go to the search.
@@ -98,17 +99,18 @@ class ProviderTable:
         columns = self.columns
         trees = len(columns.root_rows)
         if candidate_mask is None:
-            return self._decide(_View.whole(columns), request)
+            return self._decide(tree_view.View.whole(columns), request)
         candidate_mask = np.asarray(candidate_mask, dtype=bool)
         if candidate_mask.shape != (trees,):
             raise ValueError('candidate_mask has shape %s; the table has %d '
                              'roots.' % (candidate_mask.shape, trees))
         kept = np.flatnonzero(candidate_mask)
         if len(kept) * SUBSET_SHARE > trees:
-            return (self._decide(_View.whole(columns), request)
+            return (self._decide(tree_view.View.whole(columns), request)
                     & candidate_mask)
         accept = np.zeros(trees, dtype=bool)
-        accept[kept] = self._decide(_View.some(columns, kept), request)
+        accept[kept] = self._decide(tree_view.View.some(columns, kept),
+                                    request)
         return accept
 
     @staticmethod
@@ -132,8 +134,8 @@ class ProviderTable:
         if row is None or self.columns.root_of[row] != row:
             raise ValueError('%s is not a root provider of this table.'
                              % root_uuid)
-        tree = int(np.searchsorted(self.columns.tree_starts, row))
-        view = _View.tree(self.columns, tree)
+        tree = int(self.columns.tree_of[row])
+        view = tree_view.View.tree(self.columns, tree)
         plan = _Plan(view, request)
         if not plan.root_ok[0]:
             return None
@@ -142,7 +144,7 @@ class ProviderTable:
             return None
         allocation = {}
         for unit, local in chosen:
-            uuid = self.columns.uuids[view.start + local]
+            uuid = self.columns.uuids[view.table_row(local)]
             per_class = allocation.setdefault(uuid, {})
             for name, amount in unit.named_amounts:
                 per_class[name] = per_class.get(name, 0) + amount
@@ -153,179 +155,17 @@ class ProviderTable:
 def _resourceless(chosen, view, columns):
     """A request of groups without resources allocates nothing; its
     candidate is still the providers it picked, with nothing from each."""
-    return {columns.uuids[view.start + local]: {} for _, local in chosen}
-
-
-class _View:
-    """Some trees of the columns, as the passes read them: ``rows`` (a
-    slice, or the rows of the trees kept, ascending) and, over the view's
-    own positions, each tree's ``starts`` and ``sizes``.
-
-    "Some provider of the tree" is computed slot by slot: slot ``j`` is
-    the ``j``-th provider of every tree that has one, so a pass costs a
-    few array operations whatever the number of trees (``reduceat`` would
-    cost a call per tree).
-    """
-
-    def __init__(self, columns, rows, starts, sizes, slots=None):
-        self.columns = columns
-        self.rows = rows
-        self.size = int(sizes.sum())
-        self.starts = starts
-        self.sizes = sizes
-        self.trees = len(starts)
-        self.flat = self.trees == self.size
-        self.slots = slots if slots is not None else _slots(starts, sizes)
-        self._root_local = None
-
-    @classmethod
-    def whole(cls, columns):
-        cached = getattr(columns, '_whole_slots', None)
-        sizes = columns.tree_ends - columns.tree_starts
-        if cached is None:
-            cached = _slots(columns.tree_starts, sizes)
-            columns._whole_slots = cached
-        return cls(columns, slice(0, len(columns.uuids)), columns.tree_starts,
-                   sizes, cached)
-
-    @classmethod
-    def some(cls, columns, trees):
-        """The view of the trees numbered ``trees`` (ascending)."""
-        first = columns.tree_starts[trees]
-        sizes = columns.tree_ends[trees] - first
-        starts = np.cumsum(sizes) - sizes
-        rows = np.repeat(first - starts, sizes) + np.arange(int(sizes.sum()))
-        return cls(columns, rows, starts, sizes)
-
-    @classmethod
-    def tree(cls, columns, tree):
-        start = int(columns.tree_starts[tree])
-        stop = int(columns.tree_ends[tree])
-        return cls(columns, slice(start, stop), np.zeros(1, np.int64),
-                   np.array([stop - start]))
-
-    @property
-    def start(self):
-        """The first row (a view of one tree or the whole table)."""
-        return self.rows.start
-
-    def table_row(self, local):
-        """The table row of the view's position ``local``."""
-        if isinstance(self.rows, slice):
-            return self.rows.start + local
-        return int(self.rows[local])
-
-    @property
-    def root_local(self):
-        """The position of each position's root."""
-        if self._root_local is None:
-            self._root_local = np.repeat(self.starts, self.sizes)
-        return self._root_local
-
-    def _reduce(self, values, op, dtype=None):
-        result = None
-        for rows, trees in self.slots:
-            part = values[rows]
-            if result is None:
-                result = np.array(part, dtype=dtype)
-            elif trees is None:
-                op(result, part, out=result)
-            else:
-                result[trees] = op(result[trees], part)
-        return result
-
-    def any_tree(self, mask):
-        if self.flat:
-            return mask
-        return self._reduce(mask, np.logical_or)
-
-    def count_tree(self, mask):
-        if self.flat:
-            return mask.astype(np.int64)
-        return self._reduce(mask, np.add, np.int64)
-
-    def or_tree(self, bits):
-        if self.flat:
-            return bits
-        return self._reduce(bits, np.bitwise_or)
-
-    def trait_words(self, word):
-        return self.columns.trait_bits[word, self.rows]
-
-    def has_all(self, names):
-        """Rows with every trait of ``names`` (None: no constraint)."""
-        words, unknown = provider_columns.masks(self.columns.traits, names)
-        if unknown:
-            return np.zeros(self.size, dtype=bool)
-        result = None
-        for word, mask in words.items():
-            result = _and(result, (self.trait_words(word) & mask) == mask)
-        return result
-
-    def has_none(self, names):
-        words, _ = provider_columns.masks(self.columns.traits, names)
-        result = None
-        for word, mask in words.items():
-            result = _and(result, (self.trait_words(word) & mask) == 0)
-        return result
-
-    def in_any(self, uuids):
-        """Rows in at least one aggregate of ``uuids``."""
-        words, _ = provider_columns.masks(self.columns.aggregates, uuids)
-        bits = self.columns.aggregate_bits
-        result = np.zeros(self.size, dtype=bool)
-        for word, mask in words.items():
-            result |= (bits[word, self.rows] & mask) != 0
-        return result
-
-    def member_of(self, sets):
-        result = None
-        for uuids in sets:
-            result = _and(result, self.in_any(uuids))
-        return result
-
-    def limit(self, column):
-        return self.columns.limit[column][self.rows]
-
-    def fits(self, column, amount):
-        """Rows where one group can take ``amount`` of the class alone."""
-        if column is None:
-            return np.zeros(self.size, dtype=bool)
-        columns = self.columns
-        result = self.limit(column) >= amount
-        if columns.min_unit[column] is not None:
-            result &= columns.min_unit[column][self.rows] <= amount
-        if columns.step_size[column] is not None:
-            result &= amount % columns.step_size[column][self.rows] == 0
-        return result
-
-
-def _slots(starts, sizes):
-    """``[(positions, trees), ...]``: slot ``j``'s positions, and the
-    trees they belong to (None: every tree, in order)."""
-    if not len(starts):
-        return [(slice(0, 0), None)]
-    width = int(sizes.max())
-    if (sizes == width).all():
-        total = width * len(starts)
-        return [(slice(j, total, width), None) for j in range(width)]
-    slots = [(starts, None)]
-    for j in range(1, width):
-        trees = np.flatnonzero(sizes > j)
-        slots.append((starts[trees] + j, trees))
-    return slots
-
-
-def _and(left, right):
-    if left is None:
-        return right
-    if right is None:
-        return left
-    return left & right
+    return {columns.uuids[view.table_row(local)]: {}
+            for _, local in chosen}
 
 
 class _Plan:
-    """A request turned into units over a view's rows."""
+    """A request turned into units over a view's positions.
+
+    Each unit's ``hosts`` covers every position of the view, but is only
+    computed (and only read) over its span: the slots where the classes it
+    takes have inventories.
+    """
 
     def __init__(self, view, request):
         self.view = view
@@ -334,7 +174,7 @@ class _Plan:
         self.isolate = request.group_policy == 'isolate'
         self.units = []
         self.needed = ()
-        self.collective_hosts = None
+        self.collective = None
         for group in request.groups:
             if group.suffix == request_mod.UNSUFFIXED:
                 self._add_unsuffixed(group)
@@ -348,54 +188,94 @@ class _Plan:
                      for name, amount in sorted(group.resources.items())
                      if amount)
 
+    def _slots(self, amounts):
+        """The slots where every class of ``amounts`` has inventories."""
+        first, stop = 0, self.view.width
+        for _, column, _ in amounts:
+            if column is None:
+                return 0, 0
+            low, high = self.view.columns.class_slots[column]
+            first, stop = max(first, low), min(stop, high)
+        return first, max(first, stop)
+
+    def _spread(self, values, span):
+        hosts = np.zeros(self.view.size, dtype=bool)
+        hosts[span] = True if values is None else values
+        return hosts
+
     def _add_suffixed(self, group):
         view = self.view
-        hosts = _and(view.has_all(group.required_traits),
-                     view.has_none(group.forbidden_traits))
-        hosts = _and(hosts, view.member_of(group.member_of))
-        if group.forbidden_aggregates:
-            hosts = _and(hosts, ~view.in_any(group.forbidden_aggregates))
         amounts = self._amounts(group)
+        slots = self._slots(amounts)
+        span = view.span(*slots)
+        hosts = tree_view.both(view.has_all(group.required_traits, span),
+                               view.has_none(group.forbidden_traits, span))
+        hosts = tree_view.both(hosts, view.member_of(group.member_of, span))
+        if group.forbidden_aggregates:
+            hosts = tree_view.both(
+                hosts, ~view.in_any(group.forbidden_aggregates, span))
         for _, column, amount in amounts:
-            hosts = _and(hosts, view.fits(column, amount))
-        if hosts is None:
-            hosts = np.ones(view.size, dtype=bool)
-        self.units.append(_unit(group.suffix, amounts, hosts,
+            hosts = tree_view.both(hosts, view.fits(column, amount, span))
+        self.units.append(_Unit(group.suffix, amounts,
+                                self._spread(hosts, span), slots,
                                 isolated=self.isolate))
+
+    def _base(self, group, span):
+        """The unsuffixed group's own tests over ``span``: no forbidden
+        trait, and the aggregates of the provider or of its root."""
+        view = self.view
+        base = view.has_none(group.forbidden_traits, span)
+        if not (group.member_of or group.forbidden_aggregates):
+            return base
+        every = view.span()
+        roots = view.root_positions[span]
+        if group.member_of:
+            own = view.member_of(group.member_of, every)
+            base = tree_view.both(base, own[span] | own[roots])
+        if group.forbidden_aggregates:
+            own = view.in_any(group.forbidden_aggregates, every)
+            base = tree_view.both(base, ~(own[span] | own[roots]))
+        return base
 
     def _add_unsuffixed(self, group):
         if group.is_empty():
             return
         view = self.view
-        base = view.has_none(group.forbidden_traits)
-        if group.member_of:
-            own = view.member_of(group.member_of)
-            base = _and(base, own | own[view.root_local])
-        if group.forbidden_aggregates:
-            own = view.in_any(group.forbidden_aggregates)
-            base = _and(base, ~(own | own[view.root_local]))
         amounts = self._amounts(group)
         if not amounts:
             # No resources: one provider with the traits and aggregates.
-            hosts = _and(base, view.has_all(group.required_traits))
-            if hosts is None:
-                hosts = np.ones(view.size, dtype=bool)
-            self.units.append(_unit('', (), hosts))
+            span = view.span()
+            hosts = tree_view.both(self._base(group, span),
+                                   view.has_all(group.required_traits, span))
+            self.units.append(_Unit('', (), self._spread(hosts, span),
+                                    (0, view.width)))
             return
         self.needed = tuple(sorted(group.required_traits))
-        for amount in amounts:
-            hosts = _and(base, view.fits(amount[1], amount[2]))
-            self.units.append(_unit('', (amount,), hosts, collective=True))
-            self.collective_hosts = (hosts if self.collective_hosts is None
-                                     else self.collective_hosts | hosts)
+        each = [self._slots((amount,)) for amount in amounts]
+        first = min(slots[0] for slots in each)
+        stop = max(slots[1] for slots in each)
+        whole = view.span(first, stop)
+        base = self._base(group, whole)
+        collective = np.zeros(whole.stop - whole.start, dtype=bool)
+        for amount, slots in zip(amounts, each):
+            span = view.span(*slots)
+            local = slice(span.start - whole.start, span.stop - whole.start)
+            hosts = view.fits(amount[1], amount[2], span)
+            if base is not None:
+                hosts &= base[local]
+            collective[local] |= hosts
+            self.units.append(_Unit('', (amount,), self._spread(hosts, span),
+                                    slots, collective=True))
+        self.collective = (collective, (first, stop), whole)
 
     def _root_ok(self):
         view = self.view
-        ok = _and(view.has_all(self.request.root_required),
-                  view.has_none(self.request.root_forbidden))
+        roots = view.span(0, 1)
+        ok = tree_view.both(view.has_all(self.request.root_required, roots),
+                            view.has_none(self.request.root_forbidden, roots))
         if ok is None:
             return np.ones(view.trees, dtype=bool)
-        return ok[view.starts]
+        return ok
 
     def decide(self):
         """``(accept, undecided)`` per tree of the view: the trees the
@@ -404,7 +284,8 @@ class _Plan:
         view = self.view
         ok = self.root_ok.copy()
         for unit in self.units:
-            ok &= view.any_tree(unit.hosts)
+            ok &= view.any_tree(unit.hosts[view.span(*unit.slots)],
+                                *unit.slots)
         sure = ok.copy()
         if self.needed:
             carried, alone = self._traits_carried()
@@ -421,18 +302,18 @@ class _Plan:
         traits together (necessary), and one of them carries them all
         (sufficient)."""
         view = self.view
-        words, unknown = provider_columns.masks(view.columns.traits,
-                                                self.needed)
+        columns = view.columns
+        words, unknown = provider_columns.masks(columns.traits, self.needed)
         if unknown:
             none = np.zeros(view.trees, dtype=bool)
             return none, none
-        hosts = self.collective_hosts
+        hosts, slots, span = self.collective
         carried = np.ones(view.trees, dtype=bool)
         for word, mask in words.items():
-            bits = view.or_tree(
-                np.where(hosts, view.trait_words(word), np.uint64(0)))
-            carried &= (bits & mask) == mask
-        alone = view.any_tree(hosts & view.has_all(self.needed))
+            bits = np.where(hosts, view.take(columns.trait_bits[word], span),
+                            np.uint64(0))
+            carried &= (view.or_tree(bits, *slots) & mask) == mask
+        alone = view.any_tree(hosts & view.has_all(self.needed, span), *slots)
         return carried, alone
 
     def _hall(self):
@@ -448,10 +329,13 @@ class _Plan:
         exact = len(isolated) <= HALL_MAX_GROUPS
         for size in range(2, len(isolated) + 1 if exact else 3):
             for subset in itertools.combinations(isolated, size):
-                union = subset[0].hosts
+                first = min(unit.slots[0] for unit in subset)
+                stop = max(unit.slots[1] for unit in subset)
+                span = view.span(first, stop)
+                union = subset[0].hosts[span]
                 for unit in subset[1:]:
-                    union = union | unit.hosts
-                ok &= view.count_tree(union) >= size
+                    union = union | unit.hosts[span]
+                ok &= view.count_tree(union, first, stop) >= size
         if not exact:
             return ok, np.zeros(view.trees, dtype=bool)
         return ok, ones
@@ -465,57 +349,58 @@ class _Plan:
             for _, column, amount in unit.full_amounts:
                 if column is not None:
                     by_column.setdefault(column, []).append((unit, amount))
-        over = np.zeros(view.size, dtype=bool)
+        over = np.zeros(view.trees, dtype=bool)
         for column, takers in by_column.items():
             if len(takers) < 2:
                 continue
-            total = np.zeros(view.size, dtype=np.int64)
+            slots = view.columns.class_slots[column]
+            span = view.span(*slots)
+            total = np.zeros(span.stop - span.start, dtype=np.int64)
             for unit, amount in takers:
-                total += unit.hosts * np.int64(amount)
-            # A row no taker can take adds 0 (and may have no inventory:
-            # limit -1).
-            limit = view.limit(column)
-            over |= total > np.maximum(limit, 0)
-        return view.any_tree(over)
+                total += unit.hosts[span] * np.int64(amount)
+            # A position no taker can take adds 0 (and may have no
+            # inventory: limit -1).
+            limit = view.limit(column, span)
+            over |= view.any_tree(total > np.maximum(limit, 0), *slots)
+        return over
 
     def place(self, tree):
         """The exact search over one tree of the view."""
         view = self.view
-        start = int(view.starts[tree])
-        stop = start + int(view.sizes[tree])
+        positions = view.tree_positions(tree)
         units = []
         for unit in self.units:
-            hosts = [int(row) for row in
-                     np.flatnonzero(unit.hosts[start:stop]) + start]
+            hosts = [position for position in positions
+                     if unit.hosts[position]]
             if not hosts:
                 return None
             units.append(tree_search.Unit(
                 unit.suffix, unit.amounts, hosts, unit.isolated,
                 unit.collective, unit.named_amounts))
-        limit = view.columns.limit
+        columns = view.columns
         table_row = view.table_row
-        words, unknown = provider_columns.masks(view.columns.traits,
-                                                self.needed)
+        words, unknown = provider_columns.masks(columns.traits, self.needed)
         if unknown:
             return None
         needed = sum(int(mask) << (64 * word) for word, mask in words.items())
 
-        def traits_of(row):
-            return sum(int(view.columns.trait_bits[word, table_row(row)])
-                       << (64 * word) for word in words) & needed
+        def traits_of(position):
+            row = table_row(position)
+            return sum(int(columns.trait_bits[word, row]) << (64 * word)
+                       for word in words) & needed
 
-        chosen = tree_search.place(
-            units, lambda row, column: int(limit[column][table_row(row)]),
-            traits_of, needed)
-        if chosen is None:
-            return None
-        return [(unit, row) for unit, row in chosen]
+        def limit_of(position, column):
+            return int(columns.limit[column][table_row(position)])
+
+        return tree_search.place(units, limit_of, traits_of, needed)
 
 
 class _Unit:
-    """A unit of the column passes (see :mod:`tree_search`)."""
+    """A unit of the column passes (see :mod:`tree_search`); ``slots``:
+    ``(first, stop)``, where its ``hosts`` may be true."""
 
-    def __init__(self, suffix, full_amounts, hosts, isolated, collective):
+    def __init__(self, suffix, full_amounts, hosts, slots, isolated=False,
+                 collective=False):
         self.suffix = suffix
         self.full_amounts = full_amounts
         self.amounts = tuple((column, amount)
@@ -523,12 +408,9 @@ class _Unit:
         self.named_amounts = tuple((name, amount)
                                    for name, _, amount in full_amounts)
         self.hosts = hosts
+        self.slots = slots
         self.isolated = isolated
         self.collective = collective
-
-
-def _unit(suffix, amounts, hosts, isolated=False, collective=False):
-    return _Unit(suffix, amounts, hosts, isolated, collective)
 
 
 def _check(request):

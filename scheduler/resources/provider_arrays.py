@@ -64,9 +64,11 @@ class InventoryColumns:
 
 
 def tree_order(uuids, parents):
-    """``(order, tree)``: the input positions in row order (trees in the
-    order of their roots, each root first, then by depth) and each input
-    provider's tree number. Refuses parents out of range and cycles."""
+    """``(order, tree, slot)``: the input positions in row order, and each
+    input provider's tree number and slot (its rank in its tree: the root
+    0, then its descendants by depth, input order within a depth). Rows go
+    slot by slot, trees in the order of their roots within a slot.
+    Refuses parents out of range and cycles."""
     count = len(parents)
     bad = np.flatnonzero((parents < -1) | (parents >= count))
     if len(bad):
@@ -86,10 +88,14 @@ def tree_order(uuids, parents):
     if len(stuck):
         raise ValueError('Providers %s form a cycle of parents.'
                          % ', '.join(sorted(map(str, uuids[stuck[:10]]))))
-    tree_number = np.cumsum(is_root) - 1
-    tree = tree_number[up]
-    order = np.lexsort((np.arange(count), depth, tree))
-    return order, tree
+    tree = (np.cumsum(is_root) - 1)[up]
+    by_tree = np.lexsort((np.arange(count), depth, tree))
+    sizes = np.bincount(tree, minlength=int(is_root.sum()))
+    firsts = np.cumsum(sizes) - sizes
+    slot = np.empty(count, dtype=np.int64)
+    slot[by_tree] = np.arange(count) - firsts[tree[by_tree]]
+    order = np.lexsort((tree, slot))
+    return order, tree, slot
 
 
 def refuse_duplicates(uuids):

@@ -1,9 +1,13 @@
 """Resource providers as columns: what the allocation candidates read.
 
-A provider is a row; its trees are kept contiguous (a root, then its
-descendants by depth), so that "any provider of this tree" is a pass over
-the tree's slice. Per resource class the row holds what Placement's
-capacity check needs, folded into three numbers:
+A provider is a row. Each provider has a *slot* in its tree: the root
+is slot 0, its descendants follow by depth. Rows go slot by slot: the
+roots first (row ``t`` is the root of tree ``t``), then the second
+provider of every tree that has one, and so on; so a class that only
+roots hold (VCPU, MEMORY_MB) is read from one contiguous run of rows, and
+"some provider of this tree" is a handful of whole-slot passes. Per
+resource class the row holds what Placement's capacity check needs, folded
+into three numbers:
 
 * ``limit``: the most one allocation (or the sum of several groups' on this
   provider) may take: ``min(floor((total - reserved) * allocation_ratio) -
@@ -96,9 +100,13 @@ class Columns:
     Attributes: ``uuids`` (row order, an object array), ``row_of`` {uuid:
     row}, ``order`` (the input position of each row, for
     :meth:`from_arrays`), ``root_rows`` (row of each tree's root, tree
-    order: the order the roots had in the input), ``tree_starts`` (==
-    root_rows), ``tree_ends``, ``root_of`` (row of each row's root),
-    ``tree_of`` (tree number of each row), ``classes`` {name: column},
+    order: the order the roots had in the input; ``arange(trees)``),
+    ``root_of`` (row of each row's root, which is also its tree number
+    ``tree_of``), ``slot_of`` (each row's slot), ``slot_starts`` (first
+    row of each slot, and the end), ``slot_trees`` (per slot, the trees
+    with a provider there, or None: every tree), ``tree_sizes``,
+    ``classes`` {name: column}, ``class_slots`` (per column, the slots
+    ``(first, stop)`` holding its inventories),
     ``limit`` (per column, an int64 array over rows), ``min_unit`` and
     ``step_size`` (per column, an array, or None where every provider takes
     any amount >= 1 / every step is 1), ``min_ok`` / ``step_ok`` (those
@@ -132,7 +140,7 @@ class Columns:
         if len(parents) != len(uuids):
             raise ValueError('%d parents given for %d providers.'
                              % (len(parents), len(uuids)))
-        order, tree_of_input = provider_arrays.tree_order(uuids, parents)
+        order, tree, slot = provider_arrays.tree_order(uuids, parents)
         count = len(uuids)
         position = np.empty(count, dtype=np.int64)
         position[order] = np.arange(count)
@@ -141,7 +149,7 @@ class Columns:
         self.row_of = dict(zip(self.uuids.tolist(), range(count)))
         if len(self.row_of) != count:
             provider_arrays.refuse_duplicates(self.uuids)
-        self._index_trees(tree_of_input[order], parents[order] < 0)
+        self._index_trees(tree[order], slot[order])
         inventory = provider_arrays.inventory_columns(
             inventories, position, self.uuids)
         self.classes = inventory.classes
@@ -152,19 +160,45 @@ class Columns:
         self.min_ok = np.array([m is None for m in self.min_unit], dtype=bool)
         self.step_ok = np.array([s is None for s in self.step_size],
                                 dtype=bool)
+        self.class_slots = [self._slots_of(record[0])
+                            for record in self._records]
         self.traits, self.trait_bits = provider_arrays.bitset(
             traits, position, 'traits')
         self.aggregates, self.aggregate_bits = provider_arrays.bitset(
             aggregates, position, 'aggregates')
 
-    def _index_trees(self, tree_of, is_root):
+    def _index_trees(self, tree_of, slot_of):
         count = len(tree_of)
-        self.root_rows = np.flatnonzero(is_root)
-        self.tree_starts = self.root_rows
-        self.tree_ends = np.append(self.root_rows[1:], count)
+        trees = int(np.count_nonzero(slot_of == 0))
+        width = int(slot_of[-1]) + 1 if count else 0
         self.tree_of = tree_of
-        self.root_of = self.root_rows[tree_of]
-        self.nested = len(self.root_rows) < count
+        self.slot_of = slot_of
+        self.root_rows = np.arange(trees)
+        self.root_of = tree_of
+        self.tree_sizes = np.bincount(tree_of, minlength=trees)
+        self.slot_starts = np.searchsorted(slot_of, np.arange(width + 1))
+        self.slot_trees = []
+        for slot in range(width):
+            start, stop = self.slot_starts[slot], self.slot_starts[slot + 1]
+            self.slot_trees.append(None if stop - start == trees
+                                   else tree_of[start:stop])
+        self.nested = width > 1
+
+    def _slots_of(self, rows):
+        """``(first, stop)``: the slots where ``rows`` lie."""
+        if not len(rows):
+            return 0, 0
+        slots = self.slot_of[rows]
+        return int(slots.min()), int(slots.max()) + 1
+
+    def tree_rows(self, tree):
+        """The rows of tree number ``tree``, slot by slot."""
+        rows = []
+        for slot in range(int(self.tree_sizes[tree])):
+            trees = self.slot_trees[slot]
+            rank = tree if trees is None else int(np.searchsorted(trees, tree))
+            rows.append(int(self.slot_starts[slot]) + rank)
+        return np.asarray(rows, dtype=np.int64)
 
     @property
     def root_uuids(self):
