@@ -30,15 +30,20 @@ rather than refuses: a group without resources needs one provider with its
 traits and aggregates; no policy means ``'none'``. Sharing providers
 (``MISC_SHARES_VIA_AGGREGATE``) are not modelled.
 
-How: every constraint is a boolean column over providers; "some provider
-of the tree" is a ``reduceat`` over the tree's contiguous rows. That
+How: every constraint is a boolean column over providers, computed only
+over the slots where the classes it concerns have inventories; "some
+provider of the tree" is a pass per slot (:mod:`tree_view`). That
 settles a tree when its groups cannot overfill a provider together, which
 is the usual case; the rest go to the exact search of
-:mod:`scheduler.resources.tree_search`::
+:mod:`scheduler.resources.tree_search`. In the scheduler, the table is
+built in bulk and follows its own claims between refreshes::
 
-    table = candidates.ProviderTable(providers)
+    table = candidates.ProviderTable.from_arrays(uuids, parents,
+                                                 inventories, traits)
     ok = table.acceptable_roots(request)        # bool per table.root_uuids
-    table.allocation_for(request, table.root_uuids[0])
+    ok = table.acceptable_roots(request, candidate_mask=still_in_play)
+    allocation = table.allocation_for(request, table.root_uuids[0])
+    table = table.with_allocation(allocation)   # after the claim succeeded
 """
 
 import itertools
@@ -294,7 +299,9 @@ class _Plan:
         hall_ok, hall_sure = self._hall()
         ok &= hall_ok
         sure &= hall_sure & ok & ~self._may_overfill()
-        undecided = ok & ~sure & (view.sizes > 1)
+        undecided = ok & ~sure
+        if undecided.any():
+            undecided &= view.sizes > 1
         return sure, undecided
 
     def _traits_carried(self):
@@ -355,6 +362,14 @@ class _Plan:
                 continue
             slots = view.columns.class_slots[column]
             span = view.span(*slots)
+            seen = np.zeros(span.stop - span.start, dtype=bool)
+            shared = seen.copy()
+            for unit, _ in takers:
+                shared |= seen & unit.hosts[span]
+                seen |= unit.hosts[span]
+            if not shared.any():
+                # No provider can be taken by two groups: none overfills.
+                continue
             total = np.zeros(span.stop - span.start, dtype=np.int64)
             for unit, amount in takers:
                 total += unit.hosts[span] * np.int64(amount)
