@@ -30,15 +30,20 @@ rather than refuses: a group without resources needs one provider with its
 traits and aggregates; no policy means ``'none'``. Sharing providers
 (``MISC_SHARES_VIA_AGGREGATE``) are not modelled.
 
-How: every constraint is a boolean column over providers; "some provider
-of the tree" is a ``reduceat`` over the tree's contiguous rows. That
+How: every constraint is a boolean column over providers, computed only
+over the slots where the classes it concerns have inventories; "some
+provider of the tree" is a pass per slot (:mod:`tree_view`). That
 settles a tree when its groups cannot overfill a provider together, which
 is the usual case; the rest go to the exact search of
-:mod:`scheduler.resources.tree_search`::
+:mod:`scheduler.resources.tree_search`. In the scheduler, the table is
+built in bulk and follows its own claims between refreshes::
 
-    table = candidates.ProviderTable(providers)
+    table = candidates.ProviderTable.from_arrays(uuids, parents,
+                                                 inventories, traits)
     ok = table.acceptable_roots(request)        # bool per table.root_uuids
-    table.allocation_for(request, table.root_uuids[0])
+    ok = table.acceptable_roots(request, candidate_mask=still_in_play)
+    allocation = table.allocation_for(request, table.root_uuids[0])
+    table = table.with_allocation(allocation)   # after the claim succeeded
 """
 
 import itertools
@@ -48,26 +53,73 @@ import numpy as np
 from scheduler.resources import provider_columns
 from scheduler.resources import request as request_mod
 from scheduler.resources import tree_search
+from scheduler.resources import tree_view
 
 # Hall's condition is checked over every subset of the isolated groups up
 # to this many groups; beyond, the undecided trees go to the search.
 HALL_MAX_GROUPS = 4
+# With a candidate mask keeping fewer than one root in this many, the
+# passes read only the kept trees' rows (a gather); otherwise they read
+# every row and the mask is applied to the answer.
+SUBSET_SHARE = 3
 
 
 class ProviderTable:
     """Providers as columns, asked for allocation candidates."""
 
-    def __init__(self, providers):
-        self.columns = provider_columns.Columns(providers)
+    def __init__(self, providers=None, columns=None):
+        if columns is None:
+            columns = provider_columns.Columns(providers or ())
+        self.columns = columns
+
+    @classmethod
+    def from_arrays(cls, *args, **kwargs):
+        """A table built in bulk: the arguments of
+        :meth:`provider_columns.Columns.from_arrays`."""
+        return cls(columns=provider_columns.Columns.from_arrays(
+            *args, **kwargs))
+
+    def with_used(self, changes):
+        """A new table where ``{uuid: {class: used}}`` replace those used
+        amounts (see :meth:`provider_columns.Columns.with_used`)."""
+        return ProviderTable(columns=self.columns.with_used(changes))
+
+    def with_allocation(self, allocation, sign=1):
+        """A new table with a claim's ``{uuid: {class: amount}}`` added to
+        the used amounts (``sign=-1``: a release)."""
+        return ProviderTable(columns=self.columns.with_allocation(
+            allocation, sign))
 
     @property
     def root_uuids(self):
         return self.columns.root_uuids
 
-    def acceptable_roots(self, request):
+    def acceptable_roots(self, request, candidate_mask=None):
         """Boolean array over :attr:`root_uuids`: Placement would return at
-        least one allocation candidate rooted at that root."""
-        view = _View.whole(self.columns)
+        least one allocation candidate rooted at that root.
+
+        ``candidate_mask`` (boolean over the roots): the roots still in
+        play; the others are answered False without being looked at.
+        """
+        columns = self.columns
+        trees = len(columns.root_rows)
+        if candidate_mask is None:
+            return self._decide(tree_view.View.whole(columns), request)
+        candidate_mask = np.asarray(candidate_mask, dtype=bool)
+        if candidate_mask.shape != (trees,):
+            raise ValueError('candidate_mask has shape %s; the table has %d '
+                             'roots.' % (candidate_mask.shape, trees))
+        kept = np.flatnonzero(candidate_mask)
+        if len(kept) * SUBSET_SHARE > trees:
+            return (self._decide(tree_view.View.whole(columns), request)
+                    & candidate_mask)
+        accept = np.zeros(trees, dtype=bool)
+        accept[kept] = self._decide(tree_view.View.some(columns, kept),
+                                    request)
+        return accept
+
+    @staticmethod
+    def _decide(view, request):
         plan = _Plan(view, request)
         accept, undecided = plan.decide()
         for tree in np.flatnonzero(undecided):
@@ -87,8 +139,8 @@ class ProviderTable:
         if row is None or self.columns.root_of[row] != row:
             raise ValueError('%s is not a root provider of this table.'
                              % root_uuid)
-        tree = int(np.searchsorted(self.columns.tree_starts, row))
-        view = _View.tree(self.columns, tree)
+        tree = int(self.columns.tree_of[row])
+        view = tree_view.View.tree(self.columns, tree)
         plan = _Plan(view, request)
         if not plan.root_ok[0]:
             return None
@@ -97,7 +149,7 @@ class ProviderTable:
             return None
         allocation = {}
         for unit, local in chosen:
-            uuid = self.columns.uuids[view.start + local]
+            uuid = self.columns.uuids[view.table_row(local)]
             per_class = allocation.setdefault(uuid, {})
             for name, amount in unit.named_amounts:
                 per_class[name] = per_class.get(name, 0) + amount
@@ -108,103 +160,17 @@ class ProviderTable:
 def _resourceless(chosen, view, columns):
     """A request of groups without resources allocates nothing; its
     candidate is still the providers it picked, with nothing from each."""
-    return {columns.uuids[view.start + local]: {} for _, local in chosen}
-
-
-class _View:
-    """Rows ``start:stop`` of the columns, as the passes read them."""
-
-    def __init__(self, columns, start, stop, root_local, starts):
-        self.columns = columns
-        self.start = start
-        self.rows = slice(start, stop)
-        self.size = stop - start
-        self.root_local = root_local
-        self.starts = starts
-        self.trees = len(starts)
-        self.flat = self.trees == self.size
-        self.sizes = np.diff(np.append(starts, self.size))
-
-    @classmethod
-    def whole(cls, columns):
-        return cls(columns, 0, len(columns.uuids), columns.root_of,
-                   columns.tree_starts)
-
-    @classmethod
-    def tree(cls, columns, tree):
-        start = int(columns.tree_starts[tree])
-        stop = int(columns.tree_ends[tree])
-        return cls(columns, start, stop, np.zeros(stop - start, np.int64),
-                   np.zeros(1, np.int64))
-
-    def any_tree(self, mask):
-        if self.flat:
-            return mask
-        return np.logical_or.reduceat(mask, self.starts)
-
-    def count_tree(self, mask):
-        if self.flat:
-            return mask.astype(np.int64)
-        return np.add.reduceat(mask, self.starts, dtype=np.int64)
-
-    def trait_words(self, word):
-        return self.columns.trait_bits[word, self.rows]
-
-    def has_all(self, names):
-        """Rows with every trait of ``names`` (None: no constraint)."""
-        words, unknown = provider_columns.masks(self.columns.traits, names)
-        if unknown:
-            return np.zeros(self.size, dtype=bool)
-        result = None
-        for word, mask in words.items():
-            result = _and(result, (self.trait_words(word) & mask) == mask)
-        return result
-
-    def has_none(self, names):
-        words, _ = provider_columns.masks(self.columns.traits, names)
-        result = None
-        for word, mask in words.items():
-            result = _and(result, (self.trait_words(word) & mask) == 0)
-        return result
-
-    def in_any(self, uuids):
-        """Rows in at least one aggregate of ``uuids``."""
-        words, _ = provider_columns.masks(self.columns.aggregates, uuids)
-        bits = self.columns.aggregate_bits
-        result = np.zeros(self.size, dtype=bool)
-        for word, mask in words.items():
-            result |= (bits[word, self.rows] & mask) != 0
-        return result
-
-    def member_of(self, sets):
-        result = None
-        for uuids in sets:
-            result = _and(result, self.in_any(uuids))
-        return result
-
-    def fits(self, column, amount):
-        """Rows where one group can take ``amount`` of the class alone."""
-        if column is None:
-            return np.zeros(self.size, dtype=bool)
-        columns = self.columns
-        result = columns.limit[column, self.rows] >= amount
-        if not columns.min_ok[column]:
-            result &= columns.min_unit[column, self.rows] <= amount
-        if not columns.step_ok[column]:
-            result &= amount % columns.step_size[column, self.rows] == 0
-        return result
-
-
-def _and(left, right):
-    if left is None:
-        return right
-    if right is None:
-        return left
-    return left & right
+    return {columns.uuids[view.table_row(local)]: {}
+            for _, local in chosen}
 
 
 class _Plan:
-    """A request turned into units over a view's rows."""
+    """A request turned into units over a view's positions.
+
+    Each unit's ``hosts`` covers every position of the view, but is only
+    computed (and only read) over its span: the slots where the classes it
+    takes have inventories.
+    """
 
     def __init__(self, view, request):
         self.view = view
@@ -213,7 +179,7 @@ class _Plan:
         self.isolate = request.group_policy == 'isolate'
         self.units = []
         self.needed = ()
-        self.collective_hosts = None
+        self.collective = None
         for group in request.groups:
             if group.suffix == request_mod.UNSUFFIXED:
                 self._add_unsuffixed(group)
@@ -227,54 +193,94 @@ class _Plan:
                      for name, amount in sorted(group.resources.items())
                      if amount)
 
+    def _slots(self, amounts):
+        """The slots where every class of ``amounts`` has inventories."""
+        first, stop = 0, self.view.width
+        for _, column, _ in amounts:
+            if column is None:
+                return 0, 0
+            low, high = self.view.columns.class_slots[column]
+            first, stop = max(first, low), min(stop, high)
+        return first, max(first, stop)
+
+    def _spread(self, values, span):
+        hosts = np.zeros(self.view.size, dtype=bool)
+        hosts[span] = True if values is None else values
+        return hosts
+
     def _add_suffixed(self, group):
         view = self.view
-        hosts = _and(view.has_all(group.required_traits),
-                     view.has_none(group.forbidden_traits))
-        hosts = _and(hosts, view.member_of(group.member_of))
-        if group.forbidden_aggregates:
-            hosts = _and(hosts, ~view.in_any(group.forbidden_aggregates))
         amounts = self._amounts(group)
+        slots = self._slots(amounts)
+        span = view.span(*slots)
+        hosts = tree_view.both(view.has_all(group.required_traits, span),
+                               view.has_none(group.forbidden_traits, span))
+        hosts = tree_view.both(hosts, view.member_of(group.member_of, span))
+        if group.forbidden_aggregates:
+            hosts = tree_view.both(
+                hosts, ~view.in_any(group.forbidden_aggregates, span))
         for _, column, amount in amounts:
-            hosts = _and(hosts, view.fits(column, amount))
-        if hosts is None:
-            hosts = np.ones(view.size, dtype=bool)
-        self.units.append(_unit(group.suffix, amounts, hosts,
+            hosts = tree_view.both(hosts, view.fits(column, amount, span))
+        self.units.append(_Unit(group.suffix, amounts,
+                                self._spread(hosts, span), slots,
                                 isolated=self.isolate))
+
+    def _base(self, group, span):
+        """The unsuffixed group's own tests over ``span``: no forbidden
+        trait, and the aggregates of the provider or of its root."""
+        view = self.view
+        base = view.has_none(group.forbidden_traits, span)
+        if not (group.member_of or group.forbidden_aggregates):
+            return base
+        every = view.span()
+        roots = view.root_positions[span]
+        if group.member_of:
+            own = view.member_of(group.member_of, every)
+            base = tree_view.both(base, own[span] | own[roots])
+        if group.forbidden_aggregates:
+            own = view.in_any(group.forbidden_aggregates, every)
+            base = tree_view.both(base, ~(own[span] | own[roots]))
+        return base
 
     def _add_unsuffixed(self, group):
         if group.is_empty():
             return
         view = self.view
-        base = view.has_none(group.forbidden_traits)
-        if group.member_of:
-            own = view.member_of(group.member_of)
-            base = _and(base, own | own[view.root_local])
-        if group.forbidden_aggregates:
-            own = view.in_any(group.forbidden_aggregates)
-            base = _and(base, ~(own | own[view.root_local]))
         amounts = self._amounts(group)
         if not amounts:
             # No resources: one provider with the traits and aggregates.
-            hosts = _and(base, view.has_all(group.required_traits))
-            if hosts is None:
-                hosts = np.ones(view.size, dtype=bool)
-            self.units.append(_unit('', (), hosts))
+            span = view.span()
+            hosts = tree_view.both(self._base(group, span),
+                                   view.has_all(group.required_traits, span))
+            self.units.append(_Unit('', (), self._spread(hosts, span),
+                                    (0, view.width)))
             return
         self.needed = tuple(sorted(group.required_traits))
-        for amount in amounts:
-            hosts = _and(base, view.fits(amount[1], amount[2]))
-            self.units.append(_unit('', (amount,), hosts, collective=True))
-            self.collective_hosts = (hosts if self.collective_hosts is None
-                                     else self.collective_hosts | hosts)
+        each = [self._slots((amount,)) for amount in amounts]
+        first = min(slots[0] for slots in each)
+        stop = max(slots[1] for slots in each)
+        whole = view.span(first, stop)
+        base = self._base(group, whole)
+        collective = np.zeros(whole.stop - whole.start, dtype=bool)
+        for amount, slots in zip(amounts, each):
+            span = view.span(*slots)
+            local = slice(span.start - whole.start, span.stop - whole.start)
+            hosts = view.fits(amount[1], amount[2], span)
+            if base is not None:
+                hosts &= base[local]
+            collective[local] |= hosts
+            self.units.append(_Unit('', (amount,), self._spread(hosts, span),
+                                    slots, collective=True))
+        self.collective = (collective, (first, stop), whole)
 
     def _root_ok(self):
         view = self.view
-        ok = _and(view.has_all(self.request.root_required),
-                  view.has_none(self.request.root_forbidden))
+        roots = view.span(0, 1)
+        ok = tree_view.both(view.has_all(self.request.root_required, roots),
+                            view.has_none(self.request.root_forbidden, roots))
         if ok is None:
             return np.ones(view.trees, dtype=bool)
-        return ok[view.starts]
+        return ok
 
     def decide(self):
         """``(accept, undecided)`` per tree of the view: the trees the
@@ -283,7 +289,8 @@ class _Plan:
         view = self.view
         ok = self.root_ok.copy()
         for unit in self.units:
-            ok &= view.any_tree(unit.hosts)
+            ok &= view.any_tree(unit.hosts[view.span(*unit.slots)],
+                                *unit.slots)
         sure = ok.copy()
         if self.needed:
             carried, alone = self._traits_carried()
@@ -292,7 +299,9 @@ class _Plan:
         hall_ok, hall_sure = self._hall()
         ok &= hall_ok
         sure &= hall_sure & ok & ~self._may_overfill()
-        undecided = ok & ~sure & (view.sizes > 1)
+        undecided = ok & ~sure
+        if undecided.any():
+            undecided &= view.sizes > 1
         return sure, undecided
 
     def _traits_carried(self):
@@ -300,19 +309,18 @@ class _Plan:
         traits together (necessary), and one of them carries them all
         (sufficient)."""
         view = self.view
-        words, unknown = provider_columns.masks(view.columns.traits,
-                                                self.needed)
+        columns = view.columns
+        words, unknown = provider_columns.masks(columns.traits, self.needed)
         if unknown:
             none = np.zeros(view.trees, dtype=bool)
             return none, none
-        hosts = self.collective_hosts
+        hosts, slots, span = self.collective
         carried = np.ones(view.trees, dtype=bool)
         for word, mask in words.items():
-            bits = np.where(hosts, view.trait_words(word), np.uint64(0))
-            if not view.flat:
-                bits = np.bitwise_or.reduceat(bits, view.starts)
-            carried &= (bits & mask) == mask
-        alone = view.any_tree(hosts & view.has_all(self.needed))
+            bits = np.where(hosts, view.take(columns.trait_bits[word], span),
+                            np.uint64(0))
+            carried &= (view.or_tree(bits, *slots) & mask) == mask
+        alone = view.any_tree(hosts & view.has_all(self.needed, span), *slots)
         return carried, alone
 
     def _hall(self):
@@ -328,10 +336,13 @@ class _Plan:
         exact = len(isolated) <= HALL_MAX_GROUPS
         for size in range(2, len(isolated) + 1 if exact else 3):
             for subset in itertools.combinations(isolated, size):
-                union = subset[0].hosts
+                first = min(unit.slots[0] for unit in subset)
+                stop = max(unit.slots[1] for unit in subset)
+                span = view.span(first, stop)
+                union = subset[0].hosts[span]
                 for unit in subset[1:]:
-                    union = union | unit.hosts
-                ok &= view.count_tree(union) >= size
+                    union = union | unit.hosts[span]
+                ok &= view.count_tree(union, first, stop) >= size
         if not exact:
             return ok, np.zeros(view.trees, dtype=bool)
         return ok, ones
@@ -345,57 +356,66 @@ class _Plan:
             for _, column, amount in unit.full_amounts:
                 if column is not None:
                     by_column.setdefault(column, []).append((unit, amount))
-        over = np.zeros(view.size, dtype=bool)
+        over = np.zeros(view.trees, dtype=bool)
         for column, takers in by_column.items():
             if len(takers) < 2:
                 continue
-            total = np.zeros(view.size, dtype=np.int64)
+            slots = view.columns.class_slots[column]
+            span = view.span(*slots)
+            seen = np.zeros(span.stop - span.start, dtype=bool)
+            shared = seen.copy()
+            for unit, _ in takers:
+                shared |= seen & unit.hosts[span]
+                seen |= unit.hosts[span]
+            if not shared.any():
+                # No provider can be taken by two groups: none overfills.
+                continue
+            total = np.zeros(span.stop - span.start, dtype=np.int64)
             for unit, amount in takers:
-                total += unit.hosts * np.int64(amount)
-            # A row no taker can take adds 0 (and may have no inventory:
-            # limit -1).
-            limit = view.columns.limit[column, view.rows]
-            over |= total > np.maximum(limit, 0)
-        return view.any_tree(over)
+                total += unit.hosts[span] * np.int64(amount)
+            # A position no taker can take adds 0 (and may have no
+            # inventory: limit -1).
+            limit = view.limit(column, span)
+            over |= view.any_tree(total > np.maximum(limit, 0), *slots)
+        return over
 
     def place(self, tree):
         """The exact search over one tree of the view."""
         view = self.view
-        start = int(view.starts[tree])
-        stop = start + int(view.sizes[tree])
+        positions = view.tree_positions(tree)
         units = []
         for unit in self.units:
-            hosts = [int(row) for row in
-                     np.flatnonzero(unit.hosts[start:stop]) + start]
+            hosts = [position for position in positions
+                     if unit.hosts[position]]
             if not hosts:
                 return None
             units.append(tree_search.Unit(
                 unit.suffix, unit.amounts, hosts, unit.isolated,
                 unit.collective, unit.named_amounts))
-        limit = view.columns.limit
-        base = view.start
-        words, unknown = provider_columns.masks(view.columns.traits,
-                                                self.needed)
+        columns = view.columns
+        table_row = view.table_row
+        words, unknown = provider_columns.masks(columns.traits, self.needed)
         if unknown:
             return None
         needed = sum(int(mask) << (64 * word) for word, mask in words.items())
 
-        def traits_of(row):
-            return sum(int(view.columns.trait_bits[word, base + row])
-                       << (64 * word) for word in words) & needed
+        def traits_of(position):
+            row = table_row(position)
+            return sum(int(columns.trait_bits[word, row]) << (64 * word)
+                       for word in words) & needed
 
-        chosen = tree_search.place(
-            units, lambda row, column: int(limit[column, base + row]),
-            traits_of, needed)
-        if chosen is None:
-            return None
-        return [(unit, row) for unit, row in chosen]
+        def limit_of(position, column):
+            return int(columns.limit[column][table_row(position)])
+
+        return tree_search.place(units, limit_of, traits_of, needed)
 
 
 class _Unit:
-    """A unit of the column passes (see :mod:`tree_search`)."""
+    """A unit of the column passes (see :mod:`tree_search`); ``slots``:
+    ``(first, stop)``, where its ``hosts`` may be true."""
 
-    def __init__(self, suffix, full_amounts, hosts, isolated, collective):
+    def __init__(self, suffix, full_amounts, hosts, slots, isolated=False,
+                 collective=False):
         self.suffix = suffix
         self.full_amounts = full_amounts
         self.amounts = tuple((column, amount)
@@ -403,12 +423,9 @@ class _Unit:
         self.named_amounts = tuple((name, amount)
                                    for name, _, amount in full_amounts)
         self.hosts = hosts
+        self.slots = slots
         self.isolated = isolated
         self.collective = collective
-
-
-def _unit(suffix, amounts, hosts, isolated=False, collective=False):
-    return _Unit(suffix, amounts, hosts, isolated, collective)
 
 
 def _check(request):

@@ -1,9 +1,13 @@
 """Resource providers as columns: what the allocation candidates read.
 
-A provider is a row; its trees are kept contiguous (a root, then its
-descendants depth first), so that "any provider of this tree" is one
-``reduceat`` over the tree's slice. Per resource class the row holds what
-Placement's capacity check needs, folded into three numbers:
+A provider is a row. Each provider has a *slot* in its tree: the root
+is slot 0, its descendants follow by depth. Rows go slot by slot: the
+roots first (row ``t`` is the root of tree ``t``), then the second
+provider of every tree that has one, and so on; so a class that only
+roots hold (VCPU, MEMORY_MB) is read from one contiguous run of rows, and
+"some provider of this tree" is a handful of whole-slot passes. Per
+resource class the row holds what Placement's capacity check needs, folded
+into three numbers:
 
 * ``limit``: the most one allocation (or the sum of several groups' on this
   provider) may take: ``min(floor((total - reserved) * allocation_ratio) -
@@ -12,20 +16,40 @@ Placement's capacity check needs, folded into three numbers:
 
 Traits and aggregates are bitsets: one ``uint64`` word per 64 names, stored
 word-major (``bits[word, provider]``) so that a test reads contiguous
-memory::
+memory.
 
-    columns = provider_columns.build([
+Two ways in. In bulk, from arrays (what a cache filled from SQL holds; no
+Python loop per provider)::
+
+    columns = provider_columns.Columns.from_arrays(
+        uuids=['cn1', 'cn1-pf'], parents=[-1, 0],
+        inventories=provider_columns.InventoryArrays(
+            class_names=('VCPU', 'SRIOV_NET_VF'), provider=[0, 1],
+            class_index=[0, 1], total=[16, 8], used=[4, 0]),
+        traits=provider_columns.Memberships(
+            names=('HW_CPU_X86_AVX2',), provider=[0], index=[0]))
+
+or, for tests and small clouds, from :class:`Provider` values::
+
+    columns = provider_columns.Columns([
         provider_columns.Provider('cn1', inventories={'VCPU': Inventory(8)},
                                   traits={'HW_CPU_X86_AVX2'}),
         provider_columns.Provider('numa0', parent_uuid='cn1', ...),
     ])
+
+A claim or a release changes a few ``used`` amounts; ``with_used`` and
+``with_allocation`` give a new ``Columns`` sharing every array they do
+not change, without rebuilding.
 """
 
+import copy
 import dataclasses
 import math
 from typing import Optional
 
 import numpy as np
+
+from scheduler.resources import provider_arrays
 
 WORD = 64
 
@@ -66,88 +90,186 @@ class Provider:
     aggregates: frozenset = frozenset()
 
 
+InventoryArrays = provider_arrays.InventoryArrays
+Memberships = provider_arrays.Memberships
+
+
 class Columns:
     """The arrays of one set of providers (see the module docstring).
 
-    Attributes: ``uuids`` (row order), ``row_of`` {uuid: row},
-    ``root_rows`` (row of each tree's root, tree order), ``tree_starts``
-    (== root_rows), ``tree_ends``, ``root_of`` (row of each row's root),
-    ``tree_of`` (tree number of each row), ``classes`` {name: column},
-    ``limit``, ``min_unit``, ``step_size`` ([class, row] int64), ``min_ok``
-    / ``step_ok`` (class-wide: every provider takes any amount >= 1 /
-    every step is 1), ``traits`` {name: bit}, ``trait_bits`` [word, row],
+    Attributes: ``uuids`` (row order, an object array), ``row_of`` {uuid:
+    row}, ``order`` (the input position of each row, for
+    :meth:`from_arrays`), ``root_rows`` (row of each tree's root, tree
+    order: the order the roots had in the input; ``arange(trees)``),
+    ``root_of`` (row of each row's root, which is also its tree number
+    ``tree_of``), ``slot_of`` (each row's slot), ``slot_starts`` (first
+    row of each slot, and the end), ``slot_trees`` (per slot, the trees
+    with a provider there, or None: every tree), ``tree_sizes``,
+    ``classes`` {name: column}, ``class_slots`` (per column, the slots
+    ``(first, stop)`` holding its inventories),
+    ``limit`` (per column, an int64 array over rows), ``min_unit`` and
+    ``step_size`` (per column, an array, or None where every provider takes
+    any amount >= 1 / every step is 1), ``min_ok`` / ``step_ok`` (those
+    None, per column), ``traits`` {name: bit}, ``trait_bits`` [word, row],
     ``aggregates`` {uuid: bit}, ``aggregate_bits`` [word, row], ``nested``
     (any tree has more than one provider).
     """
 
     def __init__(self, providers):
-        ordered = _tree_order(providers)
-        count = len(ordered)
-        self.providers = ordered
-        self.uuids = [provider.uuid for provider in ordered]
-        self.row_of = {uuid: row for row, uuid in enumerate(self.uuids)}
-        self._index_trees(ordered)
-        self.classes = _names({name for provider in ordered
-                               for name in provider.inventories})
-        self._fill_inventories(ordered, count)
-        self.traits = _names({name for provider in ordered
-                              for name in provider.traits})
-        self.trait_bits = _bitset(self.traits, ordered, 'traits')
-        self.aggregates = _names({uuid for provider in ordered
-                                  for uuid in provider.aggregates})
-        self.aggregate_bits = _bitset(self.aggregates, ordered, 'aggregates')
+        self._build(**provider_arrays.from_providers(providers))
 
-    def _index_trees(self, ordered):
-        root_of = np.empty(len(ordered), dtype=np.int64)
-        roots = []
-        for row, provider in enumerate(ordered):
-            if provider.parent_uuid is None:
-                roots.append(row)
-                root_of[row] = row
-            else:
-                root_of[row] = root_of[self.row_of[provider.parent_uuid]]
-        self.root_rows = np.asarray(roots, dtype=np.int64)
-        self.tree_starts = self.root_rows
-        self.tree_ends = np.append(self.root_rows[1:], len(ordered))
-        self.root_of = root_of
-        self.tree_of = np.repeat(np.arange(len(roots)),
-                                 self.tree_ends - self.tree_starts)
-        self.nested = len(roots) < len(ordered)
+    @classmethod
+    def from_arrays(cls, uuids, parents, inventories=None, traits=None,
+                    aggregates=None):
+        """Columns built from arrays, in bulk.
 
-    def _fill_inventories(self, ordered, count):
-        shape = (len(self.classes), count)
-        self.limit = np.full(shape, -1, dtype=np.int64)
-        self.min_unit = np.ones(shape, dtype=np.int64)
-        self.step_size = np.ones(shape, dtype=np.int64)
-        for row, provider in enumerate(ordered):
-            for name, inventory in provider.inventories.items():
-                column = self.classes[name]
-                free = inventory.capacity() - provider.used.get(name, 0)
-                max_unit = (inventory.total if inventory.max_unit is None
-                            else inventory.max_unit)
-                self.limit[column, row] = min(free, max_unit)
-                self.min_unit[column, row] = inventory.min_unit
-                self.step_size[column, row] = inventory.step_size
-        self.min_ok = (self.min_unit <= 1).all(axis=1)
-        self.step_ok = (self.step_size == 1).all(axis=1)
+        ``uuids``: one per provider; ``parents``: the input position of
+        each provider's parent, -1 for a root; ``inventories``: an
+        :class:`InventoryArrays`; ``traits`` / ``aggregates``:
+        :class:`Memberships`. Trees come in the order of their roots in the
+        input, each root first, then its descendants by depth (input order
+        within a depth); :attr:`order` maps rows back to the input.
+        """
+        columns = cls.__new__(cls)
+        columns._build(uuids, parents, inventories, traits, aggregates)
+        return columns
+
+    def _build(self, uuids, parents, inventories, traits, aggregates):
+        uuids = np.asarray(uuids, dtype=object).reshape(-1)
+        parents = np.asarray(parents, dtype=np.int64).reshape(-1)
+        if len(parents) != len(uuids):
+            raise ValueError('%d parents given for %d providers.'
+                             % (len(parents), len(uuids)))
+        order, tree, slot = provider_arrays.tree_order(uuids, parents)
+        count = len(uuids)
+        position = np.empty(count, dtype=np.int64)
+        position[order] = np.arange(count)
+        self.order = order
+        self.uuids = uuids[order]
+        self.row_of = dict(zip(self.uuids.tolist(), range(count)))
+        if len(self.row_of) != count:
+            provider_arrays.refuse_duplicates(self.uuids)
+        self._index_trees(tree[order], slot[order])
+        inventory = provider_arrays.inventory_columns(
+            inventories, position, self.uuids)
+        self.classes = inventory.classes
+        self.limit = inventory.limit
+        self.min_unit = inventory.min_unit
+        self.step_size = inventory.step_size
+        self._records = inventory.records
+        self.min_ok = np.array([m is None for m in self.min_unit], dtype=bool)
+        self.step_ok = np.array([s is None for s in self.step_size],
+                                dtype=bool)
+        self.class_slots = [self._slots_of(record[0])
+                            for record in self._records]
+        self.traits, self.trait_bits = provider_arrays.bitset(
+            traits, position, 'traits')
+        self.aggregates, self.aggregate_bits = provider_arrays.bitset(
+            aggregates, position, 'aggregates')
+
+    def _index_trees(self, tree_of, slot_of):
+        count = len(tree_of)
+        trees = int(np.count_nonzero(slot_of == 0))
+        width = int(slot_of[-1]) + 1 if count else 0
+        self.tree_of = tree_of
+        self.slot_of = slot_of
+        self.root_rows = np.arange(trees)
+        self.root_of = tree_of
+        self.tree_sizes = np.bincount(tree_of, minlength=trees)
+        self.slot_starts = np.searchsorted(slot_of, np.arange(width + 1))
+        self.slot_trees = []
+        for slot in range(width):
+            start, stop = self.slot_starts[slot], self.slot_starts[slot + 1]
+            self.slot_trees.append(None if stop - start == trees
+                                   else tree_of[start:stop])
+        self.nested = width > 1
+
+    def _slots_of(self, rows):
+        """``(first, stop)``: the slots where ``rows`` lie."""
+        if not len(rows):
+            return 0, 0
+        slots = self.slot_of[rows]
+        return int(slots.min()), int(slots.max()) + 1
+
+    def tree_rows(self, tree):
+        """The rows of tree number ``tree``, slot by slot."""
+        rows = []
+        for slot in range(int(self.tree_sizes[tree])):
+            trees = self.slot_trees[slot]
+            rank = tree if trees is None else int(np.searchsorted(trees, tree))
+            rows.append(int(self.slot_starts[slot]) + rank)
+        return np.asarray(rows, dtype=np.int64)
 
     @property
     def root_uuids(self):
-        return [self.uuids[row] for row in self.root_rows]
+        return self.uuids[self.root_rows].tolist()
 
+    def used_of(self, uuid, name):
+        """What is allocated of class ``name`` on provider ``uuid``."""
+        column, row = self._locate(uuid, name)
+        rows, _, _, used = self._records[column]
+        return int(used[self._record(rows, row, uuid, name)])
 
-def _names(names):
-    return {name: index for index, name in enumerate(sorted(names))}
+    def with_used(self, changes):
+        """New columns where ``changes`` ``{uuid: {class: used}}`` replace
+        those providers' used amounts; every array not touched is shared.
+        Refuses a provider or class it does not know, and a class the
+        provider has no inventory of."""
+        by_column = {}
+        for uuid, amounts in changes.items():
+            for name, used in amounts.items():
+                column, row = self._locate(uuid, name)
+                entry = by_column.setdefault(column, ([], [], []))
+                entry[0].append(row)
+                entry[1].append(int(used))
+                entry[2].append(uuid)
+        new = copy.copy(self)
+        new.limit = list(self.limit)
+        new._records = list(self._records)
+        for column, (rows, used, names) in by_column.items():
+            record_rows, capacity, max_unit, old_used = self._records[column]
+            at = [self._record(record_rows, row, uuid, self._class(column))
+                  for row, uuid in zip(rows, names)]
+            new_used = old_used.copy()
+            new_used[at] = used
+            limit = self.limit[column].copy()
+            limit[rows] = np.minimum(capacity[at] - np.asarray(used),
+                                     max_unit[at])
+            new.limit[column] = limit
+            new._records[column] = (record_rows, capacity, max_unit, new_used)
+        return new
 
+    def with_allocation(self, allocation, sign=1):
+        """New columns with ``allocation`` ``{uuid: {class: amount}}``
+        added to the used amounts (``sign=-1``: taken away, a release)."""
+        return self.with_used({
+            uuid: {name: self.used_of(uuid, name) + sign * amount
+                   for name, amount in amounts.items()}
+            for uuid, amounts in allocation.items()})
 
-def _bitset(index, providers, attribute):
-    words = max(1, -(-len(index) // WORD))
-    bits = np.zeros((words, len(providers)), dtype=np.uint64)
-    for row, provider in enumerate(providers):
-        for name in getattr(provider, attribute):
-            bit = index[name]
-            bits[bit // WORD, row] |= np.uint64(1 << (bit % WORD))
-    return bits
+    def _locate(self, uuid, name):
+        row = self.row_of.get(uuid)
+        if row is None:
+            raise ValueError('Provider %s is not in the table.' % uuid)
+        column = self.classes.get(name)
+        if column is None:
+            raise ValueError('Provider %s has no inventory of %s.'
+                             % (uuid, name))
+        return column, row
+
+    def _class(self, column):
+        for name, number in self.classes.items():
+            if number == column:
+                return name
+        raise KeyError(column)
+
+    @staticmethod
+    def _record(rows, row, uuid, name):
+        at = int(np.searchsorted(rows, row))
+        if at == len(rows) or rows[at] != row:
+            raise ValueError('Provider %s has no inventory of %s.'
+                             % (uuid, name))
+        return at
 
 
 def masks(index, names):
@@ -162,48 +284,3 @@ def masks(index, names):
         words[bit // WORD] = words.get(bit // WORD, 0) | (1 << (bit % WORD))
     return ({word: np.uint64(mask) for word, mask in words.items()},
             unknown)
-
-
-def _tree_order(providers):
-    """The providers with each tree contiguous, root first, children
-    after their parent; refuses duplicates, orphans and cycles."""
-    by_uuid = {}
-    children = {}
-    for provider in providers:
-        if provider.uuid in by_uuid:
-            raise ValueError('Provider %s is listed twice.' % provider.uuid)
-        by_uuid[provider.uuid] = provider
-    roots = []
-    for provider in by_uuid.values():
-        if provider.parent_uuid is None:
-            roots.append(provider)
-        elif provider.parent_uuid not in by_uuid:
-            raise ValueError('Provider %s has parent %s, which is not among '
-                             'the providers.' % (provider.uuid,
-                                                 provider.parent_uuid))
-        else:
-            children.setdefault(provider.parent_uuid, []).append(provider)
-    ordered = []
-    for root in roots:
-        stack = [root]
-        while stack:
-            provider = stack.pop()
-            ordered.append(provider)
-            stack.extend(reversed(children.get(provider.uuid, ())))
-    if len(ordered) != len(by_uuid):
-        cyclic = sorted(set(by_uuid) - {p.uuid for p in ordered})
-        raise ValueError('Providers %s form a cycle of parents.'
-                         % ', '.join(cyclic))
-    for provider in ordered:
-        for name, inventory in provider.inventories.items():
-            _check_inventory(provider.uuid, name, inventory)
-    return ordered
-
-
-def _check_inventory(uuid, name, inventory):
-    if inventory.step_size < 1 or inventory.min_unit < 1:
-        raise ValueError('Provider %s: %s inventory needs min_unit and '
-                         'step_size of at least 1.' % (uuid, name))
-    if inventory.allocation_ratio <= 0:
-        raise ValueError('Provider %s: %s inventory needs a positive '
-                         'allocation_ratio.' % (uuid, name))
