@@ -5,6 +5,11 @@ test checks that these models and the migrations agree. Usage columns on
 ``compute_nodes`` (``*_used``) always equal the sum of the node's rows in
 ``allocations``: both are written in the same transaction by
 :mod:`scheduler.db.claims`, and ``gantt-manage db check`` verifies it.
+Resource classes beyond VCPU, MEMORY_MB and DISK_GB have a row per node
+in ``compute_node_inventories`` whose ``used`` is, likewise, the sum of
+the ``allocation_items`` of the node's allocations
+(:mod:`scheduler.db.class_claims`); ``compute_node_traits`` holds the
+traits computes report (:mod:`scheduler.db.inventories`).
 
 ``shadow_instances`` and ``shadow_migrations`` are Core tables copied
 from ``instances`` and ``migrations`` (columns and primary key only):
