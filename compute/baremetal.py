@@ -16,6 +16,11 @@ gives each node to one instance only::
     vcpus = 8
     memory_mb = 16384
     local_gb = 200
+
+With ``[fake_virt] baremetal_resource_class`` the nodes report what
+Nova's Ironic driver has reported since Stein instead: no vCPUs, RAM or
+disk, and one unit of the custom resource class made of it (see
+:func:`compute.resources.baremetal_inventory`), which flavors ask for.
 """
 
 HYPERVISOR_TYPE = 'ironic'
@@ -49,12 +54,20 @@ def node_names(host, count):
     return ['%s-bm-%d' % (host, index) for index in range(1, count + 1)]
 
 
-def inventory(virtual):
+# What Nova's Ironic driver reports of a node since it reports a
+# resource class (Stein): its capacity is that one unit.
+_NO_CLASSIC_RESOURCES = {'vcpus': 0, 'memory_mb': 0, 'local_gb': 0}
+
+
+def inventory(virtual, resource_class=None):
     """A baremetal node's inventory, from the one the agent would report
     for a virtual node (``virtual``, which is not changed): the same
-    capacity and stats, as Nova's Ironic driver reports them."""
+    capacity and stats, as Nova's Ironic driver reports them; with a
+    ``resource_class``, no vCPUs, RAM or disk."""
     node = dict(virtual)
     node.update(_WHOLE_MACHINE)
+    if resource_class:
+        node.update(_NO_CLASSIC_RESOURCES)
     arches = sorted({entry[0] for entry in virtual['supported_instances']}
                     or {DEFAULT_ARCH})
     node['supported_instances'] = [[arch, BAREMETAL_HV_TYPE, VM_MODE]

@@ -11,7 +11,12 @@ version, supported instances, host IP, stats (the agent's own
 ``io_workload`` and ``failed_builds``, as Nova's resource tracker counts
 them, plus any configured), metrics, and the hardware of
 :mod:`compute.hardware` (``cpu_info``, ``numa_topology``,
-``pci_device_pools``, ``disk_available_least``; conductor API 1.3).
+``pci_device_pools``, ``disk_available_least``; conductor API 1.3),
+and (conductor API 1.5) each node's inventories of other resource
+classes and its traits (:mod:`compute.resources`: ``PCPU`` of
+``[compute] cpu_dedicated_set``, a baremetal node's class, ``[fake_virt]
+traits``), with what the provider config files of ``[compute]
+provider_config_location`` add (:mod:`compute.provider_config`).
 ``build_and_run_instance`` "spawns" at once (or after ``[fake_virt]
 spawn_time``) and reports ACTIVE; a failed build (``[fake_virt]
 build_failure_rate``) goes back to the conductor with the alternates,
@@ -71,6 +76,8 @@ from oslo_log import log as logging
 
 from compute import baremetal
 from compute import hardware
+from compute import provider_config
+from compute import resources
 from compute import rpcapi as compute_rpcapi
 from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
@@ -150,11 +157,30 @@ class ComputeManager(service.Manager):
         self._building = collections.Counter()   # node -> builds running
         self._failed_builds = {}   # node -> builds failed since a success
         self._lock = threading.Lock()
+        self._check_placement_options()
         self._conductor_answered = threading.Event()
         self._waiting_logged = False
         self.conductor_api = None
         self.compute_task_api = None
         self.scheduler_api = None
+
+    def _check_placement_options(self):
+        """Read what the nodes report beyond vCPUs, RAM and disk (see
+        :mod:`compute.resources` and :mod:`compute.provider_config`);
+        a bad value stops the agent now, not at its first report."""
+        self.traits = resources.configured_traits(self._fake('traits'))
+        if self.baremetal:
+            self.cpu_totals = None
+            self.resource_class = resources.baremetal_class(
+                self._fake('baremetal_resource_class'))
+        else:
+            self.cpu_totals = resources.cpu_totals(self._fake('vcpus'))
+            self.resource_class = None
+        self.provider_configs = provider_config.ProviderConfigs.from_directory(
+            CONF.compute.provider_config_location)
+        self.provider_configs.apply(
+            [dict(uuid=node_uuid(self.host, name), nodename=name,
+                  **self._placement_report(name)) for name in self.nodes])
 
     def init_host(self):
         self.conductor_api = conductor_rpcapi.ConductorAPI()
@@ -339,12 +365,32 @@ class ComputeManager(service.Manager):
             **hardware.reported(self.hardware, self._disk_gb_used(nodename)),
         }
         if self.baremetal:
-            return baremetal.inventory(inventory)
+            return baremetal.inventory(inventory, self.resource_class)
+        if self.cpu_totals.vcpus != inventory['vcpus']:
+            # [compute] cpu_shared_set / cpu_dedicated_set.
+            inventory['vcpus'] = self.cpu_totals.vcpus
         return inventory
 
+    def _placement_report(self, nodename):
+        """``{'inventories', 'traits'}`` of a node: its classes beyond
+        the classic three (``PCPU``, a baremetal node's class) and its
+        traits, before the provider config files add theirs."""
+        if self.resource_class is not None:
+            with self._lock:
+                in_use = nodename in self._instances.values()
+            inventories = resources.baremetal_inventory(self.resource_class,
+                                                        in_use)
+        elif self.cpu_totals is not None:
+            inventories = resources.cpu_inventories(self.cpu_totals)
+        else:
+            inventories = {}
+        return {'inventories': inventories, 'traits': list(self.traits)}
+
     def update_available_resource(self, context):
-        nodes = [{'uuid': node_uuid(self.host, name), 'nodename': name,
-                  'inventory': self._inventory(name)} for name in self.nodes]
+        nodes = [dict({'uuid': node_uuid(self.host, name), 'nodename': name,
+                       'inventory': self._inventory(name)},
+                      **self._placement_report(name)) for name in self.nodes]
+        self.provider_configs.apply(nodes)
         self.conductor_api.compute_node_update(context, self.host, nodes)
         LOG.debug('Reported %d node(s) of %s', len(nodes), self.host)
 

@@ -43,6 +43,7 @@ from conductor.tasks import super_build
 from scheduler.db import api as db_api
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
+from scheduler.db import inventories as db_inventories
 from scheduler.db import models
 from scheduler import conf
 from scheduler import exception
@@ -108,9 +109,14 @@ class ConductorManager(service.Manager):
             for index, node in enumerate(nodes):
                 _check_node_owner(session, 'nodes[%d]' % index, host, node)
             for node in nodes:
-                db_compute_nodes.report_inventory(
+                node_id = db_compute_nodes.report_inventory(
                     session, node['uuid'], host, node['nodename'],
                     node['inventory'])
+                # 1.5: the node's other classes and its traits (a node
+                # reported without them keeps its own).
+                db_inventories.report(session, node_id,
+                                      node.get('inventories'),
+                                      node.get('traits'))
         return len(nodes)
 
     @rpc.expose

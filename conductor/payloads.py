@@ -19,19 +19,28 @@ What is accepted:
   ``{name, value, timestamp, source}`` with a finite value; since
   ConductorAPI 1.2 ``cpu_info``, ``disk_available_least``,
   ``numa_topology`` and ``pci_device_pools`` in the shapes
-  :mod:`scheduler.host_cache.host_inputs` describes);
+  :mod:`scheduler.host_cache.host_inputs` describes; since ConductorAPI
+  1.5, each node's optional ``inventories`` of classes beyond VCPU, MEMORY_MB and
+  DISK_GB and its ``traits``, standard or custom names, see
+  :func:`checked_inventories` and :func:`checked_traits`);
 * an instance update (``instance_update``): only the spawn report, the
   one transition a compute makes (``vm_state`` ``active``, ``task_state``
   None, optionally ``launched_at`` true and a ``fault`` of at most
   ``validation.MAX_FAULT_LEN`` characters).
 """
 
+import functools
+import re
+
+import os_resource_classes
+import os_traits
 from oslo_utils import netutils
 
 from compute import rpcapi as compute_rpcapi
 from conductor import rpcapi as conductor_rpcapi
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instances as db_instances
+from scheduler.db import inventories as db_inventories
 from scheduler import host_cache
 from scheduler import rpcapi as scheduler_rpcapi
 from scheduler import validation
@@ -62,6 +71,12 @@ _SIZES = {
 _RATIOS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
            'disk_allocation_ratio')
 _METRIC_KEYS = frozenset(('name', 'value', 'timestamp', 'source'))
+_NODE_KEYS = frozenset(('uuid', 'nodename', 'inventory'))
+_OPTIONAL_NODE_KEYS = frozenset(conductor_rpcapi.NODE_KEYS_NEW_IN_1_5)
+# Classes and traits one node may report.
+MAX_CLASSES = 100
+MAX_TRAITS = 1000
+_CUSTOM_NAME = re.compile(r'^CUSTOM_[A-Z0-9_]+$')
 
 
 def checked_service(host, binary, topic):
@@ -79,14 +94,18 @@ def checked_nodes(host, nodes):
     for index, node in enumerate(nodes):
         field = 'nodes[%d]' % index
         validation.mapping(field, node)
-        missing = {'uuid', 'nodename', 'inventory'} - set(node)
-        extra = set(node) - {'uuid', 'nodename', 'inventory'}
+        missing = _NODE_KEYS - set(node)
+        extra = set(node) - _NODE_KEYS - _OPTIONAL_NODE_KEYS
         if missing or extra:
-            validation.refuse(field, 'must have exactly the keys uuid, '
-                              'nodename and inventory')
+            validation.refuse(field, 'must have the keys uuid, nodename '
+                              'and inventory, and may have inventories '
+                              'and traits')
         validation.uuid('%s.uuid' % field, node['uuid'])
         validation.name('%s.nodename' % field, node['nodename'])
         checked_inventory('%s.inventory' % field, node['inventory'])
+        checked_inventories('%s.inventories' % field,
+                            node.get('inventories'))
+        checked_traits('%s.traits' % field, node.get('traits'))
         for key in ('uuid', 'nodename'):
             if (key, node[key]) in seen:
                 validation.refuse('%s.%s' % (field, key),
@@ -133,6 +152,71 @@ def checked_inventory(field, inventory):
         if name in inventory:
             check('%s.%s' % (field, name), inventory[name])
     return inventory
+
+
+def _is_custom(name):
+    return len(name) <= validation.MAX_NAME_LEN and bool(
+        _CUSTOM_NAME.match(name))
+
+
+def checked_inventories(field, inventories):
+    """A node's ``{class: inventory}`` beyond the classic classes (None:
+    not reported): each class standard (os-resource-classes) or custom,
+    not VCPU, MEMORY_MB or DISK_GB (reported in ``inventory``); each
+    inventory Placement's fields, ``total`` of at least 1, ``reserved``
+    at most ``total``, ``min_unit`` at most ``max_unit``."""
+    validation.mapping(field, inventories, max_items=MAX_CLASSES,
+                       nullable=True)
+    for name, record in (inventories or {}).items():
+        where = '%s[%r]' % (field, name)
+        validation.text(where, name, validation.MAX_NAME_LEN)
+        if name in db_inventories.CLASSIC_CLASSES:
+            validation.refuse(where, 'is reported in the inventory '
+                              '(vcpus, memory_mb, local_gb), not here')
+        if name not in os_resource_classes.STANDARDS and \
+                not _is_custom(name):
+            validation.refuse(where, 'is neither a standard resource '
+                              'class nor a custom one (CUSTOM_ and '
+                              'capitals, digits, underscores)')
+        validation.mapping(where, record)
+        unknown = set(record) - set(db_inventories.FIELDS)
+        if unknown or 'total' not in record:
+            validation.refuse(where, 'must have a total and may have only '
+                              '%s' % ', '.join(db_inventories.FIELDS))
+        record = db_inventories.with_defaults(record)
+        high = db_inventories.MAX_INT
+        total = validation.integer(where + '.total', record['total'], 1,
+                                   high)
+        validation.integer(where + '.reserved', record['reserved'], 0, total)
+        low = validation.integer(where + '.min_unit', record['min_unit'], 1,
+                                 high)
+        validation.integer(where + '.max_unit', record['max_unit'], low, high)
+        validation.integer(where + '.step_size', record['step_size'], 1,
+                           high)
+        validation.number(where + '.allocation_ratio',
+                          record['allocation_ratio'],
+                          high=validation.MAX_ALLOCATION_RATIO)
+        if record['allocation_ratio'] <= 0:
+            validation.refuse(where + '.allocation_ratio',
+                              'must be more than 0')
+    return inventories
+
+
+@functools.cache
+def _standard_traits():
+    return frozenset(os_traits.get_traits())
+
+
+def checked_traits(field, traits):
+    """A node's traits (None: not reported): standard (os-traits) or
+    custom names."""
+    validation.strings(field, traits, max_items=MAX_TRAITS, nullable=True)
+    for index, trait in enumerate(traits or ()):
+        if not _is_custom(trait) and trait not in _standard_traits():
+            validation.refuse('%s[%d]' % (field, index),
+                              '%r is neither a standard trait nor a custom '
+                              'one' % trait)
+    return traits
 
 
 def _check_metrics(field, metrics):

@@ -28,6 +28,13 @@ ConductorAPI (no namespace), what compute agents call instead of SQL:
   (``service_update`` may be sent with a shorter ``timeout``, client
   side only: a compute waiting for the conductor to come up asks every
   few seconds.)
+* 1.5 - ``compute_node_update``'s nodes may hold ``inventories``
+  (``{resource class: {total, reserved, min_unit, max_unit, step_size,
+  allocation_ratio}}`` of the classes beyond VCPU, MEMORY_MB and DISK_GB,
+  e.g. PCPU or a baremetal node's CUSTOM_* class) and ``traits`` (a list
+  of names), which replace the node's. A node reported without them (a
+  compute before 1.5) keeps the ones it has. To a conductor capped below
+  1.5 the nodes go without them, as 1.3 (or 1.0).
 
 ComputeTaskAPI (namespace ``compute_task``), what API clients
 (``gantt-manage``) and compute agents call:
@@ -70,7 +77,7 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 RPC_TOPIC = 'conductor'
-CONDUCTOR_API_VERSION = '1.4'
+CONDUCTOR_API_VERSION = '1.5'
 COMPUTE_TASK_API_VERSION = '1.2'
 # How many times schedule_and_build_instances is sent again after a
 # timeout (accepting is idempotent).
@@ -81,6 +88,8 @@ HARDWARE_FIELDS = frozenset(host_cache.REPORTED_FIELDS)
 NEW_IN_1_3 = HARDWARE_FIELDS | frozenset(
     'initial_%s_allocation_ratio' % resource
     for resource in ('cpu', 'ram', 'disk'))
+# Keys of a reported node a conductor takes since ConductorAPI 1.5.
+NODE_KEYS_NEW_IN_1_5 = ('inventories', 'traits')
 
 
 class ConductorAPI:
@@ -110,10 +119,17 @@ class ConductorAPI:
         """Report the inventory of a host's nodes.
 
         ``nodes`` is a list of ``{'uuid', 'nodename', 'inventory'}`` dicts,
-        ``inventory`` holding fields of ``compute_nodes.INVENTORY_FIELDS``.
-        The hardware and initial ratio fields (1.3) are left out for an
-        older conductor, which would refuse them.
+        ``inventory`` holding fields of ``compute_nodes.INVENTORY_FIELDS``,
+        and (1.5) optionally ``inventories`` and ``traits``. What an older
+        conductor would refuse is left out: ``inventories`` and
+        ``traits`` below 1.5, the hardware and initial ratio fields (1.3)
+        below 1.3.
         """
+        if self.client.can_send_version('1.5'):
+            return self.client.prepare(version='1.5').call(
+                ctxt, 'compute_node_update', host=host, nodes=nodes)
+        nodes = [{key: value for key, value in node.items()
+                  if key not in NODE_KEYS_NEW_IN_1_5} for node in nodes]
         if self.client.can_send_version('1.3'):
             return self.client.prepare(version='1.3').call(
                 ctxt, 'compute_node_update', host=host, nodes=nodes)

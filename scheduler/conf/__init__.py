@@ -18,6 +18,7 @@ from oslo_reports import opts as reports_opts
 from scheduler.conf import api_database
 from scheduler.conf import baremetal
 from scheduler.conf import compute
+from scheduler.conf import compute_resources
 from scheduler.conf import conductor
 from scheduler.conf import database
 from scheduler.conf import default
@@ -33,7 +34,8 @@ CONF = cfg.CONF
 
 for _module in (default, database, api_database, scheduler,
                 filter_scheduler, upgrade_levels, conductor, compute, metrics,
-                server_groups, notifications, pci, baremetal):
+                server_groups, notifications, pci, baremetal,
+                compute_resources):
     _module.register_opts(CONF)
 # [oslo_reports]: where Guru Meditation Reports go (scheduler/reports.py).
 reports_opts.set_defaults(CONF)

@@ -145,6 +145,28 @@ Related options:
 * ``node_count``: ignored when this option is positive.
 * ``[scheduler] host_manager``: ``ironic_host_manager`` gives each
   baremetal node to one instance only.
+* ``baremetal_resource_class``
+"""),
+    cfg.StrOpt('baremetal_resource_class',
+               help="""
+The Ironic resource class of this agent's baremetal nodes.
+
+With a resource class each baremetal node reports what Nova's Ironic
+driver reports since Stein: one unit of the custom resource class made of
+it (``baremetal-gold`` becomes ``CUSTOM_BAREMETAL_GOLD``: capitals, every
+run of other characters an underscore), reserved while an instance is on
+the node, and no vCPUs, RAM or disk; a flavor then asks for
+``resources:CUSTOM_BAREMETAL_GOLD=1``. Without one the nodes report their
+``[fake_virt]`` vCPUs, RAM and disk, as Nova did before.
+
+Possible values:
+
+* Unset (the default): no resource class.
+* A name such as ``baremetal-gold``.
+
+Related options:
+
+* ``baremetal_nodes``: without it this option has no effect.
 """),
 ]
 

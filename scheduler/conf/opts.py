@@ -9,6 +9,7 @@ import collections
 from scheduler.conf import api_database
 from scheduler.conf import baremetal
 from scheduler.conf import compute
+from scheduler.conf import compute_resources
 from scheduler.conf import conductor
 from scheduler.conf import database
 from scheduler.conf import default
@@ -22,7 +23,7 @@ from scheduler.conf import upgrade_levels
 
 _MODULES = (default, database, api_database, scheduler, filter_scheduler,
             upgrade_levels, conductor, compute, metrics, server_groups,
-            notifications, pci, baremetal)
+            notifications, pci, baremetal, compute_resources)
 
 
 def list_opts():

@@ -3,7 +3,9 @@
 conductor's reaper read.
 
 * :func:`find_inconsistent_nodes`: nodes whose usage columns differ from
-  the sum of their allocations, or exceed their capacity.
+  the sum of their allocations, or exceed their capacity, and whose
+  ``used`` of another resource class (``compute_node_inventories``)
+  differs from the sum of their allocation items of it.
 * :func:`find_stray_allocations` (and :func:`stray_claims`): allocations
   that no consumer holds legitimately (a failed build's, a deleted
   instance's, an ended migration's...), and :func:`release_if_stray`,
@@ -19,6 +21,7 @@ import collections
 
 import sqlalchemy as sa
 
+from scheduler.db import class_claims
 from scheduler.db import claims
 from scheduler.db import models
 from scheduler import hardware
@@ -54,6 +57,7 @@ def find_inconsistent_nodes(session):
             sa.select(_ALLOC.c.compute_node_id, _ALLOC.c.hardware)
             .where(_ALLOC.c.hardware.is_not(None))):
         records[node_id].append(record)
+    class_problems = class_claims.usage_problems(session)
     problems = []
     for row in session.execute(query):
         found = []
@@ -68,6 +72,7 @@ def find_inconsistent_nodes(session):
                 found.append('%s used %s exceeds capacity %s'
                              % (field, used, capacity))
         found.extend(_hardware_problems(row, records.get(row.id, ())))
+        found.extend(class_problems.get(row.id, ()))
         if found:
             problems.append((row, found))
     return problems

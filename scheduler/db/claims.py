@@ -35,6 +35,7 @@ from oslo_log import log as logging
 
 from scheduler import conf
 from scheduler.db import api as db_api
+from scheduler.db import class_claims
 from scheduler.db import group_claims
 from scheduler.db import models
 from scheduler import exception
@@ -82,7 +83,7 @@ def capacity_expression(resource):
 
 
 def claim_resources(session, compute_node_id, consumer_uuid, resources,
-                    guards=(), hardware=None):
+                    guards=(), hardware=None, extra=None):
     """Claim ``resources`` on the node for the consumer; True if it fit.
 
     Resources asked in zero amounts are not checked, so a node that is over
@@ -91,15 +92,22 @@ def claim_resources(session, compute_node_id, consumer_uuid, resources,
     are more SQL conditions the node's UPDATE must meet (False if one
     does not hold). ``hardware`` (a :class:`scheduler.hardware.Request`)
     must fit on the node's NUMA cells and PCI devices too (the row is
-    locked while it is fitted).
+    locked while it is fitted). ``extra`` (``{resource class: amount}``,
+    e.g. ``{'PCPU': 2}``) is claimed of the node's inventories of those
+    classes too (:mod:`scheduler.db.class_claims`), all or nothing: the
+    node's UPDATE, the allocation and the classes' UPDATEs run in a
+    savepoint, rolled back if one class does not fit.
 
-    :raises ValueError: a negative amount (it would lower the usage).
+    :raises ValueError: a negative amount (it would lower the usage), or
+        an ``extra`` class or amount that cannot be claimed (see
+        :func:`scheduler.db.class_claims.checked_amounts`).
     """
     negative = [field for field in Resources._fields
                 if getattr(resources, field) < 0]
     if negative:
         raise ValueError('negative amounts of %s in claim %s for %s'
                          % (', '.join(negative), resources, consumer_uuid))
+    wanted = class_claims.checked_amounts(extra)
     conditions = [_NODE.c.id == compute_node_id, *guards]
     values = {'generation': _NODE.c.generation + 1,
               'updated_at': models.utcnow()}
@@ -117,16 +125,40 @@ def claim_resources(session, compute_node_id, consumer_uuid, resources,
         if amount > 0:
             conditions.append(_NODE.c[used] + amount
                               <= capacity_expression(field))
-    result = session.execute(
-        sa.update(_NODE).where(*conditions).values(**values))
-    if result.rowcount != 1:
-        return False
-    session.execute(sa.insert(_ALLOC).values(
+    update = sa.update(_NODE).where(*conditions).values(**values)
+    allocation = sa.insert(_ALLOC).values(
         consumer_uuid=consumer_uuid, compute_node_id=compute_node_id,
         vcpus=resources.vcpus, memory_mb=resources.memory_mb,
         disk_gb=resources.disk_gb, hardware=record,
-        created_at=models.utcnow()))
+        created_at=models.utcnow())
+    if wanted:
+        return _claim_with_classes(session, compute_node_id, update,
+                                   allocation, wanted)
+    if session.execute(update).rowcount != 1:
+        return False
+    session.execute(allocation)
     return True
+
+
+def _claim_with_classes(session, compute_node_id, update, allocation,
+                        wanted):
+    """:func:`claim_resources` of a claim that asks for more classes:
+    the node's ``update``, the ``allocation``'s INSERT and the classes'
+    conditional UPDATEs, in a savepoint kept only if all of them held."""
+    savepoint = session.begin_nested()
+    try:
+        if session.execute(update).rowcount == 1:
+            allocation_id = session.execute(
+                allocation).inserted_primary_key[0]
+            if class_claims.take(session, compute_node_id, allocation_id,
+                                 wanted):
+                savepoint.commit()
+                return True
+        savepoint.rollback()
+        return False
+    except BaseException:
+        savepoint.rollback()
+        raise
 
 
 def _locked_hardware(session, compute_node_id):
@@ -189,7 +221,11 @@ def release_resources(session, consumer_uuid, compute_node_id=None):
     if compute_node_id is not None:
         query = query.where(_ALLOC.c.compute_node_id == compute_node_id)
     released = []
-    for row in session.execute(query.with_for_update()).all():
+    rows = session.execute(query.with_for_update()).all()
+    # What they hold of classes beyond the classic three, read before the
+    # rows go (their items go with them).
+    items = class_claims.items_of(session, [row.id for row in rows])
+    for row in rows:
         deleted = session.execute(sa.delete(_ALLOC)
                                   .where(_ALLOC.c.id == row.id))
         if deleted.rowcount != 1:
@@ -206,6 +242,9 @@ def release_resources(session, consumer_uuid, compute_node_id=None):
         session.execute(sa.update(_NODE)
                         .where(_NODE.c.id == row.compute_node_id)
                         .values(**values))
+        if row.id in items:
+            class_claims.give_back(session, row.compute_node_id,
+                                   items[row.id])
         released.append((row.compute_node_id, amounts))
     return released
 
@@ -243,6 +282,10 @@ def get_allocations(session, consumer_uuid):
     return [(row.compute_node_id,
              Resources(row.vcpus, row.memory_mb, row.disk_gb))
             for row in rows]
+
+
+# ``{node id: {class: amount}}`` a consumer holds beyond the classic three.
+get_allocation_items = class_claims.consumer_items
 
 
 def consumers_holding(session, consumer_uuids):
@@ -587,7 +630,7 @@ def _claim_fresh_core(node_id, consumer_uuid, resources, checked,
 @db_api.retry_on_db_error
 def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
                  host=None, refuse_settled=False, hardware=None,
-                 report=None, kept=None):
+                 report=None, kept=None, extra=None):
     """One claim in its own transaction: True if the node had room, else
     False, or a :class:`GroupConflict` (which is
     false too) when ``group_uuid``'s hard policy forbids ``host``.
@@ -608,7 +651,9 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
 
     With ``hardware`` (a :class:`scheduler.hardware.Request`) the NUMA
     cells, pinned CPUs, pages and PCI devices it asks for are fitted and
-    taken in the same transaction (:func:`claim_resources`).
+    taken in the same transaction (:func:`claim_resources`); with
+    ``extra`` (``{resource class: amount}``) those classes are claimed
+    of the node's inventories too, all or nothing.
 
     With ``refuse_settled`` (the scheduler's claims) an instance that is
     settled (:data:`SETTLED_VM_STATES`, no task), or already placed by
@@ -635,9 +680,9 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     """
     if report is not None:
         report.pop('generation', None)
-    if group_uuid is None and hardware is None and _claim_fresh(
-            node_id, consumer_uuid, resources, refuse_settled, report,
-            kept):
+    if group_uuid is None and hardware is None and not extra and \
+            _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
+                         report, kept):
         return True
     try:
         with _group_lock(group_uuid) as group_check, \
@@ -656,7 +701,8 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
                     raise _Refused(conflict)
             released = release_resources(session, consumer_uuid)
             if not claim_resources(session, node_id, consumer_uuid,
-                                   resources, hardware=hardware):
+                                   resources, hardware=hardware,
+                                   extra=extra):
                 raise _Refused(False)
     except _Refused as refused:
         return refused.outcome

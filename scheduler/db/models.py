@@ -5,6 +5,11 @@ test checks that these models and the migrations agree. Usage columns on
 ``compute_nodes`` (``*_used``) always equal the sum of the node's rows in
 ``allocations``: both are written in the same transaction by
 :mod:`scheduler.db.claims`, and ``gantt-manage db check`` verifies it.
+Resource classes beyond VCPU, MEMORY_MB and DISK_GB have a row per node
+in ``compute_node_inventories`` whose ``used`` is, likewise, the sum of
+the ``allocation_items`` of the node's allocations
+(:mod:`scheduler.db.class_claims`); ``compute_node_traits`` holds the
+traits computes report (:mod:`scheduler.db.inventories`).
 
 ``shadow_instances`` and ``shadow_migrations`` are Core tables copied
 from ``instances`` and ``migrations`` (columns and primary key only):
@@ -285,6 +290,68 @@ class Allocation(Base):
     # refresh from here (a claim leaves the node's updated_at alone).
     created_at: orm.Mapped[datetime.datetime] = orm.mapped_column(
         Timestamp, default=utcnow, index=True)
+
+
+class ComputeNodeInventory(Base):
+    """A node's inventory of one resource class beyond the classic three
+    (``VCPU``, ``MEMORY_MB`` and ``DISK_GB`` stay in their columns of
+    ``compute_nodes``): ``PCPU``, a baremetal node's ``CUSTOM_*`` class,
+    the additional inventories of provider config files.
+
+    Placement's fields and meaning: an amount claimed must lie within
+    ``min_unit``..``max_unit``, be a multiple of ``step_size``, and fit
+    under ``(total - reserved) * allocation_ratio`` with ``used``, which
+    claims keep equal to the sum of the node's allocation items of the
+    class (:mod:`scheduler.db.inventories`).
+    """
+
+    __tablename__ = 'compute_node_inventories'
+    # The unique constraint's index serves the lookups by node.
+    __table_args__ = (
+        sa.UniqueConstraint('compute_node_id', 'resource_class'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    compute_node_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('compute_nodes.id', ondelete='CASCADE'))
+    resource_class: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    total: orm.Mapped[int] = orm.mapped_column()
+    reserved: orm.Mapped[int] = orm.mapped_column(default=0)
+    min_unit: orm.Mapped[int] = orm.mapped_column(default=1)
+    max_unit: orm.Mapped[int] = orm.mapped_column()
+    step_size: orm.Mapped[int] = orm.mapped_column(default=1)
+    allocation_ratio: orm.Mapped[float] = orm.mapped_column(sa.Double,
+                                                            default=1.0)
+    used: orm.Mapped[int] = orm.mapped_column(default=0)
+
+
+class ComputeNodeTrait(Base):
+    """One trait of a node (``COMPUTE_NODE``, ``HW_CPU_X86_AVX2``,
+    ``CUSTOM_GOLD``...), as its compute reported it."""
+
+    __tablename__ = 'compute_node_traits'
+    __table_args__ = (sa.UniqueConstraint('compute_node_id', 'trait'),
+                      sa.Index(None, 'trait'))
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    compute_node_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('compute_nodes.id', ondelete='CASCADE'))
+    trait: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+
+
+class AllocationItem(Base):
+    """The amount of one resource class beyond the classic three that an
+    allocation holds (the classic ones are the allocation's columns).
+    The sum of a node's items of a class is its inventory's ``used``."""
+
+    __tablename__ = 'allocation_items'
+    __table_args__ = (
+        sa.UniqueConstraint('allocation_id', 'resource_class'),)
+
+    id: orm.Mapped[int] = orm.mapped_column(primary_key=True)
+    allocation_id: orm.Mapped[int] = orm.mapped_column(
+        sa.ForeignKey('allocations.id', ondelete='CASCADE'))
+    resource_class: orm.Mapped[str] = orm.mapped_column(sa.String(255))
+    amount: orm.Mapped[int] = orm.mapped_column()
 
 
 class Migration(TimestampMixin, Base):
