@@ -20,8 +20,8 @@ What is accepted:
   ConductorAPI 1.2 ``cpu_info``, ``disk_available_least``,
   ``numa_topology`` and ``pci_device_pools`` in the shapes
   :mod:`scheduler.host_cache.host_inputs` describes; since ConductorAPI
-  1.5, each node's optional ``inventories`` of classes beyond VCPU, MEMORY_MB and
-  DISK_GB and its ``traits``, standard or custom names, see
+  1.5, each node's optional ``inventories`` of classes beyond VCPU,
+  MEMORY_MB and DISK_GB and its ``traits``, standard or custom names, see
   :func:`checked_inventories` and :func:`checked_traits`);
 * an instance update (``instance_update``): only the spawn report, the
   one transition a compute makes (``vm_state`` ``active``, ``task_state``
