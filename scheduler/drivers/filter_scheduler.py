@@ -683,8 +683,12 @@ class _Request:
             # Later instances, and the re-ranking for alternates, see the
             # room this one took. (A single instance skips the copy.)
             resources, extra = self._amounts(row)
-            self.table = self.table.consumed(row, resources, self.hardware,
-                                             extra=extra)
+            if extra:
+                self.table = self.table.consumed(row, resources,
+                                                 self.hardware, extra=extra)
+            else:
+                self.table = self.table.consumed(row, resources,
+                                                 self.hardware)
         if self.group is not None:
             self._join_group(index, row)
         return result.mask, order, row
