@@ -341,7 +341,7 @@ class HostManager(refreshing.Refreshing, applying.Applying,
             seen_seq = self._consume_seq
         alive_since, alive_until = refresh_changes.alive_window(
             models.utcnow())
-        rows, services = self._cells.read_nodes(node_ids)
+        rows, services, extras = self._cells.read_nodes(node_ids)
         with self._lock:
             for service in services:
                 self._cache_service(service.host, host_state.service_from_row(
@@ -358,7 +358,8 @@ class HostManager(refreshing.Refreshing, applying.Applying,
                 self._learned(row.id)
                 self._reread.discard(row.id)
             ratios = refresh_changes.default_ratios()
-            fresh = {row.id: self._make_state(row, ratios) for row in rows}
+            fresh = {row.id: self._make_state(row, ratios, extras)
+                     for row in rows}
             table = self._table
             if table is not None:
                 self._put_states({table.row_by_id[node_id]: state
