@@ -209,7 +209,8 @@ class HostManager(refreshing.Refreshing, applying.Applying,
                 list(CONF.filter_scheduler.enabled_filters))
 
     def consume(self, node_id, resources, instance_uuid=None,
-                instance_info=None, in_flight=False, hardware_request=None):
+                instance_info=None, in_flight=False, hardware_request=None,
+                extra=None):
         """Record a claim in the cached row of ``node_id``; with
         ``instance_uuid``, the instance is on the node's host from now on
         (``instance_info``: its InstanceInfo).
@@ -219,6 +220,10 @@ class HostManager(refreshing.Refreshing, applying.Applying,
         fitted on the cached row, as the claim fits them in SQL, and
         taken there too. Returns what was taken (a hardware record, for
         :meth:`settle` to give back), or None.
+
+        ``extra`` (``{resource class: amount}``): what the claim takes of
+        the node's other classes, added to the used amounts of its
+        ``inventories`` (and so of the table's ``placement``).
 
         ``in_flight``: a reservation made before the claim's SQL, which
         the caller must follow with :meth:`settle` once the claim
@@ -241,8 +246,18 @@ class HostManager(refreshing.Refreshing, applying.Applying,
                 return None
             row = table.row_by_id[node_id]
             replaced = {}
-            state, record = table.states[row].reserved(resources,
-                                                       hardware_request)
+            try:
+                state, record = table.states[row].reserved(
+                    resources, hardware_request, extra)
+            except ValueError as error:
+                # The cached row predates the class (the claim in SQL
+                # decides; the node is read again, as after every claim).
+                LOG.warning('Node %(node)s: %(error)s The host cache '
+                            'records the claim without it until the node '
+                            'is read again.',
+                            {'node': node_id, 'error': error})
+                state, record = table.states[row].reserved(
+                    resources, hardware_request)
             if instance_uuid is not None:
                 host = state.host
                 instances = self._record_instance(

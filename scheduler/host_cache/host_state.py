@@ -222,8 +222,7 @@ class HostState:
         if missing or unknown:
             raise TypeError('HostState fields missing %s, unknown %s'
                             % (sorted(missing), sorted(unknown)))
-        fields = dict(self.HARDWARE_FIELDS, **self.PLACEMENT_FIELDS,
-                      **fields)
+        fields = {**self.HARDWARE_FIELDS, **self.PLACEMENT_FIELDS, **fields}
         fields['inventories'] = node_extras.checked_inventories(
             fields['inventories'])
         fields['traits'] = frozenset(fields['traits'])
