@@ -27,7 +27,6 @@ import threading
 
 import numpy as np
 
-from scheduler.host_cache import host_table_per_state as per_state
 from scheduler.resources import candidates
 from scheduler.resources import provider_arrays
 

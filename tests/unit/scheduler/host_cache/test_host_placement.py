@@ -77,7 +77,8 @@ def test_traits_and_aggregates_of_each_row():
     enabled = placement.acceptable_roots(
         ask(forbidden={host_cache.COMPUTE_STATUS_DISABLED}))
     assert enabled.tolist() == [True, False, True]
-    in_agg = placement.acceptable_roots(ask(member_of=(frozenset([agg.uuid]),)))
+    in_agg = placement.acceptable_roots(
+        ask(member_of=(frozenset([agg.uuid]),)))
     assert in_agg.tolist() == [True, True, False]
 
 
@@ -160,7 +161,7 @@ def test_a_claim_derives_the_placement_with_the_new_used_amounts():
 def test_a_change_beyond_used_amounts_builds_it_again():
     states, _agg = three_hosts()
     table = fakes.table(states)
-    table.placement
+    assert table.placement is not None
     other = fakes.host_state('h3', node_id=states[2].id, vcpus=4,
                              traits={'CUSTOM_NEW'})
     other.uuid = states[2].uuid
@@ -173,7 +174,7 @@ def test_a_change_beyond_used_amounts_builds_it_again():
 def test_writes_in_place_derive_the_placement():
     states, _agg = three_hosts()
     table = fakes.table(states)
-    table.placement
+    assert table.placement is not None
     state = table.states[0].consumed(claims.Resources(0, 0, 0),
                                      extra={'CUSTOM_GOLD': 1})
     assert table.update_in_place({0: state}, claim_only=True)
