@@ -18,6 +18,8 @@ import dataclasses
 
 import numpy as np
 
+from scheduler.sim import providers
+
 RESOURCES = ('vcpus', 'memory_mb', 'disk_gb')
 LABELS = ('CPU', 'RAM', 'disk')
 # Host bins of the heat map (hosts are averaged in consecutive groups
@@ -110,8 +112,11 @@ class Recorder:
     def take(self, row, request, sign):
         """``sign`` = 1: an instance of ``request`` claimed on ``row``;
         -1: released."""
-        amounts = np.array([request.vcpus, request.memory_mb,
-                            request.disk_gb], dtype=float)
+        # What the claim takes: a baremetal flavor's resources:VCPU=0...
+        # takes no vCPUs, RAM or disk of the host.
+        amounts = np.array(providers.classic_amounts(
+            request.vcpus, request.memory_mb, request.disk_gb,
+            request.extra_specs), dtype=float)
         self.used[:, row] += sign * amounts
         if sign > 0:
             self.placed += 1
