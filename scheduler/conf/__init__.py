@@ -29,13 +29,14 @@ from scheduler.conf import pci
 from scheduler.conf import scheduler
 from scheduler.conf import server_groups
 from scheduler.conf import upgrade_levels
+from scheduler.conf import workarounds
 
 CONF = cfg.CONF
 
 for _module in (default, database, api_database, scheduler,
                 filter_scheduler, upgrade_levels, conductor, compute, metrics,
                 server_groups, notifications, pci, baremetal,
-                compute_resources):
+                compute_resources, workarounds):
     _module.register_opts(CONF)
 # [oslo_reports]: where Guru Meditation Reports go (scheduler/reports.py).
 reports_opts.set_defaults(CONF)

@@ -20,10 +20,11 @@ from scheduler.conf import pci
 from scheduler.conf import scheduler
 from scheduler.conf import server_groups
 from scheduler.conf import upgrade_levels
+from scheduler.conf import workarounds
 
 _MODULES = (default, database, api_database, scheduler, filter_scheduler,
             upgrade_levels, conductor, compute, metrics, server_groups,
-            notifications, pci, baremetal, compute_resources)
+            notifications, pci, baremetal, compute_resources, workarounds)
 
 
 def list_opts():

@@ -216,7 +216,7 @@ class Scheduler(metaclass=abc.ABCMeta):
 
     def claim(self, host_state, consumer_uuid, resources,
               instance_info=None, group_uuid=None, on_reserved=None,
-              hardware=None):
+              hardware=None, extra=None):
         """Reserve in the host cache, then claim in SQL: True, or a false
         value after the reservation was rolled back.
 
@@ -234,7 +234,9 @@ class Scheduler(metaclass=abc.ABCMeta):
         ``on_reserved`` is called once the reservation is in the cache,
         before the SQL claim. ``hardware`` (a
         :class:`scheduler.hardware.Request`): the NUMA cells, pinned CPUs,
-        pages and PCI devices the claim takes too.
+        pages and PCI devices the claim takes too; ``extra``
+        (``{resource class: amount}``): the classes beyond VCPU,
+        MEMORY_MB and DISK_GB it takes, all or nothing with the rest.
 
         Returns True, or a false value: False on a lost race (the node
         filled up behind the cache's back), a GroupConflict when a member
@@ -249,7 +251,7 @@ class Scheduler(metaclass=abc.ABCMeta):
         resources = host_state.claim_amounts(resources)
         reserved = self.host_manager.consume(
             host_state.id, resources, consumer_uuid, instance_info,
-            in_flight=True, hardware_request=hardware)
+            in_flight=True, hardware_request=hardware, extra=extra)
         if on_reserved is not None:
             on_reserved()
         report = {}
@@ -261,7 +263,7 @@ class Scheduler(metaclass=abc.ABCMeta):
                     host_cache.node_id(host_state.id), consumer_uuid,
                     resources, group_uuid, host_state.host,
                     refuse_settled=True, hardware=hardware, report=report,
-                    kept=kept)
+                    kept=kept, extra=extra)
         except db_exc.DBDuplicateEntry:
             LOG.warning('Instance %(uuid)s already holds an allocation on '
                         'node %(node)s; not claiming there again',

@@ -52,6 +52,7 @@ from scheduler.db import claims
 from scheduler.drivers import ahead as ahead_mod
 from scheduler.drivers import base
 from scheduler.drivers import explain as explain_mod
+from scheduler.drivers import placement_stage
 from scheduler.drivers import ranking as ranking_mod
 from scheduler import exception
 from scheduler import filters
@@ -93,8 +94,11 @@ def patch_rows(hosts):
     return max(1, hosts // PATCH_HOSTS_PER_ROW)
 
 
-def restrict_candidates(table, spec):
-    """Apply requested_destination, ignore_hosts and force_hosts/nodes.
+def restrict_candidates(table, spec, plan=None, explain=False):
+    """Apply requested_destination, ignore_hosts and force_hosts/nodes,
+    then the placement stage (``plan``, a
+    :class:`placement_stage.Plan`: resource classes, traits, aggregates;
+    forcing a host does not skip it, as in Nova).
 
     Returns ``(mask, steps, skip_filters)``: the hosts left, the
     :class:`filters.Step` of each restriction that applied, and whether
@@ -147,6 +151,8 @@ def restrict_candidates(table, spec):
                  ', '.join(force_nodes))
     check_type = spec.get_scheduler_hint(CHECK_TYPE_HINT)
     skip_filters = bool(force_hosts or force_nodes) and not check_type
+    if plan is not None and plan.needed:
+        mask, steps = plan.cut(table, mask, steps, explain=explain)
     return mask, steps, skip_filters
 
 
@@ -349,7 +355,8 @@ class FilterScheduler(base.Scheduler):
                for position, row in pairs):
             return None
         spec = shape.spec
-        mask, _steps, skip_filters = restrict_candidates(table, spec)
+        mask, _steps, skip_filters = restrict_candidates(
+            table, spec, placement_stage.plan_for(spec, table.aggregates))
         if not all(mask.item(row) for _position, row in pairs):
             return None
         if not skip_filters and not self.filter_handler.all_pass(
@@ -485,6 +492,8 @@ class _Request:
         self.count = len(self.uuids) or spec.num_instances
         self.claiming = bool(self.uuids) and not spec.obj_get('is_rebuild')
         self.resources = spec.resources()
+        # Resource classes, traits, aggregates: the placement stage.
+        self.plan = placement_stage.plan_for(spec, table.aggregates)
         # NUMA cells, pinned CPUs, pages, PCI devices: None for most.
         self.hardware = hardware.Request.from_spec(spec)
         image = spec.obj_get('image')
@@ -548,8 +557,8 @@ class _Request:
     def rank_first(self):
         """Filter and rank for the first instance, claiming nothing:
         ``(result, ranking)``."""
-        mask, steps, skip_filters = restrict_candidates(self.table,
-                                                        self.spec)
+        mask, steps, skip_filters = restrict_candidates(
+            self.table, self.spec, self.plan)
         return self._filter_and_rank(0, mask, steps, skip_filters)
 
     def run(self):
@@ -557,8 +566,9 @@ class _Request:
         self.shape = self.ahead_shape()
         if self.shape is not None:
             self.repeats = self.driver.ahead.note(self.shape)
-        mask, steps, skip_filters = restrict_candidates(self.table,
-                                                        self.spec)
+        mask, steps, skip_filters = restrict_candidates(
+            self.table, self.spec, self.plan,
+            explain=self.observer is not None)
         self.timer.add('filter_weigh', started)
         chosen, order = [], []
         try:
@@ -577,11 +587,18 @@ class _Request:
         alternates = self._alternates(mask, chosen, order, skip_filters)
         self.timer.add('filter_weigh', started)
         return [[base.make_selection(self.table.states[row],
-                                     self.resources, self.claiming)]
+                                     self._amounts(row)[0], self.claiming)]
                 + [base.make_selection(self.table.states[alt],
-                                       self.resources, False)
+                                       self._amounts(alt)[0], False)
                    for alt in alternates[row]]
                 for row in chosen]
+
+    def _amounts(self, row):
+        """``(resources, extra)`` a claim on ``row`` takes: the flavor's
+        sizes, or what the placement stage's request asks there."""
+        if not self.plan.needed:
+            return self.resources, None
+        return self.plan.amounts(self.table, row)
 
     def _filter_and_rank(self, index, mask, steps, skip_filters):
         if index == 0 and self.shape is not None:
@@ -636,6 +653,9 @@ class _Request:
         if self.group is not None and self.uuids:
             # The instance being placed (a move may stay on its host).
             self.spec.instance_uuid = self.uuids[index]
+        if index and self.plan.needed:
+            # The earlier instances took room of the classes asked.
+            mask, _steps = self.plan.cut(self.table, mask)
         # A claiming request ranks and reserves its host in its turn: two
         # requests of this process never rank on the same rows before
         # either reserved (see Scheduler.placement_lock).
@@ -662,8 +682,13 @@ class _Request:
         if self.count > 1:
             # Later instances, and the re-ranking for alternates, see the
             # room this one took. (A single instance skips the copy.)
-            self.table = self.table.consumed(row, self.resources,
-                                             self.hardware)
+            resources, extra = self._amounts(row)
+            if extra:
+                self.table = self.table.consumed(row, resources,
+                                                 self.hardware, extra=extra)
+            else:
+                self.table = self.table.consumed(row, resources,
+                                                 self.hardware)
         if self.group is not None:
             self._join_group(index, row)
         return result.mask, order, row
@@ -709,9 +734,11 @@ class _Request:
                 if conflict is not None and not conflict.allows(state.host):
                     self.failed.add(row)
                     continue
-                won = self.driver.claim(state, uuid, self.resources,
+                resources, extra = self._amounts(row)
+                won = self.driver.claim(state, uuid, resources,
                                         self.instance_info, group_uuid,
-                                        on_reserved, self.hardware)
+                                        on_reserved, self.hardware,
+                                        extra=extra)
                 if won:
                     self.claimed.append((uuid, state.id))
                     return row

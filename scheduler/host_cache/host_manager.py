@@ -209,7 +209,8 @@ class HostManager(refreshing.Refreshing, applying.Applying,
                 list(CONF.filter_scheduler.enabled_filters))
 
     def consume(self, node_id, resources, instance_uuid=None,
-                instance_info=None, in_flight=False, hardware_request=None):
+                instance_info=None, in_flight=False, hardware_request=None,
+                extra=None):
         """Record a claim in the cached row of ``node_id``; with
         ``instance_uuid``, the instance is on the node's host from now on
         (``instance_info``: its InstanceInfo).

@@ -179,6 +179,10 @@ def validate_image(image, field='image'):
     return image
 
 
+# The extra specs that replace the flavor's sizes, in Resources' order.
+_OVERRIDES = ('resources:VCPU', 'resources:MEMORY_MB', 'resources:DISK_GB')
+
+
 @base.GanttObjectRegistry.register
 class RequestSpec(base.GanttObject):
     # Version 1.0: Initial version
@@ -231,12 +235,23 @@ class RequestSpec(base.GanttObject):
             primitive.pop('is_bfv', None)
 
     def resources(self):
-        """The claim one instance of this spec needs."""
+        """The claim one instance of this spec needs of VCPU, MEMORY_MB
+        and DISK_GB: the flavor's sizes, or what its extra specs
+        ``resources:VCPU``, ``resources:MEMORY_MB`` and
+        ``resources:DISK_GB`` ask instead (0 for a baremetal flavor, as
+        Nova's request asks). A malformed amount is left to the
+        placement stage, which refuses the request."""
         flavor = self.flavor
         disk_gb = (flavor.root_gb + flavor.ephemeral_gb
                    + int(math.ceil(flavor.swap / 1024.0)))
-        return placement_types.Resources(flavor.vcpus, flavor.memory_mb,
-                                         disk_gb)
+        sizes = [flavor.vcpus, flavor.memory_mb, disk_gb]
+        extra_specs = flavor.obj_get('extra_specs', {}) or {}
+        if extra_specs:
+            for position, key in enumerate(_OVERRIDES):
+                value = extra_specs.get(key)
+                if value is not None and value.strip().isdigit():
+                    sizes[position] = int(value)
+        return placement_types.Resources(*sizes)
 
     def get_scheduler_hint(self, name, default=None):
         """A hint's value: a lone value for one-element lists, as Nova."""
