@@ -3,6 +3,7 @@ files and baremetal pools: what they describe, each refusal, what the
 database receives, and where a simulation puts the flavors that ask
 for them."""
 
+import pathlib
 import random
 import textwrap
 
@@ -324,3 +325,33 @@ def test_flavors_land_only_on_hosts_that_have_what_they_ask(
     assert dict(used)['CUSTOM_BAREMETAL_GOLD'] == 3
     assert dict(used)['CUSTOM_GPU'] == 4
     assert result.utilisation[-1][0] == pytest.approx(24 / 80)
+
+
+def test_the_example_cloud_and_its_provider_config(tmp_path):
+    root = pathlib.Path(__file__).resolve().parents[4]
+    cloud = sim_cloud.load_cloud(str(root / 'etc' / 'gantt-sim'
+                                     / 'traits-cloud.toml'))
+    nodes, _services = sim_cloud.node_rows(cloud, random.Random(1), None)
+    reports = providers.node_reports(cloud.groups, nodes)
+    gpus = {row['host']: reports[row['uuid']]['inventories']['CUSTOM_GPU']
+            ['total'] for row in nodes if row['host'].startswith('gpu-')}
+    assert gpus['gpu-000001'] == 4
+    assert set(gpus.values()) == {2, 4} and len(gpus) == 20
+    gold = [group for group in cloud.groups if group.resource_class]
+    assert [(g.name, g.resource_class) for g in gold] == [
+        ('gold', 'CUSTOM_BAREMETAL_GOLD')]
+
+
+@pytest.mark.parametrize('extra_specs, taken', [
+    ({}, (8, 16384, 100)),
+    ({'resources:CUSTOM_BAREMETAL_GOLD': '1', 'resources:VCPU': '0',
+      'resources:MEMORY_MB': '0', 'resources:DISK_GB': '0'}, (0, 0, 0)),
+    # Dedicated CPUs are CPUs of the host too; one more for the
+    # emulator threads.
+    ({'hw:cpu_policy': 'dedicated'}, (8, 16384, 100)),
+    ({'hw:cpu_policy': 'dedicated',
+      'hw:emulator_threads_policy': 'isolate'}, (9, 16384, 100)),
+    ({'resources:DISK_GB': '10'}, (8, 16384, 10)),
+])
+def test_what_an_instance_takes_of_its_host(extra_specs, taken):
+    assert providers.classic_amounts(8, 16384, 100, extra_specs) == taken
