@@ -289,6 +289,7 @@ def test_flavors_land_only_on_hosts_that_have_what_they_ask(
         database, config, tmp_path):
     # CUSTOM_LICENCE of gpu-000002 is not asked: GPU requests go to all
     # three gpu hosts, two per host at most.
+    config.config(ram_allocation_ratio=1.0)
     cloud = _load(tmp_path)
     (tmp_path / 'trace.csv').write_text(TRACE)
     requests = workload.read_csv(str(tmp_path / 'trace.csv'), cloud)
@@ -315,8 +316,10 @@ def test_flavors_land_only_on_hosts_that_have_what_they_ask(
     assert len(hosts('p')) == 4
     assert sum(result.no_valid_host.values()) == 1
     # What the claims took: every gold unit, nothing of the baremetal
-    # nodes' (absent) vCPUs; the utilisation counts the AVX2, GPU and
-    # plain instances' 12 x 2 vCPUs over the 5 x 16 of the hosts.
+    # nodes' (absent) RAM; the utilisation counts the RAM of the AVX2,
+    # GPU and plain instances only (4 GB each) over the 5 x 32 GB of
+    # the hosts; the last sample is taken before the request at the
+    # horizon, so 11 of them at most.
     with db_api.reader() as session:
         used = session.execute(sa.select(
             models.ComputeNodeInventory.resource_class,
@@ -324,7 +327,13 @@ def test_flavors_land_only_on_hosts_that_have_what_they_ask(
                 models.ComputeNodeInventory.resource_class)).all()
     assert dict(used)['CUSTOM_BAREMETAL_GOLD'] == 3
     assert dict(used)['CUSTOM_GPU'] == 4
-    assert result.utilisation[-1][0] == pytest.approx(24 / 80)
+    assert result.utilisation[:, 1].max() == pytest.approx(
+        11 * 4096 / (5 * 32768))
+    # The gold nodes in use count as hosts in use; the RAM fill is of the
+    # hosts that have RAM.
+    assert result.hosts_in_use == 3 + len(set(
+        hosts('a') + hosts('g') + hosts('p')))
+    assert result.final_fill[0] == pytest.approx(12 * 4096 / (5 * 32768))
 
 
 def test_the_example_cloud_and_its_provider_config(tmp_path):
@@ -335,8 +344,8 @@ def test_the_example_cloud_and_its_provider_config(tmp_path):
     reports = providers.node_reports(cloud.groups, nodes)
     gpus = {row['host']: reports[row['uuid']]['inventories']['CUSTOM_GPU']
             ['total'] for row in nodes if row['host'].startswith('gpu-')}
-    assert gpus['gpu-000001'] == 4
-    assert set(gpus.values()) == {2, 4} and len(gpus) == 20
+    assert gpus['gpu-000001'] == 8
+    assert set(gpus.values()) == {4, 8} and len(gpus) == 20
     gold = [group for group in cloud.groups if group.resource_class]
     assert [(g.name, g.resource_class) for g in gold] == [
         ('gold', 'CUSTOM_BAREMETAL_GOLD')]
