@@ -238,10 +238,17 @@ def _parse(path):
 def load(directory):
     """``{uuid or name: (inventories, traits, file name)}`` of every
     ``*.yaml`` file of ``directory`` (see the module's docstring)."""
-    configs = {}
     paths = sorted(glob.glob(os.path.join(directory, '*.yaml')))
     if not paths:
         LOG.info('No provider config files in %s', directory)
+    return load_files(paths)
+
+
+def load_files(paths):
+    """``{uuid or name: (inventories, traits, file name)}`` of the given
+    files, checked as :func:`load` checks a directory's (gantt-sim's
+    cloud files name theirs one by one)."""
+    configs = {}
     for path in paths:
         for ident, inventories, traits in _parse(path):
             if ident in configs:

@@ -11,6 +11,7 @@ draws PNGs into ``--output``::
     gantt-sim --compare etc/gantt-sim/spread.conf etc/gantt-sim/pack.conf
     gantt-sim --cloud etc/gantt-sim/numa-cloud.toml \
         --config-file etc/gantt-sim/numa.conf
+    gantt-sim --cloud etc/gantt-sim/traits-cloud.toml --hours 12
     gantt-sim --trace vms.csv --cloud cloud.toml --callers 16 --workers 4
 
 Scheduler options come from nova.conf-style files, read with oslo.config

@@ -31,6 +31,20 @@ from. A cloud is described in a small TOML file (``tomllib``)::
     product_id = "0443"
     count = 2
     tags = {dev_type = "type-PCI"}
+    # Traits, other resource classes, Nova provider config files and
+    # baremetal pools (see scheduler/sim/providers.py).
+    [[hosts]]
+    name = "avx2"
+    count = 50
+    vcpus = 32
+    memory_mb = 131072
+    disk_gb = 2000
+    traits = ["HW_CPU_X86_AVX2"]
+    inventories = {CUSTOM_FPGA = {total = 2, max_unit = 1}}
+    [[hosts]]
+    name = "gold"
+    count = 8
+    resource_class = "baremetal-gold"
 
     # Aggregates and their metadata (strings, as Nova stores them).
     [aggregates.ssd]
@@ -45,6 +59,17 @@ from. A cloud is described in a small TOML file (``tomllib``)::
     disk_gb = 20
     weight = 4
     extra_specs = {"hw:cpu_policy" = "dedicated"}   # optional
+    [[flavors]]
+    name = "bm.gold"             # Nova's baremetal flavor
+    vcpus = 1
+    memory_mb = 1
+    disk_gb = 0
+    [flavors.extra_specs]
+    "resources:CUSTOM_BAREMETAL_GOLD" = "1"
+    "resources:VCPU" = "0"
+    "resources:MEMORY_MB" = "0"
+    "resources:DISK_GB" = "0"
+    "trait:HW_CPU_X86_AVX2" = "forbidden"
 
     # PCI aliases the flavors' pci_passthrough:alias name (optional;
     # else the configuration's [pci] alias): JSON text as in nova.conf,
@@ -55,7 +80,8 @@ from. A cloud is described in a small TOML file (``tomllib``)::
 :func:`load_cloud` reads and checks it (a :class:`CloudError` names the
 key that is wrong), :func:`default_cloud` is the built-in one, and
 :func:`populate` writes a cloud into the database (nodes mapped, compute
-services up, aggregates with their hosts) in batches::
+services up, their inventories of other classes and traits, aggregates
+with their hosts) in batches::
 
     cloud = sim_cloud.load_cloud('cloud.toml').scaled(10000)
     sim_cloud.populate(cloud)
@@ -63,6 +89,7 @@ services up, aggregates with their hosts) in batches::
 
 import dataclasses
 import json
+import os
 import tomllib
 import uuid
 
@@ -77,6 +104,8 @@ from scheduler import hardware
 from scheduler import host_cache
 from scheduler.objects import request_spec
 from scheduler.pci import alias as pci_alias
+from scheduler.sim import errors
+from scheduler.sim import providers
 
 # (name, vcpus, memory_mb, root_gb): the flavors the demo boots and the
 # default workload draws from.
@@ -94,8 +123,8 @@ DEFAULT_ZONES = ('az1', 'az2', 'az3', 'az4')
 BATCH = 2000
 
 
-class CloudError(ValueError):
-    """The cloud file is wrong; the message names the key."""
+# The cloud file is wrong; the message names the key.
+CloudError = errors.CloudError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +138,14 @@ class HostGroup:
     aggregates: tuple = ()
     numa_topology: dict | None = None
     pci_device_pools: list | None = None
+    # Placement-era reports (scheduler.sim.providers): traits, the
+    # inventories of classes beyond the classic three (a baremetal
+    # node's unit included), the baremetal class, and the provider
+    # configs {uuid or name: (inventories, traits, file)}.
+    traits: tuple = ()
+    inventories: dict = dataclasses.field(default_factory=dict)
+    resource_class: str | None = None
+    provider_configs: dict = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,10 +279,13 @@ def _sizes(table, where, topology):
     return sums['vcpus'], sums['memory_mb']
 
 
-def _host_group(table, where, aggregates):
-    _check_keys(table, ('name', 'count', 'vcpus', 'memory_mb', 'disk_gb',
-                        'zone', 'aggregates', 'numa_topology',
-                        'pci_device_pools'), where)
+_BAREMETAL_LEAVES_OUT = ('vcpus', 'memory_mb', 'disk_gb', 'numa_topology',
+                         'pci_device_pools')
+
+
+def _host_group(table, where, aggregates, base_dir):
+    _check_keys(table, ('name', 'count', 'zone', 'aggregates')
+                + _BAREMETAL_LEAVES_OUT + providers.SHAPE_KEYS, where)
     names = table.get('aggregates', [])
     if not isinstance(names, list) or not all(
             isinstance(name, str) for name in names):
@@ -254,16 +294,28 @@ def _host_group(table, where, aggregates):
         if name not in aggregates:
             raise CloudError('%s.aggregates: %r is not in [aggregates]'
                              % (where, name))
+    placement = providers.parse_shape(table, where, base_dir)
+    common = dict(name=_string(table, 'name', where),
+                  count=_positive_int(table, 'count', where),
+                  zone=_string(table, 'zone', where, required=False),
+                  aggregates=tuple(names), **placement)
+    if placement['resource_class']:
+        # Nova's Ironic driver reports a node's class instead.
+        for key in _BAREMETAL_LEAVES_OUT:
+            if key in table:
+                raise CloudError('%s.%s: a baremetal shape (resource_class)'
+                                 ' reports no vCPUs, RAM, disk, NUMA cells '
+                                 'or PCI devices; leave it out'
+                                 % (where, key))
+        return HostGroup(vcpus=0, memory_mb=0, disk_gb=0, **common)
     topology = _document(table, 'numa_topology', where)
     vcpus, memory_mb = _sizes(table, where, topology)
     return HostGroup(
-        name=_string(table, 'name', where),
-        count=_positive_int(table, 'count', where),
         vcpus=vcpus, memory_mb=memory_mb,
         disk_gb=_positive_int(table, 'disk_gb', where, minimum=0),
-        zone=_string(table, 'zone', where, required=False),
-        aggregates=tuple(names), numa_topology=topology,
-        pci_device_pools=_document(table, 'pci_device_pools', where))
+        numa_topology=topology,
+        pci_device_pools=_document(table, 'pci_device_pools', where),
+        **common)
 
 
 def _extra_specs(table, where):
@@ -311,6 +363,14 @@ def check_extra_specs(cloud):
             hardware.Request.from_spec(spec)
         except (exception.InvalidRequest, exception.ConfigError) as error:
             raise CloudError('flavors[%d].extra_specs: %s' % (index, error))
+        # The resource request with the CPU policies (resources:VCPU
+        # with hw:cpu_policy=dedicated...).
+        problem = providers.resource_problem(
+            flavor.vcpus, flavor.memory_mb, flavor.disk_gb,
+            flavor.extra_specs)
+        if problem:
+            raise CloudError('flavors[%d].extra_specs: %s'
+                             % (index, problem))
 
 
 def _flavor(table, where):
@@ -321,16 +381,19 @@ def _flavor(table, where):
             or weight <= 0:
         raise CloudError('%s.weight: must be a number > 0, not %r'
                          % (where, weight))
-    return Flavor(_string(table, 'name', where),
-                  _positive_int(table, 'vcpus', where),
-                  _positive_int(table, 'memory_mb', where),
-                  _positive_int(table, 'disk_gb', where, minimum=0),
-                  float(weight), _extra_specs(table, where))
+    flavor = Flavor(_string(table, 'name', where),
+                    _positive_int(table, 'vcpus', where),
+                    _positive_int(table, 'memory_mb', where),
+                    _positive_int(table, 'disk_gb', where, minimum=0),
+                    float(weight), _extra_specs(table, where))
+    providers.check_flavor(flavor, where)
+    return flavor
 
 
-def parse_cloud(data, source='cloud'):
+def parse_cloud(data, source='cloud', base_dir='.'):
     """A Cloud from the parsed TOML ``data``; CloudError names the key
-    (``source`` prefixes it: the file's name)."""
+    (``source`` prefixes it: the file's name). Provider config files are
+    found from ``base_dir``."""
     _check_keys(data, ('hosts', 'aggregates', 'flavors', 'pci'), source)
     aggregates = data.get('aggregates', {})
     _check_keys(aggregates, aggregates.keys(), source + ': aggregates')
@@ -346,7 +409,7 @@ def parse_cloud(data, source='cloud'):
         raise CloudError('%s: hosts: give at least one [[hosts]] table'
                          % source)
     groups = tuple(_host_group(table, '%s: hosts[%d]' % (source, index),
-                               aggregates)
+                               aggregates, base_dir)
                    for index, table in enumerate(hosts))
     if len({group.name for group in groups}) != len(groups):
         raise CloudError('%s: hosts: two [[hosts]] tables have the same '
@@ -373,7 +436,7 @@ def load_cloud(path):
         raise CloudError('%s: %s' % (path, error.strerror))
     except tomllib.TOMLDecodeError as error:
         raise CloudError('%s: %s' % (path, error))
-    return parse_cloud(data, path)
+    return parse_cloud(data, path, os.path.dirname(path) or '.')
 
 
 def node_rows(cloud, rng, now):
@@ -389,7 +452,8 @@ def node_rows(cloud, rng, now):
                 'local_gb': group.disk_gb, 'mapped': True, 'generation': 1,
                 'numa_topology': group.numa_topology,
                 'pci_device_pools': group.pci_device_pools,
-                'created_at': now, 'updated_at': now})
+                'created_at': now, 'updated_at': now,
+                **providers.whole_machine(group)})
             services.append({
                 'host': name, 'binary': host_cache.COMPUTE_BINARY,
                 'topic': 'compute', 'disabled': False, 'forced_down': False,
@@ -399,16 +463,20 @@ def node_rows(cloud, rng, now):
 
 
 def populate(cloud, rng):
-    """Write ``cloud`` into ``[database] connection``: mapped nodes, live
-    compute services, zones and aggregates."""
+    """Write ``cloud`` into ``[database] connection``: mapped nodes with
+    their inventories of other classes and traits, live compute
+    services, zones and aggregates."""
     now = models.utcnow()
     nodes, services = node_rows(cloud, rng, now)
+    reports = providers.node_reports(cloud.groups, nodes)
     for start in range(0, len(nodes), BATCH):
+        batch = nodes[start:start + BATCH]
         with db_api.writer() as session:
-            session.execute(sa.insert(models.ComputeNode.__table__),
-                            nodes[start:start + BATCH])
+            session.execute(sa.insert(models.ComputeNode.__table__), batch)
             session.execute(sa.insert(models.Service.__table__),
                             services[start:start + BATCH])
+            providers.write_reports(session, {
+                row['uuid']: reports[row['uuid']] for row in batch})
     members = {name: [] for name in cloud.aggregates}
     zones = {}
     for group in cloud.groups:

@@ -18,6 +18,8 @@ import dataclasses
 
 import numpy as np
 
+from scheduler.sim import providers
+
 RESOURCES = ('vcpus', 'memory_mb', 'disk_gb')
 LABELS = ('CPU', 'RAM', 'disk')
 # Host bins of the heat map (hosts are averaged in consecutive groups
@@ -75,6 +77,8 @@ class Recorder:
         self.capacity = capacity
         self.capacity_total = np.maximum(capacity.sum(axis=1), 1e-9)
         self.used = np.zeros_like(capacity)
+        # Instances per host (a baremetal node's take no RAM).
+        self.instances = np.zeros(capacity.shape[1], dtype=int)
         self.flavor = np.array([flavor.vcpus, flavor.memory_mb,
                                 flavor.disk_gb], dtype=float)
         self.horizon = horizon
@@ -110,9 +114,13 @@ class Recorder:
     def take(self, row, request, sign):
         """``sign`` = 1: an instance of ``request`` claimed on ``row``;
         -1: released."""
-        amounts = np.array([request.vcpus, request.memory_mb,
-                            request.disk_gb], dtype=float)
+        # What the claim takes: a baremetal flavor's resources:VCPU=0...
+        # takes no vCPUs, RAM or disk of the host.
+        amounts = np.array(providers.classic_amounts(
+            request.vcpus, request.memory_mb, request.disk_gb,
+            request.extra_specs), dtype=float)
         self.used[:, row] += sign * amounts
+        self.instances[row] += sign
         if sign > 0:
             self.placed += 1
             if self.first_no_valid_host is None:
@@ -136,7 +144,10 @@ class Recorder:
 
     def result(self, wall_seconds, claim_retries, callers, workers):
         self.advance(self.horizon)
-        fill = self.used[1] / np.maximum(self.capacity[1], 1e-9)
+        # RAM fill of the hosts that have RAM (not the baremetal nodes).
+        with_ram = self.capacity[1] > 0
+        fill = (self.used[1][with_ram] / self.capacity[1][with_ram]
+                if with_ram.any() else np.zeros(1))
         utilisation, stranded, heat = (np.array(column)
                                        for column in zip(*self.rows))
         return Result(
@@ -151,7 +162,7 @@ class Recorder:
             callers=callers, workers=workers, placements=self.placements,
             final_fill=(float(fill.mean()), float(fill.std()),
                         float(fill.max())),
-            hosts_in_use=int(np.count_nonzero(self.used[1] > 0)))
+            hosts_in_use=int(np.count_nonzero(self.instances > 0)))
 
 
 def _percent(values):

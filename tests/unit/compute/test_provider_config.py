@@ -216,3 +216,20 @@ def test_a_class_the_node_reports_itself_is_refused(tmp_path):
                        match='inventories that node c1-1 reports itself: '
                              'CUSTOM_GOLD'):
         configs.apply(reported)
+
+
+def test_files_named_one_by_one_are_checked_as_a_directory_s(tmp_path):
+    write(tmp_path, 'a.yaml', GOOD)
+    write(tmp_path, 'b.yaml', '''\
+        meta: {schema_version: '1.0'}
+        providers:
+          - identification: {name: c1-2}
+            traits: {additional: [CUSTOM_X]}
+        ''')
+    # One file: only its providers (the other one is not read).
+    configs = provider_config.load_files([str(tmp_path / 'b.yaml')])
+    assert configs == {'c1-2': ({}, {'CUSTOM_X'}, str(tmp_path / 'b.yaml'))}
+    with pytest.raises(exception.ConfigError,
+                       match='provider c1-2 has multiple definitions in '):
+        provider_config.load_files([str(tmp_path / 'a.yaml'),
+                                    str(tmp_path / 'b.yaml')])

@@ -174,5 +174,10 @@ def test_the_module_docstring_example_is_a_cloud_file(tmp_path):
     cloud = _load(tmp_path, '\n'.join(line[4:]
                                       for line in example.splitlines()))
     assert [(g.name, g.vcpus, g.memory_mb) for g in cloud.groups] == [
-        ('general', 32, 131072), ('pinned', 4, 65536)]
+        ('general', 32, 131072), ('pinned', 4, 65536),
+        ('avx2', 32, 131072), ('gold', 0, 0)]
     assert cloud.groups[1].pci_device_pools[0]['count'] == 2
+    assert cloud.groups[2].traits == ('HW_CPU_X86_AVX2',)
+    assert cloud.groups[3].inventories['CUSTOM_BAREMETAL_GOLD']['total'] \
+        == 1
+    assert cloud.flavor('bm.gold').extra_specs['resources:VCPU'] == '0'
