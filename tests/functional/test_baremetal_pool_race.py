@@ -7,7 +7,9 @@ vCPUs, RAM or disk (``[fake_virt] baremetal_nodes`` and
 PostgreSQL database and one RabbitMQ virtual host. :data:`CALLERS`
 threads of this process call ``select_destinations`` as a conductor does
 (:class:`scheduler.rpcapi.SchedulerAPI`), one instance with a UUID of its
-own per call, for the flavor a Nova cloud gives a baremetal node::
+own per call (recorded beforehand in ``building``, as the conductor
+records an instance before it asks), for the flavor a Nova cloud gives a
+baremetal node::
 
     resources:CUSTOM_GOLD=1
     resources:VCPU=0
@@ -40,8 +42,10 @@ import time
 
 from oslo_utils import uuidutils
 import pytest
+from sqlalchemy import orm
 
 from scheduler import context as gantt_context
+from scheduler.db import instances as db_instances
 from scheduler import exception
 from scheduler.objects import request_spec
 from scheduler import rpcapi
@@ -87,6 +91,25 @@ def baremetal_spec():
                                  extra_specs=dict(BAREMETAL_EXTRA_SPECS))
     return request_spec.RequestSpec(num_instances=1, flavor=flavor,
                                     project_id='demo')
+
+
+def record_instances(cluster, count):
+    """``count`` new instances in ``building``, recorded as the conductor
+    records them before it asks for their destinations (a claim for an
+    instance that does not exist is a stray claim to ``db check``);
+    their UUIDs."""
+    spec = baremetal_spec()
+    flavor = dict(name=spec.flavor.name, vcpus=spec.flavor.vcpus,
+                  memory_mb=spec.flavor.memory_mb,
+                  root_gb=spec.flavor.root_gb,
+                  extra_specs=dict(spec.flavor.extra_specs))
+    uuids = [uuidutils.generate_uuid() for _ in range(count)]
+    with orm.Session(cluster.engine) as session, session.begin():
+        for uuid in uuids:
+            db_instances.create(session, uuid, flavor=flavor,
+                                request_spec=spec.obj_to_primitive(),
+                                project_id=spec.project_id)
+    return uuids
 
 
 def gold_inventories(cluster):
@@ -148,21 +171,21 @@ def start_cloud(cluster):
 
 
 class Callers:
-    """:data:`CALLERS` threads sharing :data:`REQUESTS` calls of
-    ``select_destinations``, each for one new instance.
+    """:data:`CALLERS` threads sharing the calls of
+    ``select_destinations``, one for each of ``uuids``.
 
     ``answers``: ``{uuid: (host, node)}`` of the calls that succeeded;
     ``no_valid_host``: the UUIDs of those refused with NoValidHost;
     ``errors``: ``{uuid: exception}`` of any other outcome.
     """
 
-    def __init__(self):
+    def __init__(self, uuids):
         self.api = rpcapi.SchedulerAPI()
         self.answers = {}
         self.no_valid_host = []
         self.errors = {}
         self._lock = threading.Lock()
-        self._left = REQUESTS
+        self._left = list(uuids)
 
     def answered(self):
         with self._lock:
@@ -171,10 +194,7 @@ class Callers:
 
     def _next(self):
         with self._lock:
-            if not self._left:
-                return None
-            self._left -= 1
-            return uuidutils.generate_uuid()
+            return self._left.pop() if self._left else None
 
     def _call(self, ctxt, barrier):
         barrier.wait(timeout=30)
@@ -259,7 +279,7 @@ def test_pool_of_50_nodes_given_once_under_4_schedulers(tmp_path,
         with test_faults.client(
                 lambda c: rpc_transport(c, rpc_response_timeout=30),
                 cluster):
-            callers = Callers()
+            callers = Callers(record_instances(cluster, REQUESTS))
             calls_started = time.monotonic()
             callers.start()
             callers.join()
@@ -273,7 +293,7 @@ def test_pool_of_50_nodes_given_once_under_4_schedulers(tmp_path,
 
 
 def test_pool_given_once_when_a_scheduler_is_killed(tmp_path,
-                                                    rpc_transport):
+                                                    rpc_transport, caplog):
     started = time.monotonic()
     with cluster_mod.Cluster(tmp_path, 'postgresql') as cluster:
         schedulers = start_cloud(cluster)
@@ -282,21 +302,29 @@ def test_pool_given_once_when_a_scheduler_is_killed(tmp_path,
                 lambda c: rpc_transport(c,
                                         rpc_response_timeout=CALL_TIMEOUT),
                 cluster):
-            callers = Callers()
+            callers = Callers(record_instances(cluster, REQUESTS))
             calls_started = time.monotonic()
             callers.start()
-            cluster.wait_until(
-                lambda: callers.answered() >= KILL_AFTER_ANSWERS, 60,
-                '%d calls to be answered' % KILL_AFTER_ANSWERS)
+            # Calls are answered in milliseconds: look often.
+            deadline = time.monotonic() + 60
+            while callers.answered() < KILL_AFTER_ANSWERS:
+                assert time.monotonic() < deadline, callers.answered()
+                time.sleep(0.01)
             victim = schedulers[0]
             os.kill(victim.popen.pid, signal.SIGKILL)
             killed_after = callers.answered()
             callers.join()
             seconds = time.monotonic() - calls_started
-            report('pool race, %s killed after %d answers (start-up %.1fs)'
-                   % (victim.name, killed_after, up), callers, seconds)
+            asked_again = sum('asking again' in record.getMessage()
+                              for record in caplog.records)
+            report('pool race, %s killed after %d answers, %d calls sent '
+                   'again (start-up %.1fs)' % (victim.name, killed_after,
+                                               asked_again, up),
+                   callers, seconds)
         assert victim.popen.wait(10) == -signal.SIGKILL
         assert all(process.alive() for process in schedulers[1:])
+        # The scheduler died with calls in hand, which were sent again.
+        assert asked_again >= 1
         assert len(callers.answers) <= POOL
         nodes = assert_pool_given_once(cluster, callers)
         assert len(nodes) <= POOL
