@@ -94,9 +94,10 @@ class IronicNodeState(host_cache.HostState):
                                     whole_node(self)):
             setattr(self, _USED[resource], max(self.used(resource), amount))
 
-    def consumed(self, resources, hardware_record=None):
-        """A copy taken whole by one more instance, whatever it asked."""
-        state = super().consumed(resources, hardware_record)
+    def consumed(self, resources, hardware_record=None, extra=None):
+        """A copy taken whole by one more instance, whatever it asked
+        (``extra``'s classes as asked)."""
+        state = super().consumed(resources, hardware_record, extra)
         state._take_whole()
         return state
 
@@ -114,8 +115,8 @@ class IronicHostManager(host_cache.HostManager):
             LOG, 'The ironic_host_manager is deprecated, as it was in Nova '
                  'since its 17.0.0 Queens release.')
 
-    def _make_state(self, row, ratios):
-        state = super()._make_state(row, ratios)
+    def _make_state(self, row, ratios, extras=None):
+        state = super()._make_state(row, ratios, extras)
         if is_baremetal(row):
             return IronicNodeState.from_host_state(state)
         return state

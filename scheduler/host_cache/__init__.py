@@ -29,7 +29,10 @@ What lies behind the door:
   ``host_table`` with ``table_columns`` and ``table_lookups`` (all of
   them), ``host_table_per_state`` (values computed per HostState),
   ``host_instances`` (the instances on each host), ``host_inputs`` (the
-  hardware documents computes report, checked and parsed).
+  hardware documents computes report, checked and parsed),
+  ``node_extras`` (each node's inventories beyond the classic classes
+  and its traits, and their reads), ``host_placement`` (a table as
+  Placement's providers: ``HostTable.placement``).
 """
 
 from scheduler.host_cache import cell_gather
@@ -38,10 +41,12 @@ from scheduler.host_cache import collector
 from scheduler.host_cache import host_inputs
 from scheduler.host_cache import host_instances
 from scheduler.host_cache import host_manager
+from scheduler.host_cache import host_placement
 from scheduler.host_cache import host_reads
 from scheduler.host_cache import host_state
 from scheduler.host_cache import host_table
 from scheduler.host_cache import host_table_per_state
+from scheduler.host_cache import node_extras
 from scheduler.host_cache import refresh_changes
 from scheduler.host_cache import refreshing
 from scheduler.host_cache import table_columns
@@ -89,6 +94,15 @@ EPOCH = host_state.EPOCH
 InstanceInfo = host_instances.InstanceInfo
 info_from_flavor_and_image = host_instances.info_from_flavor_and_image
 with_instance = host_instances.with_instance
+
+# -- Placement's view (HostTable.placement: root t is row t) ----------------
+
+# A HostState's ``inventories`` value per class beyond VCPU, MEMORY_MB
+# and DISK_GB: (total, reserved, min_unit, max_unit, step_size,
+# allocation_ratio, used).
+ClassInventory = node_extras.ClassInventory
+# The trait a node's provider has when its compute service is disabled.
+COMPUTE_STATUS_DISABLED = host_placement.DISABLED_TRAIT
 
 # -- what computes report of their hardware ----------------------------------
 

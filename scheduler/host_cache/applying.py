@@ -89,11 +89,12 @@ class Applying:
                              in self._consumed_at.items() if seq > seen_seq}
         ratios = refresh_changes.default_ratios()
         if rebuild:
-            self._rebuild(fresh, changed_hosts, raced, ratios)
+            self._rebuild(fresh, changed_hosts, raced, ratios,
+                          changes.extras)
             return
         table = self._table
-        replaced = {table.row_by_id[node_id]: self._make_state(row, ratios)
-                    for node_id, row in fresh.items()}
+        replaced = {table.row_by_id[node_id]: self._make_state(
+            row, ratios, changes.extras) for node_id, row in fresh.items()}
         for host in changed_hosts:
             for position in table.rows_by_host.get(host, ()):
                 state = table.states[position]
@@ -207,10 +208,11 @@ class Applying:
         self.stats['full_builds'] += 1
 
 
-    def _make_state(self, row, ratios):
+    def _make_state(self, row, ratios, extras=None):
         """A HostState from a node row just read (``ratios``: see
         :func:`refresh_changes.default_ratios`, which also holds the
-        default zone)."""
+        default zone; ``extras``: the node_extras.Extras read with it,
+        None: none)."""
         state = host_state.HostState.from_node(
             row, self._services.get(row.host),
             self._aggregates_by_host.get(row.host, ()), ratios,
@@ -219,6 +221,8 @@ class Applying:
             cell = self._cells.cell_of(row.id)
             state.cell_uuid, state.cell_name = cell.uuid, cell.label()
         state.instances = self._instances_of(row.host)
+        if extras is not None:
+            state.inventories, state.traits = extras.of(row.id)
         return state
 
     def _restated(self, state, ratios):
@@ -239,12 +243,12 @@ class Applying:
         states = []
         for row in changes.nodes:
             self._generations[row.id] = row.generation
-            states.append(self._make_state(row, ratios))
+            states.append(self._make_state(row, ratios, changes.extras))
         changes.nodes = states
         self._table = host_table.HostTable.build(states, self._aggregates)
         self.stats['full_builds'] += 1
 
-    def _rebuild(self, fresh, changed_hosts, keep_ids, ratios):
+    def _rebuild(self, fresh, changed_hosts, keep_ids, ratios, extras):
         """A new table over every known node: from ``fresh`` rows where
         given, else from the old table's state (kept as it is for
         ``keep_ids``, raced by a claim; restated for the others)."""
@@ -253,7 +257,7 @@ class Applying:
         for node_id in sorted(self._generations):
             row = fresh.get(node_id)
             if row is not None:
-                states.append(self._make_state(row, ratios))
+                states.append(self._make_state(row, ratios, extras))
                 continue
             state = old.states[old.row_by_id[node_id]]
             if node_id not in keep_ids:

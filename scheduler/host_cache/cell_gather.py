@@ -72,6 +72,7 @@ from scheduler.cells import registry
 from scheduler.db import api as db_api
 from scheduler.host_cache import cell_reads
 from scheduler.host_cache import host_reads
+from scheduler.host_cache import node_extras
 
 LOG = logging.getLogger(__name__)
 
@@ -129,6 +130,7 @@ class CellRead:
         self.removed = []
         self.services = []
         self.instances = None
+        self.extras = node_extras.none()
 
 
 class _Cell(readers.Reader):
@@ -152,7 +154,8 @@ class _Cell(readers.Reader):
             self.close_connection()
             self.connection = cell_reads.CellConnection(url)
         return self.connection.read(job.since, job.reread, job.alive_since,
-                                    job.dead, self.offset)
+                                    job.dead, self.offset, with_extras=True,
+                                    held=job.held)
 
     def close_connection(self):
         connection, self.connection = self.connection, None
@@ -169,10 +172,13 @@ def _stop_readers(states, *api):
 
 
 class Incremental(collections.namedtuple(
-        'Incremental', 'since reread alive_since dead')):
+        'Incremental', 'since reread alive_since dead held',
+        defaults=(None,))):
     """An incremental read of a cell on PostgreSQL (psycopg2): not handed
     to the cell's thread but run with the others from the refreshing
-    thread (:mod:`scheduler.host_cache.cell_reads`)."""
+    thread (:mod:`scheduler.host_cache.cell_reads`). ``held``: the
+    cache's ``{cache id: generation}`` (see
+    :func:`scheduler.host_cache.node_extras.ids_to_read`)."""
 
 
 class _Round:
@@ -241,13 +247,13 @@ class CellGather:
         return {state.cell.label(): not state.down for state in listed}
 
     def read_nodes(self, cache_ids):
-        """The rows of the nodes ``cache_ids`` (with cache ids) and the
-        services of their hosts, read in each node's cell in turn
-        (without cells, in ``[database]``)."""
+        """The rows of the nodes ``cache_ids`` (with cache ids), the
+        services of their hosts and the nodes' node_extras.Extras, read
+        in each node's cell in turn (without cells, in ``[database]``)."""
         by_cell = collections.defaultdict(list)
         for cache_id in cache_ids:
             by_cell[cell_index(cache_id)].append(node_id(cache_id))
-        nodes, services = [], []
+        nodes, services, extras = [], [], node_extras.none()
         for index, ids in by_cell.items():
             state = self._by_index.get(index)
             if state is None and index:
@@ -256,9 +262,11 @@ class CellGather:
             with cells.target(None if state is None else state.cell):
                 with db_api.reader() as session:
                     rows, more = host_reads.read_nodes_of(session, ids)
+                    extras.update(node_extras.read(
+                        session, [row.id for row in rows], offset))
             nodes.extend(shifted(rows, offset))
             services.extend(more)
-        return nodes, services
+        return nodes, services, extras
 
     def start(self, job_for):
         """Hand every enabled cell but cell0 its read, ``job_for(state)``
@@ -378,5 +386,5 @@ def _cell_read(state, outcome):
         state.close_connection()
         return outcome
     read = CellRead()
-    read.nodes, read.services = outcome
+    read.nodes, read.services, read.extras = outcome
     return read

@@ -38,6 +38,7 @@ import sqlalchemy as sa
 
 from scheduler.db import api as db_api
 from scheduler.host_cache import host_reads
+from scheduler.host_cache import node_extras
 
 # Connections a forked child found in its parent's memory: forgotten
 # there, never closed (closing one would end the parent's session).
@@ -72,11 +73,15 @@ class CellConnection:
         self._pid = None
         self._prepared = set()
 
-    def read(self, since, reread, alive_since, dead, offset):
+    def read(self, since, reread, alive_since, dead, offset,
+             with_extras=False, held=None):
         """A generator for :func:`gather`: the incremental read of
         :func:`host_reads.read_cell_changes`, node ids plus ``offset``.
         It yields ``(socket, selector events)`` to wait for and returns
-        ``(node rows, service rows)``."""
+        ``(node rows, service rows)``; ``with_extras``, ``(node rows,
+        service rows, their node_extras.Extras)``, read with a second
+        statement when it read nodes whose rows are not ``held`` (see
+        :func:`node_extras.ids_to_read`)."""
         with db_api.target_cell(self.url):
             engine = db_api.get_engine()
         prepared, params, processors = host_reads.prepared_cell_read(
@@ -92,7 +97,19 @@ class CellConnection:
                 self._prepared.add(prepared.name)
             cursor.execute(prepared.execute, params)
             yield from _wait(connection)
-            rows = cursor.fetchall()
+            nodes, services = host_reads.cell_read_rows(cursor.fetchall(),
+                                                        processors)
+            if not with_extras:
+                return nodes, services
+            extras = node_extras.none()
+            ids = node_extras.ids_to_read(nodes, held, offset)
+            if ids:
+                query, extra_params = node_extras.driver_read(
+                    engine.dialect, ids)
+                cursor.execute(query, extra_params)
+                yield from _wait(connection)
+                extras = node_extras.extras_of(cursor.fetchall(), offset)
+            return nodes, services, extras
         except connection.OperationalError:
             # The database went away (or restarted): the pool's
             # connections to it are as dead as this one. Dropped, as
@@ -106,7 +123,6 @@ class CellConnection:
             # the connection, and the cursor with it.
             if cursor is not None:
                 _quietly(cursor.close)
-        return host_reads.cell_read_rows(rows, processors)
 
     def _connected(self, engine):
         """The connection (being opened if it is new)."""

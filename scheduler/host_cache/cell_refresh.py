@@ -26,6 +26,7 @@ from scheduler.host_cache import cell_gather
 from scheduler.host_cache import cell_reads
 from scheduler.host_cache import host_reads
 from scheduler.host_cache import instance_tracking
+from scheduler.host_cache import node_extras
 from scheduler.host_cache import refresh_changes
 
 
@@ -51,11 +52,13 @@ def _dead_by_cell(table, dead):
     return split
 
 
-def cell_job(full, known, reread, dead, alive_since, instances):
+def cell_job(full, known, reread, dead, alive_since, instances, held=None):
     """The ``job_for`` of :meth:`cell_gather.CellGather.start` for one
     refresh (see HostManager.refresh for what each read means): the split of
     ``known``, ``reread`` and ``dead`` by cell is done once here, not
-    once per cell."""
+    once per cell. ``held``: the cache's ``{cache id: generation}``, whose
+    rows an incremental read takes no extras of (see
+    :func:`node_extras.ids_to_read`)."""
     slack = datetime.timedelta(seconds=refresh_changes.WRITE_SLACK)
     known = _by_cell(known or {})
     reread = _by_cell(dict.fromkeys(reread))
@@ -71,9 +74,9 @@ def cell_job(full, known, reread, dead, alive_since, instances):
         hosts = dead.get(cell.uuid, set()) | anywhere
         if cell_reads.eligible(cell.database_connection):
             return cell_gather.Incremental(since - slack, ids, alive_since,
-                                           hosts)
+                                           hosts, held)
         return lambda: _read_changes(cell, offset, since - slack, ids,
-                                     alive_since, hosts)
+                                     alive_since, hosts, held)
     return job_for
 
 
@@ -85,6 +88,9 @@ def _read_whole(cell, offset, generations, instances):
         with db_api.reader() as session:
             nodes, removed, read.services = host_reads.read_full(
                 session, generations)
+            read.extras = node_extras.read(
+                session, None if not generations else
+                [row.id for row in nodes], offset)
             if instances:
                 read.instances = instance_tracking.read_instances(session)
     read.nodes = cell_gather.shifted(nodes, offset)
@@ -92,13 +98,18 @@ def _read_whole(cell, offset, generations, instances):
     return read
 
 
-def _read_changes(cell, offset, since, reread, alive_since, dead):
-    """An incremental read of one cell: one statement."""
+def _read_changes(cell, offset, since, reread, alive_since, dead,
+                  held=None):
+    """An incremental read of one cell: one statement, and one for the
+    extras of the nodes it takes (see :func:`node_extras.ids_to_read`)."""
     read = cell_gather.CellRead()
     with cells.target(cell):
         with host_reads.statement_connection() as connection:
             read.nodes, read.services = host_reads.read_cell_changes(
                 connection, since, reread, alive_since, dead, offset)
+            ids = node_extras.ids_to_read(read.nodes, held, offset)
+            if ids:
+                read.extras = node_extras.read(connection, ids, offset)
     return read
 
 
@@ -140,7 +151,8 @@ def refresh(manager, changes, full, known, reread, dead, began, seen_seq):
     (:func:`_api_aggregates`); apply; return the table."""
     job_for = cell_job(full, known, reread,
                        _dead_by_cell(manager._table, dead),
-                       changes.alive_since, not manager._instances_loaded)
+                       changes.alive_since, not manager._instances_loaded,
+                       manager._generations)
     gather = manager._cells
     round_ = gather.start(job_for)
     _api_aggregates(manager, changes)
@@ -180,6 +192,7 @@ def merge(changes, reads):
         changes.nodes.extend(read.nodes)
         changes.removed.extend(read.removed)
         changes.services.extend(read.services)
+        changes.extras.update(read.extras)
         if read.instances is not None:
             instances = instances or {}
             instances.update(read.instances)

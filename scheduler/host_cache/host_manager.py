@@ -221,6 +221,10 @@ class HostManager(refreshing.Refreshing, applying.Applying,
         taken there too. Returns what was taken (a hardware record, for
         :meth:`settle` to give back), or None.
 
+        ``extra`` (``{resource class: amount}``): what the claim takes of
+        the node's other classes, added to the used amounts of its
+        ``inventories`` (and so of the table's ``placement``).
+
         ``in_flight``: a reservation made before the claim's SQL, which
         the caller must follow with :meth:`settle` once the claim
         returned, whatever its outcome; until then no refresh replaces
@@ -242,8 +246,18 @@ class HostManager(refreshing.Refreshing, applying.Applying,
                 return None
             row = table.row_by_id[node_id]
             replaced = {}
-            state, record = table.states[row].reserved(resources,
-                                                       hardware_request)
+            try:
+                state, record = table.states[row].reserved(
+                    resources, hardware_request, extra)
+            except ValueError as error:
+                # The cached row predates the class (the claim in SQL
+                # decides; the node is read again, as after every claim).
+                LOG.warning('Node %(node)s: %(error)s The host cache '
+                            'records the claim without it until the node '
+                            'is read again.',
+                            {'node': node_id, 'error': error})
+                state, record = table.states[row].reserved(
+                    resources, hardware_request)
             if instance_uuid is not None:
                 host = state.host
                 instances = self._record_instance(
@@ -342,7 +356,7 @@ class HostManager(refreshing.Refreshing, applying.Applying,
             seen_seq = self._consume_seq
         alive_since, alive_until = refresh_changes.alive_window(
             models.utcnow())
-        rows, services = self._cells.read_nodes(node_ids)
+        rows, services, extras = self._cells.read_nodes(node_ids)
         with self._lock:
             for service in services:
                 self._cache_service(service.host, host_state.service_from_row(
@@ -359,7 +373,8 @@ class HostManager(refreshing.Refreshing, applying.Applying,
                 self._learned(row.id)
                 self._reread.discard(row.id)
             ratios = refresh_changes.default_ratios()
-            fresh = {row.id: self._make_state(row, ratios) for row in rows}
+            fresh = {row.id: self._make_state(row, ratios, extras)
+                     for row in rows}
             table = self._table
             if table is not None:
                 self._put_states({table.row_by_id[node_id]: state

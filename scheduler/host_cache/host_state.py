@@ -27,6 +27,7 @@ from scheduler import conf
 from scheduler import hardware
 from scheduler.host_cache import host_inputs
 from scheduler.host_cache import host_instances
+from scheduler.host_cache import node_extras
 from scheduler import placement_types
 
 CONF = conf.CONF
@@ -50,6 +51,7 @@ RESOURCE_ATTRS = {
                 'disk_allocation_ratio'),
 }
 RESOURCES = placement_types.Resources._fields
+
 
 
 def to_microseconds(when):
@@ -194,12 +196,20 @@ class HostState:
         'pci_device_pools': host_inputs.NO_POOLS,
         'pci_usage': host_inputs.NO_PCI_USAGE}
 
+    # Placement's view of the node beyond its classic classes, read from
+    # ``compute_node_inventories`` and ``compute_node_traits``:
+    # ``inventories`` {resource class: node_extras.ClassInventory},
+    # ``traits`` a frozenset of trait names; optional when built by hand.
+    PLACEMENT_FIELDS = {'inventories': node_extras.NO_INVENTORIES,
+                        'traits': node_extras.NO_TRAITS}
+
     # ``instances``: {uuid: host_instances.InstanceInfo} on the node's host;
     # ``node_ratios``: the allocation ratios the node row holds (None where
     # the configured default applies), for :meth:`restated`;
     # ``cell_uuid``/``cell_name``: the node's cell (None/'default' in a
     # deployment of one cell).
-    __slots__ = NODE_FIELDS + tuple(HARDWARE_FIELDS) + (
+    __slots__ = NODE_FIELDS + tuple(HARDWARE_FIELDS) + tuple(
+        PLACEMENT_FIELDS) + (
         'service', 'aggregates', 'availability_zones', 'instances',
         'node_ratios', 'cell_uuid', 'cell_name')
 
@@ -208,11 +218,14 @@ class HostState:
                  cell_name=DEFAULT_CELL_NAME, **fields):
         missing = set(self.NODE_FIELDS) - set(fields)
         unknown = (set(fields) - set(self.NODE_FIELDS)
-                   - set(self.HARDWARE_FIELDS))
+                   - set(self.HARDWARE_FIELDS) - set(self.PLACEMENT_FIELDS))
         if missing or unknown:
             raise TypeError('HostState fields missing %s, unknown %s'
                             % (sorted(missing), sorted(unknown)))
-        fields = dict(self.HARDWARE_FIELDS, **fields)
+        fields = {**self.HARDWARE_FIELDS, **self.PLACEMENT_FIELDS, **fields}
+        fields['inventories'] = node_extras.checked_inventories(
+            fields['inventories'])
+        fields['traits'] = frozenset(fields['traits'])
         for name, value in fields.items():
             setattr(self, name, value)
         self.service = service
@@ -286,6 +299,9 @@ class HostState:
         (state.cpu_info, state.disk_available_least, state.numa_topology,
          state.numa_usage, state.pci_device_pools,
          state.pci_usage) = host_inputs.from_row(row)
+        # Set by the reader that has them (see node_extras).
+        state.inventories = node_extras.NO_INVENTORIES
+        state.traits = node_extras.NO_TRAITS
         return state
 
     def _resolve_ratios(self, default_ratios):
@@ -417,15 +433,21 @@ class HostState:
         :mod:`scheduler.ironic_host_manager`)."""
         return resources
 
-    def consumed(self, resources, hardware_record=None):
+    def consumed(self, resources, hardware_record=None, extra=None):
         """A copy with ``resources`` (placement_types.Resources) taken by one
         more instance, as Nova's consume_from_request counts it; with
         ``hardware_record`` (see :func:`scheduler.hardware.reserve`), its
-        NUMA cells, pinned CPUs, pages and PCI devices too.
+        NUMA cells, pinned CPUs, pages and PCI devices too; with ``extra``
+        (``{resource class: amount}``), the used amounts of those classes
+        of its ``inventories`` (the other classes shared with this one).
 
         :raises: scheduler.hardware.HOST_ERRORS: the record no longer fits.
+        :raises ValueError: ``extra`` names a class the node has no
+            inventory of.
         """
         state = copy.copy(self)
+        if extra:
+            state.inventories = node_extras.with_extra_used(self, extra)
         if hardware_record:
             state._set_hardware_usage(hardware.apply(
                 hardware.Host.of_state(self), hardware_record))
@@ -440,9 +462,9 @@ class HostState:
         state.io_workload = self.io_workload + 1
         return state
 
-    def reserved(self, resources, hardware_request=None):
-        """``(state, hardware record)``: :meth:`consumed`, with the NUMA
-        cells, pinned CPUs, pages and PCI devices that
+    def reserved(self, resources, hardware_request=None, extra=None):
+        """``(state, hardware record)``: :meth:`consumed` (``extra``
+        too), with the NUMA cells, pinned CPUs, pages and PCI devices that
         ``hardware_request`` (a :class:`scheduler.hardware.Request`)
         fits on here, as a claim would take them (record None, nothing
         of them taken, when it does not fit: the claim decides)."""
@@ -450,7 +472,7 @@ class HostState:
         if hardware_request is not None:
             record = hardware.reserve(hardware.Host.of_state(self),
                                       hardware_request)
-        return self.consumed(resources, record), record
+        return self.consumed(resources, record, extra), record
 
     def hardware_given_back(self, hardware_record):
         """A copy with what ``hardware_record`` took given back (the

@@ -26,6 +26,7 @@ import collections
 import numpy as np
 
 from scheduler.host_cache import host_instances
+from scheduler.host_cache import host_placement
 from scheduler.host_cache import host_state
 from scheduler.host_cache import host_table_per_state as per_state
 from scheduler.host_cache import table_columns
@@ -62,6 +63,9 @@ class HostTable(table_lookups.Lookups):
     # table's identity, what a ranking made earlier depends on (see
     # scheduler.drivers.ahead).
     writes = 0
+    # The table's providers (see placement): None until first asked for,
+    # a host_placement.Deferred when derived from a parent's.
+    _placement = None
 
     def __init__(self, states, columns, aggregates, indexes=None,
                  previous=None, changed=(), rows=None):
@@ -130,6 +134,27 @@ class HostTable(table_lookups.Lookups):
             index = self._rows_by_host_lower = {
                 host: tuple(sorted(rows)) for host, rows in merged.items()}
         return index
+
+    @property
+    def placement(self):
+        """The table as Placement's providers, a
+        :class:`scheduler.resources.candidates.ProviderTable` whose root
+        ``t`` is row ``t`` (see :mod:`scheduler.host_cache.host_placement`):
+        built when first asked for and kept; a table derived from this
+        one derives its own from it."""
+        with host_placement.LOCK:
+            found, writes = self._placement, self.writes
+        if found is not None and not isinstance(found,
+                                                host_placement.Deferred):
+            return found
+        placement = (host_placement.build(self) if found is None
+                     else found.resolve())
+        with host_placement.LOCK:
+            # Kept unless the owner wrote rows meanwhile (it derived its
+            # own from what it found).
+            if self._placement is found and self.writes == writes:
+                self._placement = placement
+        return placement
 
     @classmethod
     def build(cls, states, aggregates=()):
@@ -215,18 +240,21 @@ class HostTable(table_lookups.Lookups):
                           previous=self, changed=changed, rows=rows)
         table._per_state = self._per_state.carried(new_states,
                                                    len(table.states))
+        table._placement = host_placement.derived(
+            self._placement, self.states, new_states)
         if self._instance_index is not None:
             table._instance_index = self._instance_index.updated(
                 self.states, new_states)
         return table
 
-    def consumed(self, row, resources, hardware_request=None):
+    def consumed(self, row, resources, hardware_request=None, extra=None):
         """A new table where the node of ``row`` took ``resources``, and
         (``hardware_request``, a :class:`scheduler.hardware.Request`) the
         NUMA cells, pinned CPUs, pages and devices a claim there would
-        take (none when it does not fit: the claim decides)."""
+        take (none when it does not fit: the claim decides), and
+        ``extra`` (``{resource class: amount}``) of its other classes."""
         state, _record = self.states[row].reserved(resources,
-                                                   hardware_request)
+                                                   hardware_request, extra)
         return self.replace({row: state})
 
     def detached(self):
@@ -242,6 +270,7 @@ class HostTable(table_lookups.Lookups):
         table._multipliers = self._multipliers
         table._per_state = self._per_state.carried({}, len(self.states))
         table._instance_index = self._instance_index
+        table._placement = self._placement
         return table
 
     def update_in_place(self, new_states, claim_only=False):
@@ -316,6 +345,11 @@ class HostTable(table_lookups.Lookups):
         self._write_log = self._write_log[1 - _WRITE_LOG:] + (
             (self.writes + 1, rows, frozenset(changed)),)
         self.writes += 1
+        # After the count: a placement built from rows read before it is
+        # not kept (see placement).
+        with host_placement.LOCK:
+            self._placement = host_placement.derived(
+                self._placement, old_states, new_states)
         return True
 
     def rows_written_since(self, writes):

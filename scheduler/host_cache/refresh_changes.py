@@ -15,6 +15,7 @@ import datetime
 
 from scheduler import conf
 from scheduler.db import claims
+from scheduler.host_cache import node_extras
 
 CONF = conf.CONF
 
@@ -66,3 +67,5 @@ class Changes:
         self.aggregate_seq = 0
         # {host: {uuid: InstanceInfo}} read on the first load.
         self.instances = None
+        # The inventories and traits of the nodes read (node_extras).
+        self.extras = node_extras.none()

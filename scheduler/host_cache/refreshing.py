@@ -27,6 +27,7 @@ from scheduler.host_cache import cell_refresh
 from scheduler.host_cache import collector
 from scheduler.host_cache import host_reads
 from scheduler.host_cache import instance_tracking
+from scheduler.host_cache import node_extras
 from scheduler.host_cache import refresh_changes
 from scheduler import prometheus
 
@@ -166,6 +167,7 @@ class Refreshing:
                 changes.full = True
                 changes.services = host_reads.read_services(session)
                 self._read_instances_and_aggregates(session, changes)
+                changes.extras = node_extras.read(session)
                 changes.nodes = host_reads.stream_nodes(session)
                 with self._lock:
                     self._apply(changes, seen_seq)
@@ -179,6 +181,9 @@ class Refreshing:
                     dead, known=self._generations)
             if not first_load:
                 changes.full = full
+                changes.extras = node_extras.read(
+                    session, node_extras.ids_to_read(
+                        changes.nodes, None if full else self._generations))
                 self._read_instances_and_aggregates(session, changes)
         if not first_load:
             with self._lock:
@@ -198,6 +203,9 @@ class Refreshing:
             changes.nodes, changes.services = host_reads.read_cell_changes(
                 connection, self._since(), reread, changes.alive_since,
                 dead, known=recent)
+            ids = node_extras.ids_to_read(changes.nodes, self._generations)
+            if ids:
+                changes.extras = node_extras.read(connection, ids)
             fingerprint = host_reads.aggregates_fingerprint(connection)
         if fingerprint != self._aggregates_fingerprint:
             # Read after the fingerprint: a change in between is read

@@ -1,0 +1,243 @@
+"""A HostTable as Placement's providers: one root provider per row.
+
+:attr:`HostTable.placement <scheduler.host_cache.host_table.HostTable.
+placement>` is a :class:`scheduler.resources.candidates.ProviderTable`
+whose root ``t`` is the table's row ``t`` (its uuid the node's), built in
+bulk from the table's columns and its states' extras (:func:`build`):
+
+* inventories: ``VCPU``, ``MEMORY_MB`` and ``DISK_GB`` from the
+  columns (total, reserved, allocation ratio, used; ``min_unit`` 1,
+  ``max_unit`` the total, ``step_size`` 1; none of a class whose total
+  is 0, as :mod:`scheduler.db.inventories` presents them), and each
+  state's ``inventories``;
+* traits: each state's ``traits``, and ``COMPUTE_STATUS_DISABLED``
+  where its compute service is disabled (Nova's compute_status trait);
+* aggregates: the uuids of its host's aggregates.
+
+A table derived from another whose placement was built (a claim, a
+refresh's rows) derives its own when first asked: the parent's with the
+new used amounts (:class:`Deferred`) when only used amounts changed,
+else built again::
+
+    placement = table.placement
+    ok = placement.acceptable_roots(request)     # bool per row
+"""
+
+import threading
+
+import numpy as np
+
+from scheduler.resources import candidates
+from scheduler.resources import provider_arrays
+
+# Nova's trait of a node whose compute service is disabled.
+DISABLED_TRAIT = 'COMPUTE_STATUS_DISABLED'
+# The classic classes: (the table columns of their total, reserved,
+# ratio and used; the HostState attributes of their total and used).
+CLASSIC = {
+    'VCPU': (('vcpus_total', 'reserved_vcpus', 'cpu_ratio', 'vcpus_used'),
+             'vcpus_total', 'vcpus_used'),
+    'MEMORY_MB': (('ram_total', 'reserved_ram', 'ram_ratio', 'ram_used'),
+                  'total_usable_ram_mb', 'memory_mb_used'),
+    'DISK_GB': (('disk_total', 'reserved_disk', 'disk_ratio', 'disk_used'),
+                'total_usable_disk_gb', 'local_gb_used'),
+}
+# A derived placement may carry used changes for this share of the rows
+# (or DEFERRED_ROWS rows, whichever is more) before it is built again
+# instead.
+DEFERRED_SHARE = 4
+DEFERRED_ROWS = 64
+
+# Guards a table's placement slot: built outside it, stored only if no
+# write came in between (see HostTable.placement).
+LOCK = threading.Lock()
+
+
+def stand_in_uuid(row):
+    """The provider uuid of a row whose node has none (or repeats
+    another's): unique within a table, stable across the tables derived
+    from it."""
+    return 'gantt-host-row-%d' % row
+
+
+def uuids_of(states):
+    """The provider uuid of each state: its node's, else a stand-in."""
+    uuids = [state.uuid or stand_in_uuid(row)
+             for row, state in enumerate(states)]
+    if len(set(uuids)) != len(uuids):
+        seen = set()
+        for row, uuid in enumerate(uuids):
+            if uuid in seen:
+                uuids[row] = stand_in_uuid(row)
+            seen.add(uuids[row])
+    return uuids
+
+
+def build(table):
+    """The ProviderTable of ``table`` (see the module's doc)."""
+    states = table.states
+    count = len(states)
+    uuids = uuids_of(states)
+    return candidates.ProviderTable.from_arrays(
+        uuids, np.full(count, -1, dtype=np.int64),
+        inventories=_inventories(table),
+        traits=_traits(table),
+        aggregates=_aggregates(table))
+
+
+def _inventories(table):
+    """The InventoryArrays of the classic columns and the states'
+    inventories: whole columns for the first, a pass over the states
+    that have the others."""
+    names = list(CLASSIC)
+    parts = []
+    for index, (columns, _total, _used) in enumerate(CLASSIC.values()):
+        total, reserved, ratio, used = (table.columns[name]
+                                        for name in columns)
+        rows = np.flatnonzero(total > 0)
+        parts.append((rows, np.full(len(rows), index), total[rows],
+                      reserved[rows], np.ones(len(rows), dtype=np.int64),
+                      total[rows], ratio[rows], used[rows]))
+    classes = {name: index for index, name in enumerate(names)}
+    extra = []
+    for row, state in enumerate(table.states):
+        if state.inventories:
+            for name, inventory in state.inventories.items():
+                index = classes.get(name)
+                if index is None:
+                    index = classes[name] = len(names)
+                    names.append(name)
+                extra.append((row, index, inventory.total, inventory.reserved,
+                              inventory.min_unit, inventory.max_unit,
+                              inventory.allocation_ratio, inventory.used,
+                              inventory.step_size))
+    if extra:
+        values = list(zip(*extra))
+        parts.append(tuple(
+            np.asarray(values[at], dtype=np.float64 if at == 6 else np.int64)
+            for at in range(8)))
+        steps = np.asarray(values[8], dtype=np.int64)
+    else:
+        steps = np.empty(0, dtype=np.int64)
+    provider, class_index, total, reserved, min_unit, max_unit, ratio, used = (
+        np.concatenate([part[at] for part in parts]) for at in range(8))
+    classic = len(provider) - len(steps)
+    return provider_arrays.InventoryArrays(
+        tuple(names), provider, class_index, total, reserved=reserved,
+        min_unit=min_unit, max_unit=max_unit,
+        step_size=np.concatenate([np.ones(classic, dtype=np.int64), steps]),
+        allocation_ratio=ratio, used=used)
+
+
+def _memberships(codes, keys_names, extra_names=(), extra_rows=None):
+    """Memberships of rows grouped by ``codes`` (each group's names
+    ``keys_names[code]``, a sequence), plus ``extra_rows`` holding the
+    first of ``extra_names``: whole-array operations over the rows."""
+    index = {}
+    key_indexes = []
+    for names in keys_names:
+        key_indexes.append([index.setdefault(name, len(index))
+                            for name in names])
+    lengths = np.fromiter(map(len, key_indexes), dtype=np.int64,
+                          count=len(key_indexes))
+    flat = np.fromiter((bit for bits in key_indexes for bit in bits),
+                       dtype=np.int64, count=int(lengths.sum()))
+    starts = np.cumsum(lengths) - lengths
+    per_row = lengths[codes] if len(codes) else np.empty(0, np.int64)
+    provider = np.repeat(np.arange(len(codes)), per_row)
+    ends = np.cumsum(per_row)
+    within = np.arange(len(provider)) - np.repeat(ends - per_row, per_row)
+    bits = flat[np.repeat(starts[codes], per_row) + within] \
+        if len(provider) else np.empty(0, np.int64)
+    if extra_rows is not None and len(extra_rows):
+        for name in extra_names:
+            bit = index.setdefault(name, len(index))
+            provider = np.concatenate([provider, extra_rows])
+            bits = np.concatenate([bits, np.full(len(extra_rows), bit)])
+    return provider_arrays.Memberships(tuple(index), provider, bits)
+
+
+def _traits_of(state):
+    return state.traits
+
+
+def _traits(table):
+    codes, keys = table.grouped('placement_traits', _traits_of)
+    return _memberships(codes, [sorted(key) for key in keys],
+                        (DISABLED_TRAIT,), np.flatnonzero(table.disabled))
+
+
+def _aggregates(table):
+    codes, groups = table.aggregate_groups()
+    return _memberships(codes, [sorted({aggregate.uuid
+                                        for aggregate in group})
+                                for group in groups])
+
+
+# -- tables derived from one another ------------------------------------------
+
+def _fixed(state):
+    """What of ``state`` its providers show, but for the used amounts."""
+    return (state.uuid, state.vcpus_total, state.reserved_vcpus,
+            state.cpu_allocation_ratio, state.total_usable_ram_mb,
+            state.reserved_memory_mb, state.ram_allocation_ratio,
+            state.total_usable_disk_gb, state.reserved_disk_gb,
+            state.disk_allocation_ratio, state.traits,
+            state.service_disabled,
+            tuple(aggregate.uuid for aggregate in state.aggregates),
+            tuple((name, inventory[:-1]) for name, inventory
+                  in sorted(state.inventories.items())))
+
+
+def _used(state):
+    """``{class: used}`` of the classes ``state``'s provider has."""
+    used = {name: getattr(state, used_attr)
+            for name, (_columns, total_attr, used_attr) in CLASSIC.items()
+            if getattr(state, total_attr) > 0}
+    for name, inventory in state.inventories.items():
+        used[name] = inventory.used
+    return used
+
+
+class Deferred:
+    """A ProviderTable to derive from ``base`` when first asked for: with
+    ``changes`` (``{uuid: {class: used}}``) as its used amounts."""
+
+    __slots__ = ('base', 'changes')
+
+    def __init__(self, base, changes):
+        self.base = base
+        self.changes = changes
+
+    def resolve(self):
+        return self.base.with_used(self.changes)
+
+
+def derived(placement, old_states, new_states):
+    """What a table gets as its placement where ``{row: HostState}``
+    ``new_states`` replaced ``old_states`` (``{row: HostState}`` or the
+    old table's states) of a table whose placement is ``placement`` (a
+    ProviderTable, a Deferred or None): a Deferred when only used amounts
+    changed, None (built when asked) otherwise."""
+    if placement is None:
+        return None
+    base = placement.base if isinstance(placement, Deferred) else placement
+    uuids = base.root_uuids
+    changes = {}
+    for row, state in new_states.items():
+        old = old_states[row]
+        if old is state:
+            continue
+        if _fixed(old) != _fixed(state):
+            return None
+        changes[uuids[row]] = _used(state)
+    if isinstance(placement, Deferred):
+        if not changes:
+            return placement
+        merged = dict(placement.changes)
+        merged.update(changes)
+        if len(merged) > max(DEFERRED_ROWS,
+                             len(base.root_uuids) // DEFERRED_SHARE):
+            return None
+        return Deferred(base, merged)
+    return Deferred(placement, changes) if changes else placement
