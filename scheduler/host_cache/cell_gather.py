@@ -15,7 +15,9 @@ its reads through a queue, stopped with the host manager
 (:meth:`CellGather.stop`) and started again if it died (after a fork,
 for instance), so that a refresh costs what changed in the cells, not a
 new thread per cell. An incremental read of a cell is one statement
-(:func:`scheduler.host_cache.host_reads.read_cell_changes`): what a refresh
+(:func:`scheduler.host_cache.host_reads.read_cell_changes`), and a
+second for the inventories and traits of the nodes it takes, if any
+(:mod:`scheduler.host_cache.node_extras`): what a refresh
 costs grows with what changed and with the hosts, hardly with the number of
 cells. On PostgreSQL (psycopg2) the incremental reads do not go to the
 cells' threads: the refreshing thread sends them all on each cell's

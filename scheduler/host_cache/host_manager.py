@@ -28,7 +28,13 @@ host_state_refresh_interval`` seconds, reading only what changed:
 * aggregates, hosts and metadata, re-read whole only when their
   fingerprint changed: from ``[database]`` in the refresh's own
   transaction without cells, from the API database with them
-  (:meth:`HostManager.read_api_aggregates`).
+  (:meth:`HostManager.read_api_aggregates`);
+* the inventories beyond VCPU, MEMORY_MB and DISK_GB and the traits of
+  the nodes whose rows it takes (every row on a first load; none, and
+  no statement, when it takes no node): see
+  :mod:`scheduler.host_cache.node_extras`. A table gives them, with the
+  classic classes, its service states and aggregates, as Placement's
+  providers (``HostTable.placement``).
 
 On PostgreSQL through psycopg2 the nodes and services of an incremental
 refresh are one prepared statement (the cells' read,

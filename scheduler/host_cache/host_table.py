@@ -51,7 +51,8 @@ class HostTable(table_lookups.Lookups):
     ``capacity[r]`` (float), ``free_ram_mb``, ``free_disk_mb``,
     ``vcpus_free``, ``num_instances``, ``io_workload``,
     ``disk_least_gb`` (0 where ``has_disk_least`` is False: not
-    reported) and ``pci_free`` (free PCI devices).
+    reported) and ``pci_free`` (free PCI devices). :attr:`placement`:
+    the rows as Placement's providers (root ``t`` is row ``t``).
     Never write into a column: build a new table with :meth:`replace`,
     or (the table's owner only) use :meth:`update_in_place`.
     """
