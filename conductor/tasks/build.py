@@ -490,11 +490,14 @@ class BuildTask:
             LOG.info('Alternate %s/%s is gone', selection.service_host,
                      selection.nodename)
             return False
+        wanted = dict(wanted)
+        extra = wanted.pop(selection_obj.EXTRA_KEY, None)
         won = claims.claim_in_sql(
             node.id, instance_uuid, claims.Resources(**wanted),
             claims.hard_group_uuid(request_spec), node.host,
             hardware=(None if request_spec is None
-                      else hardware.Request.from_spec(request_spec)))
+                      else hardware.Request.from_spec(request_spec)),
+            extra=extra)
         if isinstance(won, claims.GroupConflict):
             LOG.info('Alternate %s would break the policy of its server '
                      'group for %s (%s); skipping it',

@@ -118,13 +118,14 @@ class ClaimSlots:
             self._free.put(kept)
 
 
-def make_selection(host_state, resources, claimed):
+def make_selection(host_state, resources, claimed, extra=None):
     """The Selection of ``host_state`` for an instance asking
-    ``resources``; its ``allocation_request`` is what a claim there takes
-    (all of a baremetal node with the ironic host manager)."""
+    ``resources`` (and ``extra``, ``{class: amount}`` beyond the classic
+    three); its ``allocation_request`` is what a claim there takes (all
+    of a baremetal node with the ironic host manager)."""
     return selection_obj.Selection.for_host(
         host_state, host_state.claim_amounts(resources), claimed,
-        limits=host_state.limits)
+        limits=host_state.limits, extra=extra)
 
 
 class Scheduler(metaclass=abc.ABCMeta):

@@ -586,12 +586,14 @@ class _Request:
         started = time.perf_counter()
         alternates = self._alternates(mask, chosen, order, skip_filters)
         self.timer.add('filter_weigh', started)
-        return [[base.make_selection(self.table.states[row],
-                                     self._amounts(row)[0], self.claiming)]
-                + [base.make_selection(self.table.states[alt],
-                                       self._amounts(alt)[0], False)
-                   for alt in alternates[row]]
+        return [[self._selection(row, self.claiming)]
+                + [self._selection(alt, False) for alt in alternates[row]]
                 for row in chosen]
+
+    def _selection(self, row, claimed):
+        resources, extra = self._amounts(row)
+        return base.make_selection(self.table.states[row], resources,
+                                   claimed, extra=extra)
 
     def _amounts(self, row):
         """``(resources, extra)`` a claim on ``row`` takes: the flavor's

@@ -10,7 +10,9 @@ from oslo_utils import versionutils
 from oslo_versionedobjects import base as ovo_base
 from oslo_versionedobjects import fields
 
+from scheduler import exception
 from scheduler.objects import base
+from scheduler.resources import names
 from scheduler import validation
 
 # What an allocation_request may ask for, and the most of each.
@@ -37,7 +39,16 @@ def _text(value):
 _request_jsons = {}
 
 
-def _request_json(resources):
+# The key of allocation_request that holds the classes beyond VCPU,
+# MEMORY_MB and DISK_GB ({class: amount}), when the request asks any.
+EXTRA_KEY = 'resource_classes'
+
+
+def _request_json(resources, extra=None):
+    if extra:
+        request = dict(resources._asdict())
+        request[EXTRA_KEY] = dict(extra)
+        return jsonutils.dumps(request)
     key = (type(resources), resources)
     found = _request_jsons.get(key)
     if found is None:
@@ -59,6 +70,17 @@ def _limits(selection, limits):
     return coerced
 
 
+def _validate_extra(field, extra):
+    validation.mapping(field, extra)
+    for name, amount in extra.items():
+        try:
+            names.check_resource_class(name, where=field)
+        except exception.InvalidResourceRequest as error:
+            validation.refuse(field, str(error))
+        validation.integer('%s.%s' % (field, name), amount,
+                           high=validation.MAX_INT32)
+
+
 @base.GanttObjectRegistry.register
 class Selection(base.GanttObject):
     # Version 1.0: Initial version
@@ -76,7 +98,8 @@ class Selection(base.GanttObject):
     }
 
     @classmethod
-    def for_host(cls, host_state, resources, claimed, limits=None):
+    def for_host(cls, host_state, resources, claimed, limits=None,
+                 extra=None):
         """Build a Selection for a HostState-like object and a request.
 
         Every answer builds one per host offered, so the values known to
@@ -91,7 +114,7 @@ class Selection(base.GanttObject):
         selection._obj_compute_node_uuid = _text(host_state.uuid)
         selection._obj_service_host = _text(host_state.host)
         selection._obj_nodename = _text(host_state.nodename)
-        selection._obj_allocation_request = _request_json(resources)
+        selection._obj_allocation_request = _request_json(resources, extra)
         selection._obj_claimed = bool(claimed)
         selection._obj_cell_uuid = _text(getattr(host_state, 'cell_uuid',
                                                  None))
@@ -132,7 +155,8 @@ class Selection(base.GanttObject):
         return primitive
 
     def requested_resources(self):
-        """The resources ``allocation_request`` asks for, as a dict."""
+        """The resources ``allocation_request`` asks for, as a dict (the
+        classes beyond the classic three under :data:`EXTRA_KEY`)."""
         if not self.allocation_request:
             return {}
         return jsonutils.loads(self.allocation_request)
@@ -155,6 +179,12 @@ class Selection(base.GanttObject):
             validation.refuse('%s.allocation_request' % field,
                               'is not JSON')
         validation.mapping('%s.allocation_request' % field, wanted)
+        extra = wanted.get(EXTRA_KEY)
+        if extra is not None:
+            _validate_extra('%s.allocation_request.%s' % (field, EXTRA_KEY),
+                            extra)
+            wanted = {name: value for name, value in wanted.items()
+                      if name != EXTRA_KEY}
         if set(wanted) != set(_RESOURCE_BOUNDS):
             validation.refuse('%s.allocation_request' % field,
                               'must name exactly %s'

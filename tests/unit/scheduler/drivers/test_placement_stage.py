@@ -158,3 +158,41 @@ def test_a_malformed_resource_request_is_refused_and_claims_nothing(
     with db_api.reader() as session:
         assert session.execute(sa.select(sa.func.count()).select_from(
             models.Allocation.__table__)).scalar() == 0
+
+
+def test_alternates_carry_the_classes_and_a_reschedule_claims_them(
+        cloud, driver, config):
+    from conductor.tasks import build
+    config.config(max_attempts=2, group='scheduler')
+    for name in ('bm1', 'bm2'):
+        cloud.add_node(name, vcpus=0, memory_mb=0, local_gb=0)
+        _give(cloud, name, inventories_={GOLD: {'total': 1}})
+    [uuid] = fakes.uuids(1)
+    [[chosen, alternate]] = driver.select_destinations(
+        None, _spec(IRONIC_SPECS), [uuid], True)
+    wanted = {'vcpus': 0, 'memory_mb': 0, 'disk_gb': 0,
+              'resource_classes': {GOLD: 1}}
+    assert chosen.requested_resources() == wanted
+    assert alternate.requested_resources() == wanted
+    alternate.validate()
+    # The compute failed: the conductor gives the claim back and takes
+    # the alternate, with its class.
+    with db_api.writer() as session:
+        claims.release_resources(session, uuid,
+                                 cloud.nodes[chosen.service_host])
+    assert build.BuildTask._claim_alternate(uuid, alternate)
+    assert _items(uuid) == {cloud.nodes[alternate.service_host]: {GOLD: 1}}
+    # Its node is full now: the other instance cannot take it too.
+    assert not build.BuildTask._claim_alternate(fakes.uuids(1)[0],
+                                                alternate)
+
+
+def test_a_selection_naming_a_malformed_class_is_refused():
+    from scheduler.objects import selection
+    bad = selection.Selection(
+        compute_node_uuid='00000000-0000-0000-0000-000000000001',
+        service_host='h', nodename='h', claimed=False,
+        allocation_request='{"vcpus": 0, "memory_mb": 0, "disk_gb": 0, '
+                           '"resource_classes": {"CUSTOM_lower": 1}}')
+    with pytest.raises(exception.InvalidRequest, match='CUSTOM_lower'):
+        bad.validate()
