@@ -43,10 +43,12 @@ from scheduler.db import claims
 from scheduler.db import compute_nodes as db_compute_nodes
 from scheduler.db import instance_groups as db_groups
 from scheduler.db import instances as db_instances
+from scheduler.db import inventories as db_inventories
 from scheduler.db import moves
 from scheduler import exception
 from scheduler import hardware
 from scheduler.objects import request_spec as request_spec_obj
+from scheduler.resources import amounts
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -94,12 +96,23 @@ def undo(instance_uuid, migration_uuid, reason):
 
 def claim_on(node, instance_uuid, spec):
     """Claim ``spec``'s resources on ``node`` (a compute node row) for the
-    instance, checking its server group's hard policy: True, False (no
-    room) or a GroupConflict (false too)."""
+    instance, every class its request asks (see
+    :func:`scheduler.resources.amounts.forced_amounts`), checking its
+    server group's hard policy: True, False (no room) or a GroupConflict
+    (false too)."""
+    resources, extra = forced_claim_amounts(node, spec)
     return claims.claim_in_sql(
-        node.id, instance_uuid, spec.resources(),
+        node.id, instance_uuid, resources,
         claims.hard_group_uuid(spec), node.host,
-        hardware=hardware.Request.from_spec(spec))
+        hardware=hardware.Request.from_spec(spec), extra=extra)
+
+
+def forced_claim_amounts(node, spec):
+    """``(resources, extra)`` of ``spec`` on ``node``, by the classes of
+    the node's inventory."""
+    with db_api.reader() as session:
+        inventory = db_inventories.node_inventory(session, node.id) or {}
+    return amounts.forced_amounts(spec, inventory)
 
 
 def load_group(spec):

@@ -35,6 +35,7 @@ from oslo_log import log as logging
 
 from conductor.tasks import build
 from conductor.tasks import common
+from conductor.tasks import migrate
 from scheduler import cells
 from scheduler.db import api as db_api
 from scheduler.db import claims
@@ -254,10 +255,11 @@ class RebuildTask:
     def _claim_forced(instance_uuid, spec, node):
         """Claim on ``node`` without the filters; the claim replaces the
         instance's one on the dead host in its transaction."""
+        resources, extra = migrate.forced_claim_amounts(node, spec)
         won = claims.claim_in_sql(
-            node.id, instance_uuid, spec.resources(),
+            node.id, instance_uuid, resources,
             claims.hard_group_uuid(spec), node.host,
-            hardware=hardware.Request.from_spec(spec))
+            hardware=hardware.Request.from_spec(spec), extra=extra)
         if isinstance(won, claims.GroupConflict):
             raise exception.NoValidHost(
                 reason='Unable to evacuate instance %s to %s: %s'

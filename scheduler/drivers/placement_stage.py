@@ -29,7 +29,7 @@ import numpy as np
 
 from scheduler import conf
 from scheduler import filters
-from scheduler import placement_types
+from scheduler.resources import amounts as amounts_mod
 from scheduler.resources import from_spec
 from scheduler.resources import request as request_mod
 from scheduler.resources import request_filters
@@ -37,8 +37,7 @@ from scheduler.resources import request_filters
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-# Placement's classic classes -> the field of placement_types.Resources.
-CLASSIC = {'VCPU': 'vcpus', 'MEMORY_MB': 'memory_mb', 'DISK_GB': 'disk_gb'}
+CLASSIC = amounts_mod.CLASSIC
 # The name of the stage's steps in NoValidHost and explain.
 RESOURCES_STEP = 'resources'
 # What request filters add that the filters check anyway, for a request
@@ -175,10 +174,8 @@ class Plan:
         if (self.fallback is not None and self._pinned_rows is not None
                 and not self._pinned_rows[row]):
             request = self.fallback
-        total = request.all_resources()
-        resources = placement_types.Resources(
-            **{field: total.pop(name, 0) for name, field in CLASSIC.items()})
-        return resources, total
+        resources, extra = amounts_mod.split(request.all_resources())
+        return resources, extra or {}
 
 
 def _narrow(steps, name, before, after):
