@@ -29,6 +29,18 @@ used, and requests that mix plain, NUMA and PCI ones
 
     python benchmarks/select_destinations.py --hosts 10000 \\
         --filters hardware
+
+``--filters placement`` runs issue 50's: the default filters over hosts
+that report 17 custom resource classes besides the classic three and
+20-40 traits of 200 (``placement_cloud.py``), and requests that take
+turns: a rich one (the flavor's sizes, 2 required traits, 1 forbidden
+trait, 2 granular groups of custom classes), then a plain one (the
+default set's flavors), each ``--requests`` times. It prints the p50 of
+both side by side with the issue's targets (rich: 1.5 ms at 10,000
+hosts, 3 ms at 100,000)::
+
+    python benchmarks/select_destinations.py --hosts 10000 100000 \\
+        --filters placement
 """
 
 import argparse
@@ -45,6 +57,7 @@ import sqlalchemy as sa
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hardware_cloud  # noqa: E402
+import placement_cloud  # noqa: E402
 
 from scheduler import conf  # noqa: E402
 from scheduler.db import api as db_api  # noqa: E402
@@ -125,6 +138,7 @@ def host_facts(rng):
 
 def populate(hosts, rng, mode='default'):
     full = mode == 'full'
+    node_ids = []
     with db_api.writer() as session:
         for number in range(hosts):
             host = host_name(number)
@@ -142,7 +156,10 @@ def populate(hosts, rng, mode='default'):
             if mode == 'hardware':
                 claim_usage(session, node_id,
                             hardware_cloud.initial_usage(rng, inventory))
+            node_ids.append(node_id)
             services.report_alive(session, host, 'gantt-compute', 'compute')
+        if mode == 'placement':
+            placement_cloud.write_extras(session, rng, node_ids)
         compute_nodes.map_unmapped_nodes(session)
         for index, zone in enumerate(ZONES):
             sim_cloud.add_aggregate(
@@ -189,9 +206,17 @@ def add_instances(session, hosts, rng):
     session.execute(sa.insert(models.Instance.__table__), rows)
 
 
-def make_spec(rng, mode='default'):
+def make_spec(rng, mode='default', number=0):
     """``(kind, RequestSpec)``: the kind of request (``plain``, or
-    ``numa`` and ``pci`` in the hardware set) and the request."""
+    ``numa`` and ``pci`` in the hardware set, ``placement`` in the
+    placement set) and the request. The placement set's requests take
+    turns by ``number``: even a rich one, odd a plain one."""
+    if mode == 'placement':
+        if number % 2:
+            return make_spec(rng)
+        spec = placement_cloud.make_spec(rng, FLAVORS)
+        spec.availability_zone = rng.choice((None,) + ZONES)
+        return 'placement', spec
     if mode == 'hardware':
         kind, spec = hardware_cloud.make_spec(rng, FLAVORS)
         spec.availability_zone = rng.choice((None,) + ZONES)
@@ -253,9 +278,22 @@ def select(driver, spec):
 # default set's at 100,000 (issue 9).
 TARGETS = {'default': 5.0, 'full': 5.0, 'hardware': 3.0}
 TARGET_100K = 2.0
+# Issue 50: a rich request's p50 at 10,000 and 100,000 hosts (ms), and
+# the plain select's at 10,000 when the issue was written.
+PLACEMENT_TARGETS = {10000: 1.5, 100000: 3.0}
+PLAIN_10K_THEN = 0.56
+
+
+def _placement_target(hosts):
+    """Issue 50's target for ``hosts`` (the nearest of its two)."""
+    at = 100000 if hosts >= 100000 else 10000
+    return 'p50 <= %.1f ms at %s hosts' % (PLACEMENT_TARGETS[at],
+                                             format(at, ','))
 
 
 def _target(mode, hosts):
+    if mode == 'placement':
+        return 'rich requests ' + _placement_target(hosts)
     if mode == 'default' and hosts >= 100000:
         return 'p50 <= %.0f ms at 100,000 hosts' % TARGET_100K
     return 'p50 <= %.0f ms at 10,000 hosts' % TARGETS[mode]
@@ -266,17 +304,20 @@ def time_requests(driver, rng, requests, mode):
     filter+weigh ones by kind too (a NUMA or PCI request whose flavor
     was asked for before apart from the first of its flavor), and how
     many found no host."""
-    for _ in range(5):
-        select(driver, make_spec(rng, mode)[1])
+    for number in range(6):
+        select(driver, make_spec(rng, mode, number)[1])
     filter_weigh, claim, by_kind = [], [], {}
     failed = 0
     flavors = set()
-    for _ in range(requests):
-        kind, spec = make_spec(rng, mode)
+    if mode == 'placement':
+        # As many rich requests as plain ones.
+        requests *= 2
+    for number in range(requests):
+        kind, spec = make_spec(rng, mode, number)
         failed += not select(driver, spec)
         filter_weigh.append(driver.last_timings['filter_weigh'] * 1000)
         claim.append(driver.last_timings['claim'] * 1000)
-        if kind != 'plain':
+        if kind in ('numa', 'pci'):
             flavor = (spec.flavor.vcpus, spec.flavor.memory_mb,
                       tuple(sorted(spec.flavor.extra_specs.items())))
             kind += ' repeat' if flavor in flavors else ' first'
@@ -300,6 +341,13 @@ def report(hosts, mode, backend, driver, timings, setup, load):
             '%s %.2f ms (%d)' % (kind, statistics.median(values),
                                  len(values))
             for kind, values in sorted(by_kind.items()))))
+    if mode == 'placement':
+        print('%6s        issue 50, same run: rich p50 %.2f ms (target %s)'
+              '  |  plain p50 %.2f ms (%.2f ms at 10,000 hosts when the '
+              'issue was written)' % (
+                  '', statistics.median(by_kind['placement']),
+                  _placement_target(hosts),
+                  statistics.median(by_kind['plain']), PLAIN_10K_THEN))
     cache = driver.host_manager.stats
     print('%6s        setup %.1fs, cache load %.2fs, %d background '
           'refreshes (last %.1f ms), claim retries %d, no valid host %d'
@@ -351,13 +399,17 @@ def main(argv=None):
                         default=[1000, 10000])
     parser.add_argument('--requests', type=int, default=300)
     parser.add_argument('--seed', type=int, default=42)
-    parser.add_argument('--filters', choices=['default', 'full', 'hardware'],
+    parser.add_argument('--filters',
+                        choices=['default', 'full', 'hardware', 'placement'],
                         default='default',
                         help="'full': the default filters plus Aggregate*, "
                         "NumInstances and IoOps, every weigher weighing; "
                         "'hardware': the default filters plus "
                         "NUMATopologyFilter and PciPassthroughFilter over "
-                        "hosts with NUMA cells and PCI devices")
+                        "hosts with NUMA cells and PCI devices; "
+                        "'placement': the default filters over hosts with "
+                        "20 resource classes and 200 traits, rich and "
+                        "plain requests in turns (--requests of each)")
     parser.add_argument('--db', choices=['sqlite', 'postgresql', 'mariadb'],
                         default='sqlite',
                         help='where the claims go: a SQLite file, or a '
