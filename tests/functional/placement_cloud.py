@@ -72,6 +72,9 @@ class Cloud:
             self.root_of[row['uuid']] = (
                 row['uuid'] if parent is None else self.root_of[parent])
         self.nested = {row['uuid'] for row in self.rows if row['parent']}
+        self.trees = {}
+        for row in self.rows:
+            self.trees.setdefault(self.root_of[row['uuid']], []).append(row)
 
     def _row(self, rng, parent, classes):
         row = {
@@ -165,10 +168,15 @@ def _some(rng, names, chance):
 
 def _usable(rng, inventory):
     """An amount one allocation may take, or None."""
-    top = min(inventory.capacity(), inventory.max_unit or inventory.total)
-    amounts = [amount for amount in range(inventory.min_unit, top + 1,
-                                          inventory.step_size)]
+    amounts = _fitting(inventory, 0)
     return rng.choice(amounts) if amounts else None
+
+
+def _fitting(inventory, used):
+    """The amounts one more allocation may take once ``used`` is held."""
+    top = min(inventory.capacity() - used,
+              inventory.max_unit or inventory.total)
+    return list(range(inventory.min_unit, top + 1, inventory.step_size))
 
 
 def _inventory_body(inventory):
@@ -180,13 +188,100 @@ def _inventory_body(inventory):
 
 
 class Draw:
-    """Random requests over one cloud."""
+    """Random requests over one cloud.
+
+    Most requests (``OFFERED``) are drawn from what one random tree offers:
+    classes its providers still have room for, traits and aggregates of
+    those providers, then sharpened with what the tree lacks (a forbidden
+    trait or aggregate, a root trait) and sometimes a second group or
+    ``isolate``. They mostly have candidates, and only on the trees alike
+    enough. The rest are drawn blind from every class, trait and aggregate:
+    those mostly have none.
+    """
+
+    OFFERED = 0.7
 
     def __init__(self, cloud, rng):
         self.cloud = cloud
         self.rng = rng
+        self.roots = sorted(cloud.trees)
 
-    def _group(self, suffix, classes):
+    def request(self):
+        if self.rng.random() < self.OFFERED:
+            request = self._offered_request()
+            if request is not None:
+                return request
+        return self._blind_request()
+
+    # Requests from one tree's offer.
+
+    def _offered_request(self):
+        rng = self.rng
+        root = rng.choice(self.roots)
+        tree = self.cloud.trees[root]
+        offers = [(row, name, amounts) for row in tree
+                  for name, inventory in sorted(row['inventories'].items())
+                  if (amounts := _fitting(inventory,
+                                          row['used'].get(name, 0)))]
+        if not offers:
+            return None
+        groups = []
+        if rng.random() < 0.8:
+            groups.append(self._offered_group(
+                '', rng.sample(offers, min(len(offers), rng.randint(1, 2)))))
+        for number in range(rng.choice((0, 1, 1, 2))):
+            groups.append(self._offered_group(
+                str(number + 1), [rng.choice(offers)]))
+        if not groups:
+            groups.append(self._offered_group('1', [rng.choice(offers)]))
+        root_row = tree[0]
+        root_required = root_forbidden = frozenset()
+        if root_row['traits'] and rng.random() < 0.15:
+            root_required = frozenset(
+                rng.sample(sorted(root_row['traits']), 1))
+        lacking = sorted(set(TRAITS) - root_row['traits'])
+        if lacking and rng.random() < 0.15:
+            root_forbidden = frozenset(rng.sample(lacking, 1))
+        return request_mod.ResourceRequest(
+            tuple(groups), self._policy(groups), root_required,
+            root_forbidden)
+
+    def _offered_group(self, suffix, offers):
+        """A group asking for what ``offers`` (row, class, amounts that
+        fit) hold, with traits and aggregates of those rows."""
+        rng = self.rng
+        resources = {}
+        for _row, name, amounts in offers:
+            if rng.random() < 0.5:
+                amounts = amounts[:max(1, len(amounts) // 4)]
+            resources.setdefault(name, rng.choice(amounts))
+        rows = [row for row, _name, _amounts in offers]
+        had = frozenset().union(*(row['traits'] for row in rows))
+        required = forbidden = frozenset()
+        if had and rng.random() < 0.4:
+            required = frozenset(rng.sample(sorted(had), 1))
+        lacking = sorted(set(TRAITS) - had)
+        if lacking and rng.random() < 0.35:
+            forbidden = frozenset(rng.sample(lacking, 1))
+        member_of = ()
+        within = sorted(frozenset().union(
+            *(row['aggregates'] for row in rows)))
+        if within and rng.random() < 0.3:
+            chosen = set(rng.sample(within, 1))
+            if rng.random() < 0.3:
+                chosen.add(rng.choice(self.cloud.aggregates))
+            member_of = (frozenset(chosen),)
+        forbidden_aggregates = frozenset()
+        outside = sorted(set(self.cloud.aggregates) - set(within))
+        if outside and rng.random() < 0.15:
+            forbidden_aggregates = frozenset(rng.sample(outside, 1))
+        return request_mod.RequestGroup(
+            suffix, resources, required, forbidden, member_of,
+            forbidden_aggregates)
+
+    # Requests drawn blind.
+
+    def _blind_group(self, suffix, classes):
         rng = self.rng
         resources = {name: rng.choice(AMOUNTS[name]) for name in classes}
         required = frozenset(t for t in TRAITS if rng.random() < 0.07)
@@ -206,27 +301,30 @@ class Draw:
             suffix, resources, required, forbidden, member_of,
             forbidden_aggregates)
 
-    def request(self):
+    def _blind_request(self):
         rng = self.rng
         names = sorted(AMOUNTS)
         groups = []
         if rng.random() < 0.85:
-            groups.append(self._group('', rng.sample(names,
-                                                     rng.randint(1, 3))))
+            groups.append(self._blind_group(
+                '', rng.sample(names, rng.randint(1, 3))))
         for number in range(rng.choice((0, 0, 1, 1, 2, 3))):
-            groups.append(self._group(str(number + 1),
-                                      rng.sample(names, rng.randint(1, 2))))
+            groups.append(self._blind_group(
+                str(number + 1), rng.sample(names, rng.randint(1, 2))))
         if not groups:
-            groups.append(self._group('1', rng.sample(names, 1)))
-        granular = sum(1 for group in groups if group.suffix)
-        policy = None
-        if granular > 1 or (granular and rng.random() < 0.5):
-            policy = rng.choice(('none', 'isolate'))
+            groups.append(self._blind_group('1', rng.sample(names, 1)))
         root_required = frozenset(t for t in TRAITS if rng.random() < 0.03)
         root_forbidden = frozenset(t for t in TRAITS if t not in root_required
                                    and rng.random() < 0.03)
         return request_mod.ResourceRequest(
-            tuple(groups), policy, root_required, root_forbidden)
+            tuple(groups), self._policy(groups), root_required,
+            root_forbidden)
+
+    def _policy(self, groups):
+        granular = sum(1 for group in groups if group.suffix)
+        if granular > 1 or (granular and self.rng.random() < 0.5):
+            return self.rng.choice(('none', 'isolate'))
+        return None
 
 
 def query(request):

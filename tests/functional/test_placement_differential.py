@@ -134,6 +134,7 @@ def _run_seed(placement, seed):
     table = candidates.ProviderTable(cloud.providers())
     draw = placement_cloud.Draw(cloud, random.Random(seed * 7919))
     tally = collections.defaultdict(lambda: [0, 0])
+    sizes = []
     wrong = []
     for _ in range(REQUESTS):
         request = draw.request()
@@ -149,17 +150,31 @@ def _run_seed(placement, seed):
                 tally['agree once summing fixed'][0] += 1
         if problem:
             wrong.append((request, problem))
+        sizes.append(len(expected))
         for feature in _features(request, cloud, expected, nested_used):
             tally[feature][0] += 1
             tally[feature][1] += agree
-    return cloud, tally, wrong
+    return cloud, tally, sizes, wrong
+
+
+def _answer_shapes(cloud, sizes):
+    """How many answers were empty, some roots, every root; mean size."""
+    every = len(cloud.trees)
+    empty = sum(1 for size in sizes if not size)
+    whole = sum(1 for size in sizes if size == every)
+    return empty, len(sizes) - empty - whole, whole, (
+        sum(sizes) / len(sizes))
 
 
 @pytest.mark.parametrize('seed', SEEDS)
 def test_roots_agree_with_placement(placement, seed):
-    cloud, tally, wrong = _run_seed(placement, seed)
-    print('\nseed %d: %d providers (%d nested), %d requests'
-          % (seed, len(cloud.rows), len(cloud.nested), REQUESTS))
+    cloud, tally, sizes, wrong = _run_seed(placement, seed)
+    print('\nseed %d: %d providers (%d nested, %d roots), %d requests'
+          % (seed, len(cloud.rows), len(cloud.nested), len(cloud.trees),
+             REQUESTS))
+    empty, partial, whole, mean = _answer_shapes(cloud, sizes)
+    print('  answers: %d empty, %d some roots, %d every root; '
+          'mean %.1f roots' % (empty, partial, whole, mean))
     fixed = tally.pop('agree once summing fixed', [0])[0]
     for feature, (count, agreed) in sorted(tally.items()):
         print('  %-28s %4d requests, %4d agree' % (feature, count, agreed))
@@ -167,6 +182,9 @@ def test_roots_agree_with_placement(placement, seed):
           % ('agree once summing fixed', fixed))
     assert not wrong, '\n'.join('%s\n  -> %s' % item for item in wrong[:5])
     assert len(cloud.rows) >= 200
+    # The comparison means something only if most answers are neither
+    # empty nor every root.
+    assert partial > len(sizes) // 2, (empty, partial, whole)
 
 
 def test_placement_options_stay_out_of_gantt_conf(placement):
