@@ -126,19 +126,25 @@ class Cloud:
                 'inventories': {name: _inventory_body(inventory)
                                 for name, inventory
                                 in row['inventories'].items()}})
-            answer = client.put(base + '/traits', {
-                'resource_provider_generation':
-                    answer['resource_provider_generation'],
-                'traits': sorted(row['traits'])})
-            client.put(base + '/aggregates', {
-                'resource_provider_generation':
-                    answer['resource_provider_generation'],
-                'aggregates': sorted(row['aggregates'])})
+            generation = answer['resource_provider_generation']
+            if row['traits']:
+                generation = client.put(base + '/traits', {
+                    'resource_provider_generation': generation,
+                    'traits': sorted(row['traits'])})[
+                        'resource_provider_generation']
+            if row['aggregates']:
+                client.put(base + '/aggregates', {
+                    'resource_provider_generation': generation,
+                    'aggregates': sorted(row['aggregates'])})
         self._use(client)
 
     def _use(self, client):
-        """Allocate part of some providers' inventories."""
+        """Allocate part of some providers' inventories: one consumer per
+        provider and class, written a few dozen per ``POST /allocations``
+        (webob spools a body over 10 kB to a temporary file it never
+        closes: a ResourceWarning)."""
         rng = self.rng
+        consumers = {}
         for row in self.rows:
             for name, inventory in row['inventories'].items():
                 if rng.random() > 0.35:
@@ -146,13 +152,16 @@ class Cloud:
                 amount = _usable(rng, inventory)
                 if amount is None:
                     continue
-                client.put('/allocations/%s' % uuid.UUID(
-                    int=rng.getrandbits(128)), {
+                consumers[str(uuid.UUID(int=rng.getrandbits(128)))] = {
                     'allocations': {row['uuid']: {
                         'resources': {name: amount}}},
                     'project_id': 'p', 'user_id': 'u',
-                    'consumer_generation': None, 'consumer_type': 'INSTANCE'})
+                    'consumer_generation': None, 'consumer_type': 'INSTANCE'}
                 row['used'][name] = amount
+        names = sorted(consumers)
+        for start in range(0, len(names), 25):
+            client.post('/allocations', {
+                name: consumers[name] for name in names[start:start + 25]})
 
     def providers(self):
         return [provider_columns.Provider(
