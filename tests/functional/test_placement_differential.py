@@ -7,7 +7,10 @@ member_of, root traits), the set of roots in Placement's ``GET
 /allocation_candidates`` must be the set
 :meth:`~scheduler.resources.candidates.ProviderTable.acceptable_roots`
 accepts, and the allocation Gantt would claim on an accepted root must be
-one of Placement's candidates for it. Agreement is printed per feature.
+one of Placement's candidates for it. Agreement is printed per feature,
+and how many answers were empty, some roots or every root: most requests
+are drawn from what one tree offers, so that most answers are some roots,
+and the test fails if they are not.
 
 Placement runs in this process (``PlacementDirect`` over wsgi-intercept)
 on in-memory SQLite, its options on a ConfigOpts of its own. More seeds:
