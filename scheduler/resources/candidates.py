@@ -405,7 +405,7 @@ class _Plan:
                        for word in words) & needed
 
         def limit_of(position, column):
-            return int(columns.limit[column][table_row(position)])
+            return columns.limit_at(column, table_row(position))
 
         return tree_search.place(units, limit_of, traits_of, needed)
 

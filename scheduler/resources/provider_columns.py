@@ -38,8 +38,15 @@ or, for tests and small clouds, from :class:`Provider` values::
     ])
 
 A claim or a release changes a few ``used`` amounts; ``with_used`` and
-``with_allocation`` give a new ``Columns`` sharing every array they do
-not change, without rebuilding.
+``with_allocation`` give a new ``Columns`` sharing every array, without
+rebuilding or copying: the changed rows go to a small per-class *patch*
+(:class:`Patch`) over the shared base arrays, which the readers apply
+(:meth:`Columns.limit_at`, and :mod:`tree_view` fixes up its vectorised
+answers at the patched positions). A patch growing past ``PATCH_ROWS``
+rows is folded into fresh arrays for its class, so that fix-up stays a
+handful of rows while the cost of a derivation stays O(rows changed),
+amortised. ``Columns.limit`` gives the patched arrays whole (built when
+first asked for; for tests and tools, not the passes).
 """
 
 import copy
@@ -52,6 +59,8 @@ import numpy as np
 from scheduler.resources import provider_arrays
 
 WORD = 64
+# A class's patch holding more rows than this is folded into fresh arrays.
+PATCH_ROWS = 64
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,7 +116,9 @@ class Columns:
     with a provider there, or None: every tree), ``tree_sizes``,
     ``classes`` {name: column}, ``class_slots`` (per column, the slots
     ``(first, stop)`` holding its inventories),
-    ``limit`` (per column, an int64 array over rows), ``min_unit`` and
+    ``limit`` (per column, an int64 array over rows; the passes read
+    ``base_limit`` and ``patches`` {column: :class:`Patch`} instead, see
+    the module docstring), ``min_unit`` and
     ``step_size`` (per column, an array, or None where every provider takes
     any amount >= 1 / every step is 1), ``min_ok`` / ``step_ok`` (those
     None, per column), ``traits`` {name: bit}, ``trait_bits`` [word, row],
@@ -153,7 +164,9 @@ class Columns:
         inventory = provider_arrays.inventory_columns(
             inventories, position, self.uuids)
         self.classes = inventory.classes
-        self.limit = inventory.limit
+        self.base_limit = inventory.limit
+        self.patches = {}
+        self._limit = None
         self.min_unit = inventory.min_unit
         self.step_size = inventory.step_size
         self._records = inventory.records
@@ -204,40 +217,81 @@ class Columns:
     def root_uuids(self):
         return self.uuids[self.root_rows].tolist()
 
+    @property
+    def limit(self):
+        """Per column, the limits over every row, patches applied (arrays
+        built when first asked for; unpatched columns are the base's)."""
+        if self._limit is None:
+            limit = list(self.base_limit)
+            for column, patch in self.patches.items():
+                limit[column] = limit[column].copy()
+                limit[column][patch.rows] = patch.limits
+            self._limit = limit
+        return self._limit
+
+    def limit_at(self, column, row):
+        """The limit of class ``column`` on row ``row``."""
+        patch = self.patches.get(column)
+        if patch is not None:
+            entry = patch.by_row.get(row)
+            if entry is not None:
+                return entry[0]
+        return int(self.base_limit[column][row])
+
     def used_of(self, uuid, name):
         """What is allocated of class ``name`` on provider ``uuid``."""
         column, row = self._locate(uuid, name)
         rows, _, _, used = self._records[column]
-        return int(used[self._record(rows, row, uuid, name)])
+        at = self._record(rows, row, uuid, name)
+        patch = self.patches.get(column)
+        if patch is not None and row in patch.by_row:
+            return patch.by_row[row][1]
+        return int(used[at])
 
     def with_used(self, changes):
         """New columns where ``changes`` ``{uuid: {class: used}}`` replace
-        those providers' used amounts; every array not touched is shared.
+        those providers' used amounts; every base array is shared (the
+        changes go to the classes' patches, see the module docstring).
         Refuses a provider or class it does not know, and a class the
         provider has no inventory of."""
         by_column = {}
         for uuid, amounts in changes.items():
             for name, used in amounts.items():
                 column, row = self._locate(uuid, name)
-                entry = by_column.setdefault(column, ([], [], []))
-                entry[0].append(row)
-                entry[1].append(int(used))
-                entry[2].append(uuid)
+                by_column.setdefault(column, []).append(
+                    (row, int(used), uuid, name))
         new = copy.copy(self)
-        new.limit = list(self.limit)
-        new._records = list(self._records)
-        for column, (rows, used, names) in by_column.items():
-            record_rows, capacity, max_unit, old_used = self._records[column]
-            at = [self._record(record_rows, row, uuid, self._class(column))
-                  for row, uuid in zip(rows, names)]
-            new_used = old_used.copy()
-            new_used[at] = used
-            limit = self.limit[column].copy()
-            limit[rows] = np.minimum(capacity[at] - np.asarray(used),
-                                     max_unit[at])
-            new.limit[column] = limit
-            new._records[column] = (record_rows, capacity, max_unit, new_used)
+        new._limit = None
+        new.patches = dict(self.patches)
+        folded = False
+        for column, entries in by_column.items():
+            record_rows, capacity, max_unit, _ = self._records[column]
+            patch = self.patches.get(column)
+            by_row = dict(patch.by_row) if patch is not None else {}
+            for row, used, uuid, name in entries:
+                at = self._record(record_rows, row, uuid, name)
+                by_row[row] = (int(min(capacity[at] - used, max_unit[at])),
+                               used, at)
+            if len(by_row) <= PATCH_ROWS:
+                new.patches[column] = Patch(by_row)
+                continue
+            if not folded:
+                new.base_limit = list(self.base_limit)
+                new._records = list(self._records)
+                folded = True
+            new._fold(column, Patch(by_row))
         return new
+
+    def _fold(self, column, patch):
+        """Make ``patch`` part of fresh base arrays of class ``column``."""
+        record_rows, capacity, max_unit, used = self._records[column]
+        limit = self.base_limit[column].copy()
+        limit[patch.rows] = patch.limits
+        used = used.copy()
+        used[patch.at] = patch.used
+        self.base_limit[column] = limit
+        self._records[column] = (record_rows, capacity, max_unit, used)
+        self.patches.pop(column, None)
 
     def with_allocation(self, allocation, sign=1):
         """New columns with ``allocation`` ``{uuid: {class: amount}}``
@@ -257,12 +311,6 @@ class Columns:
                              % (uuid, name))
         return column, row
 
-    def _class(self, column):
-        for name, number in self.classes.items():
-            if number == column:
-                return name
-        raise KeyError(column)
-
     @staticmethod
     def _record(rows, row, uuid, name):
         at = int(np.searchsorted(rows, row))
@@ -270,6 +318,26 @@ class Columns:
             raise ValueError('Provider %s has no inventory of %s.'
                              % (uuid, name))
         return at
+
+
+class Patch:
+    """The rows of one class whose used amounts changed since its base
+    arrays were built: ``by_row`` {row: (limit, used, record index)}, and
+    the same as arrays sorted by row: ``rows``, ``limits``, ``used``,
+    ``at``."""
+
+    __slots__ = ('by_row', 'rows', 'limits', 'used', 'at')
+
+    def __init__(self, by_row):
+        self.by_row = by_row
+        rows = sorted(by_row)
+        self.rows = np.asarray(rows, dtype=np.int64)
+        entries = [by_row[row] for row in rows]
+        self.limits = np.asarray([entry[0] for entry in entries],
+                                 dtype=np.int64)
+        self.used = np.asarray([entry[1] for entry in entries],
+                               dtype=np.int64)
+        self.at = np.asarray([entry[2] for entry in entries], dtype=np.int64)
 
 
 def masks(index, names):

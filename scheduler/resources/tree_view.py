@@ -199,8 +199,34 @@ class View:
             result = both(result, self.in_any(uuids, span))
         return result
 
+    def _patched(self, column, span):
+        """``(offsets, limits)``: the rows of class ``column`` whose limit
+        the columns' patch changes, as offsets into ``span``, or None."""
+        patch = self.columns.patches.get(column)
+        if patch is None:
+            return None
+        if isinstance(self.rows, slice):
+            positions = patch.rows - self.rows.start
+            found = np.ones(len(positions), dtype=bool)
+        else:
+            # A view's rows ascend: slot by slot, tree order within.
+            positions = np.searchsorted(self.rows, patch.rows)
+            found = positions < len(self.rows)
+            found[found] = self.rows[positions[found]] == patch.rows[found]
+        offsets = positions - span.start
+        found &= (offsets >= 0) & (offsets < span.stop - span.start)
+        if not found.any():
+            return None
+        return offsets[found], patch.limits[found]
+
     def limit(self, column, span):
-        return self.take(self.columns.limit[column], span)
+        values = self.take(self.columns.base_limit[column], span)
+        patched = self._patched(column, span)
+        if patched is None:
+            return values
+        values = values.copy()
+        values[patched[0]] = patched[1]
+        return values
 
     def fits(self, column, amount, span):
         """Positions where one group can take ``amount`` of the class
@@ -208,7 +234,10 @@ class View:
         if column is None:
             return np.zeros(span.stop - span.start, dtype=bool)
         columns = self.columns
-        result = self.limit(column, span) >= amount
+        result = self.take(columns.base_limit[column], span) >= amount
+        patched = self._patched(column, span)
+        if patched is not None:
+            result[patched[0]] = patched[1] >= amount
         if columns.min_unit[column] is not None:
             result &= self.take(columns.min_unit[column], span) <= amount
         if columns.step_size[column] is not None:
