@@ -222,7 +222,9 @@ def derived(placement, old_states, new_states):
     if placement is None:
         return None
     base = placement.base if isinstance(placement, Deferred) else placement
-    uuids = base.root_uuids
+    # Row t of the table is the root of tree t, the first rows of the
+    # provider columns: no list of every root per derivation.
+    uuids = base.columns.uuids
     changes = {}
     for row, state in new_states.items():
         old = old_states[row]
@@ -230,14 +232,14 @@ def derived(placement, old_states, new_states):
             continue
         if _fixed(old) != _fixed(state):
             return None
-        changes[uuids[row]] = _used(state)
+        changes[uuids.item(row)] = _used(state)
     if isinstance(placement, Deferred):
         if not changes:
             return placement
         merged = dict(placement.changes)
         merged.update(changes)
         if len(merged) > max(DEFERRED_ROWS,
-                             len(base.root_uuids) // DEFERRED_SHARE):
+                             len(base.columns.root_rows) // DEFERRED_SHARE):
             return None
         return Deferred(base, merged)
     return Deferred(placement, changes) if changes else placement
