@@ -139,7 +139,8 @@ class Shape:
     alternates and how many hosts its ranking sorts, the plugins loaded
     (one object per load) and ``service_down_time``."""
 
-    __slots__ = ('spec', 'alternates', 'need', 'plugins', 'down_time')
+    __slots__ = ('spec', 'alternates', 'need', 'plugins', 'down_time',
+                 'plan')
 
     def __init__(self, spec, alternates, need, plugins, down_time):
         self.spec = spec
@@ -147,6 +148,10 @@ class Shape:
         self.need = need
         self.plugins = plugins
         self.down_time = down_time
+        # The driver's reading of the spec (its placement stage's plan),
+        # kept with what it was read against; see
+        # FilterScheduler._shape_plan.
+        self.plan = None
 
     def matches(self, other):
         return (self.need == other.need

@@ -298,7 +298,8 @@ class FilterScheduler(base.Scheduler):
         return self._active > 1
 
     def _rank_shape(self, shape, table):
-        request = _Request(self, shape.spec, None, shape.alternates, table)
+        request = _Request(self, shape.spec, None, shape.alternates, table,
+                           plan=self._shape_plan(shape, table))
         if (request.need != shape.need
                 or request.plugins is not shape.plugins):
             # The options or plugins changed since: not this shape.
@@ -311,6 +312,20 @@ class FilterScheduler(base.Scheduler):
         request.between_steps = overtaken
         request.keep_weighed = True
         return request.rank_first()
+
+    @staticmethod
+    def _shape_plan(shape, table):
+        """The placement plan of ``shape``'s spec, read once for the
+        rankings made ahead and their patches, and kept while the
+        table's aggregates (what Nova's request filters read) are the
+        ones it was read against. A copy of the request's own plan (see
+        :meth:`placement_stage.Plan.copy`): a request claims by the rows
+        its own plan cut."""
+        held = shape.plan
+        if held is None or held[0] is not table.aggregates:
+            held = shape.plan = (table.aggregates, placement_stage.plan_for(
+                shape.spec, table.aggregates))
+        return held[1]
 
     def _patch_shape(self, shape, table, ranked, writes):
         """``ranked``, made by :meth:`_rank_shape` for ``shape`` on
@@ -356,7 +371,7 @@ class FilterScheduler(base.Scheduler):
             return None
         spec = shape.spec
         mask, _steps, skip_filters = restrict_candidates(
-            table, spec, placement_stage.plan_for(spec, table.aggregates))
+            table, spec, self._shape_plan(shape, table))
         if not all(mask.item(row) for _position, row in pairs):
             return None
         if not skip_filters and not self.filter_handler.all_pass(
@@ -483,7 +498,7 @@ class _Request:
     """The work of one select_destinations call."""
 
     def __init__(self, driver, spec, instance_uuids, return_alternates,
-                 table, observer=None):
+                 table, observer=None, plan=None):
         self.driver = driver
         # Told of each filter's effect and of each ranking (explain).
         self.observer = observer
@@ -493,7 +508,8 @@ class _Request:
         self.claiming = bool(self.uuids) and not spec.obj_get('is_rebuild')
         self.resources = spec.resources()
         # Resource classes, traits, aggregates: the placement stage.
-        self.plan = placement_stage.plan_for(spec, table.aggregates)
+        self.plan = (plan if plan is not None
+                     else placement_stage.plan_for(spec, table.aggregates))
         # NUMA cells, pinned CPUs, pages, PCI devices: None for most.
         self.hardware = hardware.Request.from_spec(spec)
         image = spec.obj_get('image')
@@ -565,6 +581,7 @@ class _Request:
         started = time.perf_counter()
         self.shape = self.ahead_shape()
         if self.shape is not None:
+            self.shape.plan = (self.table.aggregates, self.plan.copy())
             self.repeats = self.driver.ahead.note(self.shape)
         mask, steps, skip_filters = restrict_candidates(
             self.table, self.spec, self.plan,

@@ -24,7 +24,8 @@ no PCPU are asked again with VCPU, and a claim on such a host takes
 VCPU.
 """
 
-from oslo_log import log as logging
+import copy
+
 import numpy as np
 
 from scheduler import conf
@@ -35,7 +36,6 @@ from scheduler.resources import request as request_mod
 from scheduler.resources import request_filters
 
 CONF = conf.CONF
-LOG = logging.getLogger(__name__)
 
 CLASSIC = amounts_mod.CLASSIC
 # The name of the stage's steps in NoValidHost and explain.
@@ -104,10 +104,11 @@ class Plan:
         self.spec = spec
         first = from_spec.resource_request(spec)
         self.fallback = None
-        if not CONF.workarounds.disable_fallback_pcpu_query:
-            plain = from_spec.resource_request(spec, translate_pinning=False)
-            if plain != first:
-                self.fallback = plain
+        # Nova asks again with VCPU only when pinned CPUs are asked.
+        if ('PCPU' in first.all_resources()
+                and not CONF.workarounds.disable_fallback_pcpu_query):
+            self.fallback = from_spec.resource_request(
+                spec, translate_pinning=False)
         # Each request filter's request in turn (explain shows its cut).
         self.stages = [(RESOURCES_STEP, first)]
         request = first
@@ -125,6 +126,14 @@ class Plan:
             or any(name not in _ALWAYS for name, _ in self.stages[1:]))
         # Rows where the first request (PCPU) fits, from the last cut.
         self._pinned_rows = None
+
+    def copy(self):
+        """The same plan (its requests are immutable) without the rows
+        of this one's last cut: for a ranking made ahead, which cuts
+        while the request that read the spec may still be claiming."""
+        other = copy.copy(self)
+        other._pinned_rows = None
+        return other
 
     def _accepted(self, providers, request, mask, fallback=None):
         accepted = providers.acceptable_roots(request, candidate_mask=mask)

@@ -36,7 +36,8 @@ def forced_amounts(spec, node_classes):
     inventory has ``node_classes``. Raises what the parsing of the
     request raises (InvalidResourceRequest, ResourceRequestRefused)."""
     request = from_spec.resource_request(spec)
-    if (not CONF.workarounds.disable_fallback_pcpu_query
+    if ('PCPU' in request.all_resources()
+            and not CONF.workarounds.disable_fallback_pcpu_query
             and not set(request.all_resources()) <= set(node_classes)):
         plain = from_spec.resource_request(spec, translate_pinning=False)
         if set(plain.all_resources()) <= set(node_classes):

@@ -196,3 +196,32 @@ def test_a_selection_naming_a_malformed_class_is_refused():
                            '"resource_classes": {"CUSTOM_lower": 1}}')
     with pytest.raises(exception.InvalidRequest, match='CUSTOM_lower'):
         bad.validate()
+
+
+def test_rankings_made_ahead_read_a_rich_request_once_per_shape(
+        cloud, make_driver, make_host_manager, monkeypatch):
+    from scheduler.resources import from_spec
+    for name in ('a', 'b', 'c', 'd'):
+        cloud.add_node(name, memory_mb=8192 * (1 + ord(name) - ord('a')))
+        _give(cloud, name, traits=['CUSTOM_FAST'] if name != 'd' else [])
+    driver = make_driver(filter_scheduler.FilterScheduler,
+                         host_manager=make_host_manager(auto_refresh=False))
+    reads = []
+    real = from_spec.resource_request
+
+    def counted(spec, translate_pinning=True):
+        reads.append(spec)
+        return real(spec, translate_pinning)
+    monkeypatch.setattr(from_spec, 'resource_request', counted)
+    spec = _spec({'trait:CUSTOM_FAST': 'required'}, memory_mb=4096)
+    hosts = []
+    for _ in range(4):
+        _uuids, placed = _place(driver, spec)
+        hosts += placed
+        driver.idle()
+    assert driver.stats['ranked_ahead_used'] >= 2
+    # Never the host without the trait, however much room it has.
+    assert 'd' not in hosts
+    # One read per request: the rankings made ahead and their patches
+    # use a copy of the request's plan.
+    assert len(reads) == 4
