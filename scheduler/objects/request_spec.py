@@ -15,6 +15,7 @@ from oslo_utils import versionutils
 from oslo_versionedobjects import fields
 
 from scheduler import exception
+from scheduler.numa import request as numa_request
 from scheduler.objects import base
 from scheduler import placement_types
 from scheduler import validation
@@ -181,6 +182,28 @@ def validate_image(image, field='image'):
 
 # The extra specs that replace the flavor's sizes, in Resources' order.
 _OVERRIDES = ('resources:VCPU', 'resources:MEMORY_MB', 'resources:DISK_GB')
+# Extra specs that may make pinned vCPUs PCPU rather than VCPU.
+_PINNING = frozenset(('resources:PCPU', 'hw:cpu_policy'))
+
+
+def _shared_vcpus(flavor, extra_specs, properties):
+    """The flavor's vCPUs that are not pinned (Nova's VCPU amount)."""
+    if 'resources:PCPU' in extra_specs:
+        return 0
+    policy = extra_specs.get('hw:cpu_policy') or properties.get(
+        'hw_cpu_policy')
+    if policy == 'dedicated':
+        return 0
+    if policy != 'mixed':
+        return flavor.vcpus
+    try:
+        numa = numa_request.get_request(flavor.vcpus, flavor.memory_mb,
+                                        extra_specs, properties)
+    except exception.InvalidRequest:
+        # Refused, naming the problem, when the request is read.
+        return flavor.vcpus
+    pinned = sum(len(cell.pcpuset) for cell in numa.cells) if numa else 0
+    return flavor.vcpus - pinned
 
 
 @base.GanttObjectRegistry.register
@@ -239,13 +262,21 @@ class RequestSpec(base.GanttObject):
         and DISK_GB: the flavor's sizes, or what its extra specs
         ``resources:VCPU``, ``resources:MEMORY_MB`` and
         ``resources:DISK_GB`` ask instead (0 for a baremetal flavor, as
-        Nova's request asks). A malformed amount is left to the
-        placement stage, which refuses the request."""
+        Nova's request asks). Pinned vCPUs are PCPU, not VCPU, as Nova
+        asks them (``hw:cpu_policy=dedicated`` or ``resources:PCPU``: no
+        VCPU; ``mixed``: the shared ones); on a host that reports no PCPU
+        the placement stage's fallback claims VCPU instead. A malformed
+        amount is left to the placement stage, which refuses the
+        request."""
         flavor = self.flavor
         disk_gb = (flavor.root_gb + flavor.ephemeral_gb
                    + int(math.ceil(flavor.swap / 1024.0)))
         sizes = [flavor.vcpus, flavor.memory_mb, disk_gb]
         extra_specs = flavor.obj_get('extra_specs', {}) or {}
+        image = self.obj_get('image')
+        properties = (image.obj_get('properties', {}) or {}) if image else {}
+        if _PINNING.intersection(extra_specs) or 'hw_cpu_policy' in properties:
+            sizes[0] = _shared_vcpus(flavor, extra_specs, properties)
         if extra_specs:
             for position, key in enumerate(_OVERRIDES):
                 value = extra_specs.get(key)

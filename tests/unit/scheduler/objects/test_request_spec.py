@@ -26,6 +26,25 @@ def test_resources_round_swap_up_to_whole_gb():
     assert _spec().resources() == (2, 4096, 20 + 5 + 2)
 
 
+@pytest.mark.parametrize('extra_specs, image, vcpus', [
+    ({'hw:cpu_policy': 'dedicated'}, {}, 0),
+    ({}, {'hw_cpu_policy': 'dedicated'}, 0),
+    ({'resources:PCPU': '4'}, {}, 0),
+    ({'hw:cpu_policy': 'mixed', 'hw:cpu_dedicated_mask': '^0'}, {}, 1),
+    ({'hw:cpu_policy': 'shared'}, {'hw_cpu_policy': 'dedicated'}, 4),
+    ({}, {}, 4),
+], ids=['dedicated', 'image-dedicated', 'resources-pcpu', 'mixed',
+        'flavor-wins', 'plain'])
+def test_pinned_vcpus_are_not_asked_as_vcpu(extra_specs, image, vcpus):
+    # Nova asks pinned vCPUs as PCPU: the VCPU claim (and CoreFilter)
+    # count only the floating ones.
+    spec = request_spec.RequestSpec(flavor=request_spec.Flavor(
+        vcpus=4, memory_mb=512, extra_specs=extra_specs))
+    if image:
+        spec.image = request_spec.ImageMeta(properties=image)
+    assert spec.resources().vcpus == vcpus
+
+
 def test_scheduler_hint_unwraps_single_values():
     spec = _spec()
     assert spec.get_scheduler_hint('group') == 'g1'
