@@ -193,14 +193,19 @@ class RebuildTask:
 
     @staticmethod
     def _allocations(instance_uuid):
+        """``([(node id, Resources)], {node id: {class: amount}})``: the
+        instance's claims, classic and other classes."""
         with db_api.reader() as session:
-            return claims.get_allocations(session, instance_uuid)
+            return (sorted(claims.get_allocations(session, instance_uuid)),
+                    claims.get_allocation_items(session, instance_uuid))
 
     def _restore_claims(self, instance_uuid, before):
         """After a failed scheduling step, make the instance hold exactly
-        the allocations it held before it (``[(node id, Resources)]``)."""
-        if sorted(self._allocations(instance_uuid)) == sorted(before):
+        the allocations it held before it (what :meth:`_allocations`
+        read), its other classes (PCPU, custom ones) included."""
+        if self._allocations(instance_uuid) == before:
             return
+        before, items = before
         LOG.warning('Evacuation of %s: the scheduler claimed a host after '
                     'all; putting back the claims it held before',
                     instance_uuid)
@@ -208,7 +213,8 @@ class RebuildTask:
             claims.release_resources(session, instance_uuid)
             for node_id, resources in before:
                 if not claims.claim_resources(session, node_id,
-                                              instance_uuid, resources):
+                                              instance_uuid, resources,
+                                              extra=items.get(node_id)):
                     LOG.error('Evacuation of %s: could not claim node %s '
                               'again; the instance holds no claim there '
                               'now', instance_uuid, node_id)

@@ -145,11 +145,13 @@ class Cluster:
                         % (nodename, what))
 
     @staticmethod
-    def spec(vcpus, memory_mb, root_gb, count=1, **kwargs):
+    def spec(vcpus, memory_mb, root_gb, count=1, flavor_extra_specs=None,
+             **kwargs):
         return request_spec.RequestSpec(
             num_instances=count,
-            flavor=request_spec.Flavor(vcpus=vcpus, memory_mb=memory_mb,
-                                       root_gb=root_gb), **kwargs)
+            flavor=request_spec.Flavor(
+                vcpus=vcpus, memory_mb=memory_mb, root_gb=root_gb,
+                extra_specs=dict(flavor_extra_specs or {})), **kwargs)
 
     def boot(self, vcpus, memory_mb, root_gb, count=1, **kwargs):
         uuids = [uuidutils.generate_uuid() for _ in range(count)]

@@ -7,6 +7,7 @@ import sqlalchemy as sa
 from scheduler import context as gantt_context
 from scheduler.db import api as db_api
 from scheduler.db import claim_checks
+from scheduler.db import claims
 from scheduler.db import instances as db_instances
 from scheduler.db import models
 from scheduler.db import moves
@@ -31,6 +32,20 @@ def allocations():
                 models.ComputeNode.id ==
                 models.Allocation.compute_node_id)).all()
     return {row.consumer_uuid: row.host for row in rows}
+
+
+def node_id(host):
+    """The id of ``host``'s compute node (one node per host here)."""
+    with db_api.reader() as session:
+        return session.execute(sa.select(models.ComputeNode.id).where(
+            models.ComputeNode.host == host)).scalar_one()
+
+
+def allocation_items(consumer_uuid):
+    """``{node id: {class: amount}}``: the consumer's claims of the
+    classes beyond VCPU, MEMORY_MB and DISK_GB."""
+    with db_api.reader() as session:
+        return claims.get_allocation_items(session, consumer_uuid)
 
 
 def usage():

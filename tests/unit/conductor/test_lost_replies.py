@@ -6,6 +6,8 @@ MessagingTimeout the conductor would see when a reply is lost. Afterwards
 the instance must hold exactly what it held before the operation.
 """
 
+import json
+
 import oslo_messaging as messaging
 import pytest
 
@@ -73,4 +75,30 @@ def test_unshelve_whose_answer_is_lost_holds_no_claim(cluster_config):
     instance = sql_state.instance(row.uuid)
     assert (instance.vm_state, instance.task_state, instance.host) == (
         'shelved_offloaded', None, None)
+    sql_state.assert_consistent()
+
+
+def test_lost_evacuation_puts_back_the_other_classes_too(cluster_config,
+                                                          config):
+    # Every compute reports PCPU (in a NUMA cell, as Nova pins
+    # resources:PCPU); the flavor asks it (and no VCPU).
+    config.config(cpu_dedicated_set='8-15', group='compute')
+    config.config(numa_topology=json.dumps({'cells': [{
+        'id': 0, 'cpuset': [], 'pcpuset': list(range(8, 16)),
+        'memory_mb': 65536}]}), group='fake_virt')
+    with inprocess.Cluster({'h1': BIG, 'h2': BIG}) as cluster:
+        [uuid] = cluster.boot(vcpus=2, memory_mb=2048, root_gb=10,
+                              flavor_extra_specs={'resources:PCPU': '2'})
+        row = cluster.wait_built([uuid])[uuid]
+        assert row.vm_state == 'active'
+        source = sql_state.node_id(row.host)
+        assert sql_state.allocation_items(uuid) == {source: {'PCPU': 2}}
+        sql_state.set_service(row.host, forced_down=True)
+        task = rebuild.RebuildTask(LostReplyScheduler(),
+                                   compute_rpcapi.ComputeAPI())
+        with pytest.raises(messaging.MessagingTimeout):
+            task.evacuate(sql_state.ctxt(), uuid)
+    # The other host's PCPU claim was undone, the source's put back.
+    assert sql_state.allocation_items(uuid) == {source: {'PCPU': 2}}
+    assert sql_state.allocations() == {uuid: row.host}
     sql_state.assert_consistent()
