@@ -490,6 +490,42 @@ Possible values:
 
 * A CPU architecture name such as ``x86_64`` or ``aarch64``, or nothing.
 """),
+    cfg.BoolOpt('pci_in_placement',
+                default=False,
+                help="""
+Schedule PCI devices as Placement's nested providers too.
+
+Nova's option. When on, each host's PCI device pools are child providers
+of its node (one per PF or standalone device, one per pool of VFs; class
+the pool's ``resource_class`` tag or ``CUSTOM_PCI_<VENDOR>_<PRODUCT>``,
+traits its ``traits`` tag and ``COMPUTE_MANAGED_PCI_DEVICE``), and each
+device a flavor's ``pci_passthrough:alias`` asks for is a request group
+of its own (the alias's ``resource_class`` and ``traits``), as Nova asks
+Placement. The PciPassthroughFilter still runs, and the claim still takes
+the devices from the pools.
+
+Related options:
+
+* ``[pci] alias``
+* ``[filter_scheduler] numa_in_placement``
+"""),
+    cfg.BoolOpt('numa_in_placement',
+                default=False,
+                help="""
+Show each host NUMA cell's dedicated CPUs (PCPU) as a child provider.
+
+Gantt's option; Nova 34 keeps PCPU on the compute node's provider. When
+on, a node that reports PCPU shows it per NUMA cell instead (each cell's
+CPUs to pin, less those pinned), so that granular groups can ask for
+distinct cells (``resources1:PCPU=2``, ``resources2:PCPU=2``,
+``group_policy=isolate``), and a pinned guest of several NUMA nodes asks
+its dedicated CPUs per node. PCI devices (with ``pci_in_placement``) go
+under the cell they are on. VCPU and MEMORY_MB stay on the node.
+
+Related options:
+
+* ``[filter_scheduler] pci_in_placement``
+"""),
 ]
 
 

@@ -32,6 +32,7 @@ from scheduler import conf
 from scheduler import filters
 from scheduler.resources import amounts as amounts_mod
 from scheduler.resources import from_spec
+from scheduler.resources import generated_groups
 from scheduler.resources import request as request_mod
 from scheduler.resources import request_filters
 
@@ -50,7 +51,8 @@ _ALWAYS = ('compute_status_filter', 'map_az_to_placement_aggregate',
 # than the flavor's sizes; a request with none of them, and none of the
 # request filters' options on, skips even the parsing.
 _SPEC_PREFIXES = ('resources', 'trait', 'group_policy', 'hw:cpu_policy',
-                  'hw:cpu_thread_policy', 'hw:emulator_threads_policy')
+                  'hw:cpu_thread_policy', 'hw:emulator_threads_policy',
+                  'pci_passthrough:alias')
 _IMAGE_PREFIXES = ('trait', 'hw_cpu_policy', 'hw_cpu_thread_policy',
                    'hw_emulator_threads_policy')
 _OPTIONS = ('limit_tenants_to_placement_aggregate',
@@ -178,12 +180,14 @@ class Plan:
     def amounts(self, table, row):
         """``(resources, extra)``: what a claim on ``row`` takes of the
         classic classes (a placement_types.Resources) and of the others
-        (``{class: amount}``)."""
+        (``{class: amount}``), but for the PCI devices' groups: the PCI
+        claim takes those from the pools."""
         request = self.request
         if (self.fallback is not None and self._pinned_rows is not None
                 and not self._pinned_rows[row]):
             request = self.fallback
-        resources, extra = amounts_mod.split(request.all_resources())
+        resources, extra = amounts_mod.split(
+            generated_groups.node_resources(request))
         return resources, extra or {}
 
 

@@ -12,7 +12,11 @@ bulk from the table's columns and its states' extras (:func:`build`):
   state's ``inventories``;
 * traits: each state's ``traits``, and ``COMPUTE_STATUS_DISABLED``
   where its compute service is disabled (Nova's compute_status trait);
-* aggregates: the uuids of its host's aggregates.
+* aggregates: the uuids of its host's aggregates;
+* children, where ``[filter_scheduler] numa_in_placement`` or
+  ``pci_in_placement`` ask for them: its NUMA cells (holding the node's
+  ``PCPU`` instead of the root) and its PCI devices
+  (:mod:`scheduler.host_cache.host_children`), after every root.
 
 A table derived from another whose placement was built (a claim, a
 refresh's rows) derives its own when first asked: the parent's with the
@@ -27,6 +31,7 @@ import threading
 
 import numpy as np
 
+from scheduler.host_cache import host_children
 from scheduler.resources import candidates
 from scheduler.resources import provider_arrays
 
@@ -78,17 +83,31 @@ def build(table):
     states = table.states
     count = len(states)
     uuids = uuids_of(states)
+    numa, pci = host_children.options()
+    kids = []
+    if numa or pci:
+        for row, state in enumerate(states):
+            kids.extend(host_children.of(state, uuids[row], numa, pci))
+    parents = np.full(count + len(kids), -1, dtype=np.int64)
+    if kids:
+        position = {uuid: row for row, uuid in enumerate(uuids)}
+        for index, child in enumerate(kids):
+            position[child.uuid] = count + index
+        parents[count:] = [position[child.parent] for child in kids]
+        uuids = uuids + [child.uuid for child in kids]
     return candidates.ProviderTable.from_arrays(
-        uuids, np.full(count, -1, dtype=np.int64),
-        inventories=_inventories(table),
-        traits=_traits(table),
+        uuids, parents,
+        inventories=_inventories(table, numa, kids),
+        traits=_with_children(_traits(table), count, kids),
         aggregates=_aggregates(table))
 
 
-def _inventories(table):
-    """The InventoryArrays of the classic columns and the states'
-    inventories: whole columns for the first, a pass over the states
-    that have the others."""
+def _inventories(table, numa=False, kids=()):
+    """The InventoryArrays of the classic columns, the states'
+    inventories and the children ``kids`` (providers from the table's
+    row count on): whole columns for the first, a pass over the states
+    that have the others. With ``numa``, a node whose cells hold its PCPU
+    shows none on its root."""
     names = list(CLASSIC)
     parts = []
     for index, (columns, _total, _used) in enumerate(CLASSIC.values()):
@@ -100,17 +119,29 @@ def _inventories(table):
                       total[rows], ratio[rows], used[rows]))
     classes = {name: index for index, name in enumerate(names)}
     extra = []
+
+    def index_of(name):
+        index = classes.get(name)
+        if index is None:
+            index = classes[name] = len(names)
+            names.append(name)
+        return index
+
     for row, state in enumerate(table.states):
         if state.inventories:
+            moved = numa and host_children.numa_shown(state)
             for name, inventory in state.inventories.items():
-                index = classes.get(name)
-                if index is None:
-                    index = classes[name] = len(names)
-                    names.append(name)
-                extra.append((row, index, inventory.total, inventory.reserved,
-                              inventory.min_unit, inventory.max_unit,
-                              inventory.allocation_ratio, inventory.used,
-                              inventory.step_size))
+                if moved and name == host_children.PCPU:
+                    continue
+                extra.append((row, index_of(name), inventory.total,
+                              inventory.reserved, inventory.min_unit,
+                              inventory.max_unit, inventory.allocation_ratio,
+                              inventory.used, inventory.step_size))
+    first = len(table.states)
+    for position, child in enumerate(kids, first):
+        for name, (total, used) in child.inventory.items():
+            extra.append((position, index_of(name), total, 0, 1, total, 1.0,
+                          used, 1))
     if extra:
         values = list(zip(*extra))
         parts.append(tuple(
@@ -157,6 +188,25 @@ def _memberships(codes, keys_names, extra_names=(), extra_rows=None):
     return provider_arrays.Memberships(tuple(index), provider, bits)
 
 
+def _with_children(memberships, first, kids):
+    """``memberships`` plus the traits of the children ``kids`` (input
+    positions from ``first`` on)."""
+    pairs = [(position, name)
+             for position, child in enumerate(kids, first)
+             for name in sorted(child.traits)]
+    if not pairs:
+        return memberships
+    index = {name: at for at, name in enumerate(memberships.names)}
+    bits = [index.setdefault(name, len(index)) for _, name in pairs]
+    return provider_arrays.Memberships(
+        tuple(index),
+        np.concatenate([memberships.provider,
+                        np.fromiter((p for p, _ in pairs), np.int64,
+                                    len(pairs))]),
+        np.concatenate([memberships.index,
+                        np.asarray(bits, dtype=np.int64)]))
+
+
 def _traits_of(state):
     return state.traits
 
@@ -176,9 +226,10 @@ def _aggregates(table):
 
 # -- tables derived from one another ------------------------------------------
 
-def _fixed(state):
+def _fixed(state, numa, pci):
     """What of ``state`` its providers show, but for the used amounts."""
-    return (state.uuid, state.vcpus_total, state.reserved_vcpus,
+    return (host_children.fixed(state, numa, pci), state.uuid,
+            state.vcpus_total, state.reserved_vcpus,
             state.cpu_allocation_ratio, state.total_usable_ram_mb,
             state.reserved_memory_mb, state.ram_allocation_ratio,
             state.total_usable_disk_gb, state.reserved_disk_gb,
@@ -189,14 +240,20 @@ def _fixed(state):
                   in sorted(state.inventories.items())))
 
 
-def _used(state):
-    """``{class: used}`` of the classes ``state``'s provider has."""
+def _used(state, uuid, numa, pci):
+    """``{provider uuid: {class: used}}`` of the classes ``state``'s
+    providers (its root ``uuid`` and its children) have."""
     used = {name: getattr(state, used_attr)
             for name, (_columns, total_attr, used_attr) in CLASSIC.items()
             if getattr(state, total_attr) > 0}
+    moved = numa and host_children.numa_shown(state)
     for name, inventory in state.inventories.items():
-        used[name] = inventory.used
-    return used
+        if not (moved and name == host_children.PCPU):
+            used[name] = inventory.used
+    found = {uuid: used}
+    if numa or pci:
+        found.update(host_children.used(state, uuid, numa, pci))
+    return found
 
 
 class Deferred:
@@ -225,14 +282,15 @@ def derived(placement, old_states, new_states):
     # Row t of the table is the root of tree t, the first rows of the
     # provider columns: no list of every root per derivation.
     uuids = base.columns.uuids
+    numa, pci = host_children.options()
     changes = {}
     for row, state in new_states.items():
         old = old_states[row]
         if old is state:
             continue
-        if _fixed(old) != _fixed(state):
+        if _fixed(old, numa, pci) != _fixed(state, numa, pci):
             return None
-        changes[uuids.item(row)] = _used(state)
+        changes.update(_used(state, uuids.item(row), numa, pci))
     if isinstance(placement, Deferred):
         if not changes:
             return placement

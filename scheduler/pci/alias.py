@@ -65,9 +65,12 @@ _PLACEMENT_ONLY = ('capability_type', 'resource_class', 'traits')
 
 # ``device_type`` is None when the entries do not restrict it; ``specs``
 # is a tuple of dicts whose keys are pool attributes (``vendor_id``,
-# ``product_id``, ``dev_type``, ``live_migratable``).
+# ``product_id``, ``dev_type``, ``live_migratable``); ``placement`` has,
+# per entry, its ``(resource_class, traits)`` values (None where absent),
+# what ``[filter_scheduler] pci_in_placement`` asks Placement for.
 Alias = collections.namedtuple('Alias',
-                               'name numa_policy device_type specs')
+                               'name numa_policy device_type specs placement',
+                               defaults=((),))
 
 
 def _refuse(alias, reason):
@@ -146,6 +149,11 @@ def _spec_of(name, entry):
     return spec
 
 
+def _placement_of(name, entry):
+    return (_string(name, entry, 'resource_class'),
+            _string(name, entry, 'traits'))
+
+
 def parse_aliases(values):
     """``{name: Alias}`` of the ``[pci] alias`` values ``values``.
 
@@ -161,7 +169,8 @@ def parse_aliases(values):
         device_type = spec.get('dev_type')
         known = found.get(name)
         if known is None:
-            found[name] = Alias(name, policy, device_type, (spec,))
+            found[name] = Alias(name, policy, device_type, (spec,),
+                                (_placement_of(name, entry),))
             continue
         if known.numa_policy != policy:
             _refuse(repr(name), "entries of one name must have the same "
@@ -171,7 +180,9 @@ def parse_aliases(values):
             _refuse(repr(name), "entries of one name must have the same "
                     "'device_type', not %r and %r"
                     % (known.device_type, device_type))
-        found[name] = known._replace(specs=known.specs + (spec,))
+        found[name] = known._replace(
+            specs=known.specs + (spec,),
+            placement=known.placement + (_placement_of(name, entry),))
     return found
 
 

@@ -16,6 +16,7 @@ disable_fallback_pcpu_query``), VCPU where it does not.
 from scheduler import conf
 from scheduler import placement_types
 from scheduler.resources import from_spec
+from scheduler.resources import generated_groups
 
 CONF = conf.CONF
 
@@ -38,8 +39,9 @@ def forced_amounts(spec, node_classes):
     request = from_spec.resource_request(spec)
     if ('PCPU' in request.all_resources()
             and not CONF.workarounds.disable_fallback_pcpu_query
-            and not set(request.all_resources()) <= set(node_classes)):
+            and not set(generated_groups.node_resources(request))
+            <= set(node_classes)):
         plain = from_spec.resource_request(spec, translate_pinning=False)
-        if set(plain.all_resources()) <= set(node_classes):
+        if set(generated_groups.node_resources(plain)) <= set(node_classes):
             request = plain
-    return split(request.all_resources())
+    return split(generated_groups.node_resources(request))

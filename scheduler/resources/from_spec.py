@@ -64,6 +64,7 @@ from scheduler import exception
 from scheduler import image_properties
 from scheduler import validation
 from scheduler.numa import request as numa_request
+from scheduler.resources import generated_groups
 from scheduler.resources import names
 from scheduler.resources import request
 
@@ -88,6 +89,11 @@ class _Draft:
 
     def __init__(self):
         self._groups = {}
+        # Suffixes of groups made from other parts than the extra specs.
+        self.generated = set()
+
+    def mark_generated(self, suffixes):
+        self.generated.update(suffixes)
 
     def _group(self, suffix):
         if suffix not in self._groups:
@@ -150,9 +156,22 @@ def resource_request(spec, translate_pinning=True):
         _translate_pinning(draft, flavor.vcpus, extra_specs, image_props,
                            numa)
     _fill_in_flavor_sizes(draft, spec)
-    groups = draft.freeze()
+    groups = draft.freeze() + generated_groups.pci_groups(spec)
+    made = sum(1 for group in groups
+               if group.suffix in draft.generated
+               or group.suffix.startswith(generated_groups.PCI_PREFIX))
+    policy = _default_policy(groups, policy, made)
     _check_placement_rules(groups, policy)
     return request.ResourceRequest(groups=groups, group_policy=policy)
+
+
+def _default_policy(groups, policy, generated):
+    """Nova's default for groups from outside the flavor: ``'none'``
+    where the flavor has at most one suffixed group and no policy."""
+    suffixed = sum(1 for group in groups if group.suffix)
+    if policy is None and suffixed >= 2 and suffixed - generated <= 1:
+        return 'none'
+    return policy
 
 
 def _refuse(key, value, problem):
@@ -230,7 +249,13 @@ def _translate_pinning(draft, vcpus, extra_specs, image_props, numa):
             draft.set_resource(request.UNSUFFIXED, VCPU, vcpus - pcpus)
         if numa.emulator_threads_policy == numa_request.EMULATOR_ISOLATE:
             pcpus += 1
-        draft.set_resource(request.UNSUFFIXED, PCPU, pcpus)
+        split = generated_groups.numa_split(numa)
+        if split is None:
+            draft.set_resource(request.UNSUFFIXED, PCPU, pcpus)
+        else:
+            draft.mark_generated(split)
+            for suffix, amount in split.items():
+                draft.set_resource(suffix, PCPU, amount)
     trait = _THREAD_TRAIT.get(_thread_policy(extra_specs, image_props))
     if trait:
         draft.add_trait(request.UNSUFFIXED, os_traits.HW_CPU_HYPERTHREADING,

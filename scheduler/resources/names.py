@@ -15,6 +15,12 @@ read as a filter::
 
     names.check_resource_class('CUSTOM_BAREMETAL_GOLD')   # returned
     names.check_trait('hw_cpu_x86_avx2')   # InvalidResourceRequest
+
+A PCI device's class and traits, as Nova's compute names them for
+Placement (``[pci] report_in_placement``), come from here too::
+
+    names.pci_class('8086', '154d')            # 'CUSTOM_PCI_8086_154D'
+    names.pci_traits('fast, HW_NIC_SRIOV')     # {'CUSTOM_FAST', ...}
 """
 
 import functools
@@ -84,3 +90,33 @@ def check_trait(name, where=None):
     if name in standard_traits() or is_custom(name):
         return name
     _refuse('trait', name, where, 'os-traits')
+
+
+def _normalised_class(name):
+    name = name.upper()
+    if (name in os_resource_classes.STANDARDS
+            or os_resource_classes.is_custom(name)):
+        return name
+    return os_resource_classes.normalize_name(name)
+
+
+def pci_class(vendor_id, product_id, requested=None):
+    """Nova's class of a PCI device: the requested name (normalised) or
+    ``CUSTOM_PCI_<VENDOR>_<PRODUCT>``."""
+    if requested:
+        return _normalised_class(requested)
+    return ('CUSTOM_PCI_%s_%s' % (vendor_id, product_id)).upper()
+
+
+def pci_traits(text):
+    """The traits of a comma separated ``traits`` value, normalised as
+    Nova does: standard names kept, others made ``CUSTOM_``."""
+    names = [name.strip() for name in (text or '').split(',')
+             if name.strip()]
+    standard, rest = os_traits.check_traits(names)
+    custom = set()
+    for name in rest:
+        name = name.upper()
+        custom.add(name if os_traits.is_custom(name)
+                   else os_traits.normalize_name(name))
+    return set(standard) | custom

@@ -58,13 +58,18 @@ class Cloud:
     """One random cloud: ``rows`` are dicts with uuid, parent, inventories,
     traits, aggregates, used."""
 
-    def __init__(self, seed, roots=110):
+    def __init__(self, seed, roots=110, rows=None):
+        """A random cloud of ``roots`` trees; or, with ``rows`` (parents
+        before their children, ``used`` filled in), that cloud."""
         rng = random.Random(seed)
         self.rng = rng
         self.aggregates = [str(uuid.UUID(int=rng.getrandbits(128)))
                            for _ in range(4)]
         self.rows = []
-        for _ in range(roots):
+        self.given = rows is not None
+        if self.given:
+            self.rows = list(rows)
+        for _ in range(0 if self.given else roots):
             self._tree(rng)
         self.root_of = {}
         for row in self.rows:
@@ -110,11 +115,15 @@ class Cloud:
 
     def load(self, client):
         """Write the cloud into Placement, usage as allocations."""
-        for name in TRAITS:
+        traits = set(TRAITS).union(*(row['traits'] for row in self.rows))
+        for name in sorted(traits):
             if name.startswith('CUSTOM_'):
                 client.put('/traits/%s' % name)
-        for name in CUSTOM_CLASSES:
-            client.put('/resource_classes/%s' % name)
+        classes = set(CUSTOM_CLASSES).union(*(row['inventories']
+                                              for row in self.rows))
+        for name in sorted(classes):
+            if name.startswith('CUSTOM_'):
+                client.put('/resource_classes/%s' % name)
         for row in self.rows:
             body = {'uuid': row['uuid'], 'name': 'rp-' + row['uuid']}
             if row['parent']:
@@ -139,17 +148,23 @@ class Cloud:
         self._use(client)
 
     def _use(self, client):
-        """Allocate part of some providers' inventories: one consumer per
-        provider and class, written a few dozen per ``POST /allocations``
-        (webob spools a body over 10 kB to a temporary file it never
-        closes: a ResourceWarning)."""
+        """Allocate part of some providers' inventories (of a given cloud:
+        its ``used`` amounts): one consumer per provider and class,
+        written a few dozen per ``POST /allocations`` (webob spools a
+        body over 10 kB to a temporary file it never closes: a
+        ResourceWarning)."""
         rng = self.rng
         consumers = {}
         for row in self.rows:
             for name, inventory in row['inventories'].items():
-                if rng.random() > 0.35:
+                if self.given:
+                    amount = row['used'].get(name)
+                    if not amount:
+                        continue
+                elif rng.random() > 0.35:
                     continue
-                amount = _usable(rng, inventory)
+                else:
+                    amount = _usable(rng, inventory)
                 if amount is None:
                     continue
                 consumers[str(uuid.UUID(int=rng.getrandbits(128)))] = {

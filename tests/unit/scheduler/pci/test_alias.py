@@ -29,7 +29,16 @@ def test_defaults_legacy_and_no_device_type():
     found = alias.parse_aliases([_entry()])
     assert found == {'qat': alias.Alias(
         'qat', 'legacy', None, ({'vendor_id': '8086',
-                                 'product_id': '0443'},))}
+                                 'product_id': '0443'},),
+        ((None, None),))}
+
+
+def test_placement_keys_are_kept_per_entry():
+    found = alias.parse_aliases([
+        _entry(resource_class='CUSTOM_QAT', traits='fast,HW_CPU_X86_AVX'),
+        _entry(product_id='0442')])
+    assert found['qat'].placement == (('CUSTOM_QAT', 'fast,HW_CPU_X86_AVX'),
+                                      (None, None))
 
 
 def test_device_type_becomes_dev_type_and_policy_is_kept():
