@@ -51,8 +51,11 @@ Refusals (nothing is changed by a refused request):
   without ``group_policy``, a trait required and forbidden in one group,
   no resources at all.
 
-Nova's other translations (memory encryption, vPMEM, vTPM, secure boot,
-PCI in Placement, ports) are not made here.
+With ``[filter_scheduler] pci_in_placement`` or ``numa_in_placement``,
+PCI devices and a multi-node guest's PCPU are asked in groups of their
+own (:mod:`scheduler.resources.generated_groups`). Nova's other
+translations (memory encryption, vPMEM, vTPM, secure boot, ports) are not
+made here.
 """
 
 import re
