@@ -98,6 +98,7 @@ class SchedulerManager(service.Manager):
     """Chooses hosts for instances."""
 
     target = messaging.Target(version=rpcapi.RPC_API_VERSION)
+    fanout_methods = rpcapi.FANOUT_METHODS
 
     def __init__(self):
         # Loaded here, in the parent process, so that an unknown driver,

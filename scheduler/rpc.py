@@ -53,6 +53,7 @@ from scheduler import config
 from scheduler import context as gantt_context
 from scheduler import exception
 from scheduler.objects import base as objects_base
+from scheduler import rpc_routes
 from scheduler import transport_url
 from scheduler import undecodable_messages
 
@@ -349,12 +350,20 @@ class IdleAwareRPCServer(rpc_server.RPCServer):
 
     on_idle = None
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, transport, target, dispatcher, *args, **kwargs):
+        super().__init__(transport, target, dispatcher, *args, **kwargs)
         self._busy = 0
         self._busy_lock = threading.Lock()
+        # Requests may come only through the control exchange (and
+        # these methods through the fanout): see rpc_routes.
+        self._route = (target, transport.conf.control_exchange,
+                       rpc_routes.fanout_methods(dispatcher.endpoints))
 
     def _process_incoming(self, incoming):
+        reason = rpc_routes.refusal(*self._route, incoming[0])
+        if reason:
+            rpc_routes.drop(incoming[0], reason)
+            return None
         with self._busy_lock:
             self._busy += 1
         try:

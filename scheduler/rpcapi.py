@@ -52,6 +52,12 @@ RPC_TOPIC = 'scheduler'
 # How many times select_destinations is sent again after a timeout.
 SELECT_DESTINATIONS_RETRIES = 1
 RPC_API_VERSION = '1.3'
+# The methods a scheduler accepts through its fanout exchange
+# (``scheduler_fanout``); any other sent that way is dropped unread
+# (see scheduler.rpc_routes).
+FANOUT_METHODS = frozenset({'update_aggregates', 'delete_aggregate',
+                            'update_instance_info', 'delete_instance_info',
+                            'sync_instance_info'})
 
 
 class SchedulerAPI:

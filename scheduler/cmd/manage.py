@@ -62,6 +62,7 @@ from scheduler.cmd import manage_aggregate
 from scheduler.cmd import manage_api_db
 from scheduler.cmd import manage_archive
 from scheduler.cmd import manage_args
+from scheduler.cmd import manage_broker
 from scheduler.cmd import manage_cell_v2
 from scheduler.cmd import manage_data_migrations
 from scheduler.cmd import manage_db_check
@@ -326,6 +327,7 @@ COMMANDS = {
         **manage_server_ops.ACTIONS,
     }),
     'aggregate': manage_aggregate.CATEGORY,
+    'broker': manage_broker.CATEGORY,
     'server-group': manage_server_group.CATEGORY,
     'explain': Command(manage_explain.explain, 'Show, claiming nothing, '
                        'which filters would remove which hosts and why, '
