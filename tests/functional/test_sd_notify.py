@@ -6,6 +6,7 @@ after the RPC server consumes (the log says "is ready" and a call is
 answered), and ``STOPPING=1`` when SIGTERM reaches the master.
 """
 
+import os
 import signal
 import socket
 
@@ -83,5 +84,71 @@ def test_ready_once_serving_and_stopping_on_sigterm(cluster, rpc_transport,
         assert process.alive()
         assert process.popen.wait(60) == 0
         assert receive(sock, 0.5) is None
+    finally:
+        process.stop()
+
+
+def worker_pids(process):
+    """The pids of the daemon's forked workers (its children)."""
+    pids = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as stat:
+                # pid (comm) state ppid ...: comm may hold spaces.
+                fields = stat.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == process.popen.pid:
+            pids.append(int(entry))
+    return pids
+
+
+def next_ping(sock, timeout):
+    """The next message other than a worker's READY=1 (each worker sends
+    its own; systemd takes the first), or None."""
+    message = receive(sock, timeout)
+    while message == 'READY=1':
+        message = receive(sock, timeout)
+    return message
+
+
+def test_the_watchdog_pings_while_every_worker_serves(cluster,
+                                                      notify_socket):
+    """WatchdogSec=2s: the master pings every second while both workers
+    report; a frozen worker (SIGSTOP: it cannot report) stops the pings,
+    though the other worker still serves; thawed, the pings resume."""
+    sock, path = notify_socket
+    process = cluster.start_scheduler(
+        'sched-watchdog', workers=2,
+        env={'NOTIFY_SOCKET': path, 'WATCHDOG_USEC': '2000000'})
+    try:
+        assert receive(sock, 60) == 'READY=1'
+        cluster.wait_until(
+            lambda: process.log().count(
+                'gantt-scheduler on sched-watchdog is ready') == 2,
+            60, 'both workers serving', process)
+        for _ in range(3):
+            assert next_ping(sock, 5) == 'WATCHDOG=1'
+        workers = worker_pids(process)
+        assert len(workers) == 2
+
+        os.kill(workers[1], signal.SIGSTOP)
+        try:
+            # At most one ping from the frozen worker's last report,
+            # then none for two WatchdogSec.
+            late = 0
+            while next_ping(sock, 4) is not None:
+                late += 1
+                assert late <= 1, 'the pings go on'
+            assert '1 of 2 worker(s) reported serving' in process.log()
+        finally:
+            os.kill(workers[1], signal.SIGCONT)
+        assert next_ping(sock, 5) == 'WATCHDOG=1'
+        assert process.alive()
+
+        process.signal(signal.SIGTERM)
+        assert process.popen.wait(60) == 0
     finally:
         process.stop()
