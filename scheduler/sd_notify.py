@@ -28,7 +28,8 @@ Example::
     ...
     sd_notify.ready()           # in a worker, once it serves
 
-A socket that cannot be reached is logged once at WARNING; the daemon goes
+A socket that cannot be reached, or whose queue stays full for
+:data:`SEND_TIMEOUT` seconds, is logged once at WARNING; the daemon goes
 on serving (under systemd, the unit then times out at start, which says
 why in the journal).
 """
@@ -43,6 +44,11 @@ LOG = logging.getLogger(__name__)
 ENV = 'NOTIFY_SOCKET'
 WATCHDOG_USEC_ENV = 'WATCHDOG_USEC'
 WATCHDOG_PID_ENV = 'WATCHDOG_PID'
+
+# How long a message may wait for room in the socket's queue: systemd
+# reads it at once, but a daemon must not hang (at SIGTERM, say) on a
+# reader that stopped reading.
+SEND_TIMEOUT = 2.0
 
 # The address taken from the environment (inherited by forked workers).
 _address = None
@@ -108,6 +114,7 @@ def notify(message):
         return False
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as sock:
+            sock.settimeout(SEND_TIMEOUT)
             sock.connect(_socket_path(_address))
             sock.sendall(message.encode('utf-8'))
     except OSError as error:

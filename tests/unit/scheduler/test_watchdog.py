@@ -158,6 +158,20 @@ def test_no_watchdog_without_a_notify_socket():
         sd_notify.take_socket({})
 
 
+def test_a_socket_nobody_reads_does_not_hang_the_sender(notify_socket,
+                                                        monkeypatch):
+    # notify_socket is never read here: its queue fills, and a message
+    # is then given up after SEND_TIMEOUT instead of blocking forever
+    # (the master sends STOPPING=1 from its SIGTERM handler).
+    monkeypatch.setattr(sd_notify, 'SEND_TIMEOUT', 0.05)
+    for _ in range(100000):
+        if not sd_notify.watchdog():
+            break
+    else:
+        raise AssertionError('the queue never filled')
+    assert not sd_notify.stopping()
+
+
 def test_a_supervisor_needs_a_budget_and_workers():
     with pytest.raises(ValueError, match='positive budget'):
         watchdog.Supervisor(0, 1)
