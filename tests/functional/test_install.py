@@ -21,16 +21,18 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
-import threading
 import time
 
 import pytest
 
+from tests.fixtures import notify_socket
 from tests.functional import cluster as cluster_mod
 
 pytestmark = pytest.mark.functional
+
+# A line logged at ERROR (date, time, pid, level).
+ERROR_LINE = re.compile(r'^\S+ \S+ \d+ ERROR ', re.MULTILINE)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 GUIDE = ROOT / 'docs' / 'source' / 'install' / 'index.rst'
@@ -259,46 +261,9 @@ def test_systemd_analyze_finds_a_broken_unit(installed, tmp_path):
     assert 'is not executable' in result.stderr
 
 
-class Notifications:
-    """systemd's end of NOTIFY_SOCKET: read all the time, as systemd
-    does, into a list."""
-
-    def __init__(self, path):
-        self.path = path
-        self.messages = []
-        self._seen = threading.Condition()
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self._sock.bind(path)
-        self._sock.settimeout(0.2)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._read, daemon=True)
-        self._thread.start()
-
-    def _read(self):
-        while not self._stop.is_set():
-            try:
-                message = self._sock.recv(4096).decode()
-            except socket.timeout:
-                continue
-            with self._seen:
-                self.messages.append(message)
-                self._seen.notify_all()
-
-    def wait_for(self, wanted, count, timeout):
-        """True once ``wanted`` arrived ``count`` times in all."""
-        with self._seen:
-            return self._seen.wait_for(
-                lambda: self.messages.count(wanted) >= count, timeout)
-
-    def close(self):
-        self._stop.set()
-        self._thread.join()
-        self._sock.close()
-
-
 @pytest.fixture
 def notifications(tmp_path):
-    reader = Notifications(str(tmp_path / 'notify.sock'))
+    reader = notify_socket.Notifications(str(tmp_path / 'notify.sock'))
     yield reader
     reader.close()
 
@@ -368,7 +333,8 @@ def test_the_installed_daemons_serve_and_stop_cleanly(installed, tmp_path,
         for process in processes:
             assert process.popen.wait(STOP_TIMEOUT) == 0, (
                 '%s:\n%s' % (process.name, process.log()[-3000:]))
-            assert ' ERROR ' not in process.log(), process.log()[-3000:]
+            assert not ERROR_LINE.search(process.log()), \
+                process.log()[-3000:]
         # One STOPPING=1 from each master.
         assert notifications.messages.count('STOPPING=1') == 3
     finally:

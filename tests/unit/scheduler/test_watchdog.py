@@ -6,7 +6,6 @@ reads them."""
 
 import logging
 import os
-import socket
 
 import oslo_messaging as messaging
 import pytest
@@ -15,6 +14,7 @@ from scheduler import rpc
 from scheduler import sd_notify
 from scheduler import service
 from scheduler import watchdog
+from tests.fixtures import notify_socket as notify_socket_mod
 from tests.unit import inprocess
 
 # A budget of 0.4 s: the master pings every 0.2 s, workers report every
@@ -32,9 +32,8 @@ class _Endpoint:
 def notify_socket(tmp_path, monkeypatch):
     """A datagram socket bound where NOTIFY_SOCKET points, and taken
     (with a watchdog budget of USEC for this process) by sd_notify."""
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     path = str(tmp_path / 'notify.sock')
-    sock.bind(path)
+    sock = notify_socket_mod.bind(path)
     environ = {'NOTIFY_SOCKET': path, 'WATCHDOG_USEC': str(USEC),
                'WATCHDOG_PID': str(os.getpid())}
     sd_notify.take_socket(environ)
@@ -43,12 +42,7 @@ def notify_socket(tmp_path, monkeypatch):
     sock.close()
 
 
-def receive(sock, timeout):
-    sock.settimeout(timeout)
-    try:
-        return sock.recv(4096).decode()
-    except socket.timeout:
-        return None
+receive = notify_socket_mod.receive
 
 
 def assert_pings(sock, count=3):
