@@ -9,7 +9,10 @@ directory in place of ``/opt``, ``/etc`` and ``/var`` and without
 (:data:`GUIDE`), so that the two cannot drift apart. The daemons are
 started with the ``ExecStart=`` lines of the units the script rendered,
 with ``NOTIFY_SOCKET`` and ``WATCHDOG_USEC`` as systemd would set them,
-on a RabbitMQ virtual host of their own.
+on a RabbitMQ virtual host of their own, and with the file system
+read-only but for the two directories the units' ``ReadWritePaths=``
+name (a mount namespace of their own: what ``ProtectSystem=strict``
+does), so that a daemon that writes elsewhere fails the test.
 
 It takes about a minute, most of it pip installing the dependencies
 from the local mirror into the new virtualenv.
@@ -268,14 +271,59 @@ def notifications(tmp_path):
     reader.close()
 
 
+# What the units' ProtectSystem=strict and ReadWritePaths= do, without
+# systemd: in a mount namespace of its own, every file system is
+# remounted read-only but the API ones (/dev, /proc, /sys) and the
+# directories given as arguments; then NoNewPrivileges=yes. "$@" after
+# the directories' count is the command.
+SANDBOX = r"""
+count=$1; shift
+for i in $(seq "$count"); do
+    mount --bind "$1" "$1"; writable="$writable $1"; shift
+done
+findmnt -rn -o TARGET | while read -r target; do
+    case " $writable " in *" $target "*) continue ;; esac
+    case "$target" in /dev|/dev/*|/proc|/proc/*|/sys|/sys/*) continue ;; esac
+    mount -o remount,bind,ro "$target"
+done
+exec setpriv --no-new-privs "$@"
+"""
+
+
+def sandboxed(installed, argv):
+    """``argv`` under the units' file system protection."""
+    writable = [str(installed.localstatedir / 'log' / 'gantt'),
+                str(installed.statedir)]
+    return (['unshare', '--mount', '--propagation', 'private', 'sh', '-ec',
+             SANDBOX, 'sandbox', str(len(writable))] + writable + argv)
+
+
+def test_the_sandbox_leaves_only_the_two_directories_writable(installed):
+    probe = 'touch "$1/probe" && rm "$1/probe"'
+    for path, writable in ((installed.statedir, True),
+                           (installed.localstatedir / 'log' / 'gantt', True),
+                           (installed.prefix, False),
+                           (installed.sysconfdir / 'gantt', False)):
+        result = subprocess.run(
+            sandboxed(installed, ['sh', '-c', probe, 'probe', str(path)]),
+            capture_output=True, text=True, timeout=60)
+        assert (result.returncode == 0) == writable, (path, result.stderr)
+        if not writable:
+            assert 'Read-only file system' in result.stderr
+
+
 def start(installed, unit, log_dir, notify_path):
+    """Start ``unit``'s ExecStart= as systemd would: its environment
+    (HOME is the gantt user's), the notification socket, the watchdog,
+    the sandbox."""
     env = dict(clean_env(), NOTIFY_SOCKET=notify_path,
-               WATCHDOG_USEC=WATCHDOG_USEC)
+               WATCHDOG_USEC=WATCHDOG_USEC, HOME=str(installed.statedir))
     log = open(log_dir / (unit + '.log'), 'w')
     with log:
-        popen = subprocess.Popen(installed.exec_start(unit), stdout=log,
-                                 stderr=subprocess.STDOUT, env=env,
-                                 cwd='/', start_new_session=True)
+        popen = subprocess.Popen(
+            sandboxed(installed, installed.exec_start(unit)), stdout=log,
+            stderr=subprocess.STDOUT, env=env, cwd='/',
+            start_new_session=True)
     return cluster_mod.Process(unit, popen, str(log_dir / (unit + '.log')))
 
 
