@@ -153,6 +153,19 @@ def test_the_watchdog_pings_while_every_worker_serves(cluster,
         assert next_ping(sock, 5) == 'WATCHDOG=1'
         assert process.alive()
 
+        # A worker killed outright is forked again by the launcher; the
+        # pings resume once the replacement serves.
+        os.kill(workers[0], signal.SIGKILL)
+        cluster.wait_until(
+            lambda: process.log().count(
+                'gantt-scheduler on %s is ready' % name) == 3,
+            60, 'the replacement worker serving', process)
+        assert workers[0] not in worker_pids(process)
+        while next_ping(sock, 0.1) is not None:
+            pass    # those sent before the replacement served
+        assert next_ping(sock, 5) == 'WATCHDOG=1'
+        assert next_ping(sock, 5) == 'WATCHDOG=1'
+
         process.signal(signal.SIGTERM)
         assert process.popen.wait(60) == 0
     finally:
