@@ -17,7 +17,9 @@ A Service wraps a manager (the RPC endpoint object) and gives it:
   server every few seconds, and the database's, from each heartbeat that
   writes the services row;
 * systemd notification (``scheduler.sd_notify``): ``READY=1`` once the RPC
-  server consumes, ``STOPPING=1`` from the master when SIGTERM reaches it.
+  server consumes, ``STOPPING=1`` from the master when SIGTERM reaches it,
+  and, under ``WatchdogSec=``, ``WATCHDOG=1`` from the master while every
+  worker's RPC server consumes (``scheduler.watchdog``).
 
 Example::
 
@@ -46,11 +48,15 @@ from scheduler import prometheus
 from scheduler import rpc
 from scheduler import sd_notify
 from scheduler import version
+from scheduler import watchdog
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 _launcher = None
+# The master's watchdog.Supervisor, when systemd asked for a watchdog;
+# forked workers inherit it and report to it.
+_watchdog = None
 
 # How long stop() waits in all for periodic tasks caught mid-run.
 LOOP_STOP_TIMEOUT = 5.0
@@ -128,6 +134,7 @@ class Service(oslo_service.Service):
         self.manager = manager
         self.reporter = reporter
         self.rpcserver = None
+        self._health_reporter = None
         self._loops = []
         self._stopped = threading.Event()
 
@@ -158,6 +165,9 @@ class Service(oslo_service.Service):
                                run_immediately=task.run_immediately)
         LOG.info('%s on %s is ready', self.binary, self.host)
         sd_notify.ready()
+        if _watchdog is not None:
+            self._health_reporter = _watchdog.reporter(self.rpcserver)
+            self._health_reporter.start()
 
     def _add_loop(self, name, interval, func, run_immediately=False):
         loop = _Loop(name, interval, func, run_immediately)
@@ -181,6 +191,10 @@ class Service(oslo_service.Service):
     def stop(self, graceful=True):
         """Stop consuming, let in-flight requests finish, stop the loops."""
         LOG.info('Stopping %s on %s', self.binary, self.host)
+        if self._health_reporter is not None:
+            # A deliberate stop: the reporter must not take it for a death.
+            self._health_reporter.stop()
+            self._health_reporter = None
         if self.rpcserver is not None:
             try:
                 self.rpcserver.stop()
@@ -234,9 +248,16 @@ def _reload_worker_in_place(wrapper):
 
 def serve(server, workers=None):
     """Launch ``server`` in ``workers`` processes under oslo.service."""
-    global _launcher
+    global _launcher, _watchdog
     if _launcher is not None:
         raise RuntimeError('serve() can only be called once')
+    usec = sd_notify.watchdog_interval()
+    if usec:
+        # Before the launcher forks: the workers report to it.
+        _watchdog = watchdog.Supervisor(usec, workers or 1)
+        _watchdog.start()
+        LOG.info('systemd watchdog: WATCHDOG=1 every %.1fs while %d '
+                 'worker(s) serve', _watchdog.ping_interval, workers or 1)
     if service_backend.get_backend_type() == \
             service_backend.BackendType.THREADING:
         from oslo_service.backend._threading import service as threading
@@ -257,15 +278,22 @@ def _notify_stopping_on_sigterm(launcher):
     """
     manager = getattr(launcher, '_manager', None)
     if manager is not None and hasattr(manager, 'register_hooks'):
-        manager.register_hooks(on_terminate=sd_notify.stopping)
+        manager.register_hooks(on_terminate=_stopping)
         return
     stop = launcher.stop
 
     def stop_and_notify(*args, **kwargs):
-        sd_notify.stopping()
+        _stopping()
         return stop(*args, **kwargs)
 
     launcher.stop = stop_and_notify
+
+
+def _stopping():
+    # The workers stop serving on purpose: no more pings, no ERROR.
+    if _watchdog is not None:
+        _watchdog.stop()
+    sd_notify.stopping()
 
 
 def wait():
