@@ -229,6 +229,7 @@ class ComputeTaskManager:
         self.rebuild_task = None
         self.shelve_task = None
         self.delete_task = None
+        self.cell_computes = None
 
     def init_host(self):
         # RPC clients need the transport, which exists once the service
@@ -246,6 +247,7 @@ class ComputeTaskManager:
         self.rebuild_task = rebuild.RebuildTask(scheduler_api, compute_api)
         self.shelve_task = shelve.ShelveTask(scheduler_api, compute_api)
         self.delete_task = delete.DeleteTask(scheduler_api, compute_api)
+        self.cell_computes = instance_cell.CellComputes(compute_api)
 
     def cleanup_host(self):
         if self.build_task is not None:
@@ -381,8 +383,11 @@ class ComputeTaskManager:
     @messaging.expected_exceptions(*OPERATION_EXCEPTIONS)
     def delete_instance(self, ctxt, instance_uuid):
         validation.uuid('instance_uuid', instance_uuid)
-        with instance_cell.target(instance_uuid):
-            return self.delete_task.delete(ctxt, instance_uuid)
+        # As Nova's API: a server in any cell, its compute told over the
+        # cell's broker.
+        with instance_cell.target(instance_uuid, any_broker=True) as cell:
+            return self.delete_task.delete(ctxt, instance_uuid,
+                                           self.cell_computes.of(cell))
 
 
 def _checked_build(instance_uuids, request_spec, host_lists, failure):

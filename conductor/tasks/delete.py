@@ -122,10 +122,11 @@ class DeleteTask:
         self.scheduler_api = scheduler_api
         self.compute_api = compute_api
 
-    def delete(self, ctxt, instance_uuid):
+    def delete(self, ctxt, instance_uuid, compute_api=None):
         """Delete the instance; answer it as it is afterwards (deleted,
         or still ``deleting`` if its compute did not answer: the periodic
-        task finishes it).
+        task finishes it). ``compute_api``: the client of the instance's
+        compute (its cell's broker), by default this task's.
 
         :raises: InstanceNotFound, InstanceInvalidState
         """
@@ -136,11 +137,11 @@ class DeleteTask:
         LOG.info('Delete of instance %s started (%s, task %s, on %s)',
                  instance_uuid, row.vm_state, row.task_state,
                  row.host or 'no host')
-        if self._terminate(ctxt, row.uuid, row.host):
+        if self._terminate(ctxt, row.uuid, row.host, compute_api):
             self._finish(ctxt, row.uuid, row.host)
         return common.view(instance_uuid)
 
-    def _terminate(self, ctxt, instance_uuid, host):
+    def _terminate(self, ctxt, instance_uuid, host, compute_api=None):
         """Tell the instance's compute, if it has a host whose service is
         up; whether the delete may go on (False: the compute did not
         answer, the instance stays ``deleting``)."""
@@ -153,7 +154,8 @@ class DeleteTask:
                         'instance %s locally', host, instance_uuid)
             return True
         try:
-            self.compute_api.terminate_instance(ctxt, host, instance_uuid)
+            (compute_api or self.compute_api).terminate_instance(
+                ctxt, host, instance_uuid)
         except Exception as error:
             LOG.warning('The compute on %s did not terminate instance %s '
                         '(%s); it stays deleting, and the conductor\'s '

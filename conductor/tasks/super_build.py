@@ -53,13 +53,12 @@ Example::
 """
 
 import contextvars
-import threading
 
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
-from compute import rpcapi as compute_rpcapi
 from conductor.tasks import build
+from conductor.tasks import instance_cell
 from conductor.tasks import resume_builds
 from scheduler import cells
 from scheduler import conf
@@ -71,7 +70,6 @@ from scheduler.db import instances as db_instances
 from scheduler.db import mappings
 from scheduler import exception
 from scheduler.notifications import compute_task as compute_task_notes
-from scheduler import rpc
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -114,8 +112,7 @@ class SuperBuildTask(build.BuildTask):
         """``owner``: this process's name on its build requests (by
         default host, pid and a random part)."""
         super().__init__(scheduler_api, compute_api, workers=workers)
-        self._computes = {}
-        self._computes_lock = threading.Lock()
+        self._computes = instance_cell.CellComputes(compute_api)
         self.leases = resume_builds.Leases(owner)
         self.resumer = resume_builds.Resumer(self)
 
@@ -176,14 +173,8 @@ class SuperBuildTask(build.BuildTask):
 
     def _compute_for(self, selection):
         cell = _placing.get()
-        url = None if cell is None else cell.transport_url
-        with self._computes_lock:
-            api = self._computes.get(url)
-            if api is None:
-                api = compute_rpcapi.ComputeAPI(
-                    transport=rpc.cell_transport(CONF, url))
-                self._computes[url] = api
-            return api
+        return self._computes.for_url(None if cell is None
+                                      else cell.transport_url)
 
     def _send_to(self, ctxt, instance_uuid, request_spec, selection,
                  alternates):
