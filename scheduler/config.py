@@ -75,13 +75,17 @@ def register_opts():
 
 
 def parse_args(argv, description=None, default_config_files=None,
-               cli_opts=None):
-    """Load options from argv[1:] and the config files; set up logging."""
+               cli_opts=None, version=None):
+    """Load options from argv[1:] and the config files; set up logging.
+
+    ``version``: what ``--version`` prints (the option exists only when
+    one is given), as Nova's commands pass theirs to oslo.config."""
     register_opts()
     if cli_opts:
         CONF.register_cli_opts(cli_opts)
     CONF(argv[1:], project='gantt', prog=argv[0].rsplit('/', 1)[-1],
-         description=description, default_config_files=default_config_files)
+         description=description, default_config_files=default_config_files,
+         version=version)
     logging.setup(CONF, 'gantt')
     quiet_cancel_on_close()
 

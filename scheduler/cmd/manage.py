@@ -23,7 +23,9 @@ Options of gantt-manage itself come before the command::
     gantt-manage api_db sync         # cells: the API database's schema
     gantt-manage db online_data_migrations  # cells: this cell's aggregates
                                             # and groups to the API database
-    gantt-manage cell_v2 list_cells  # cells: see manage_cell_v2
+    gantt-manage cell_v2 list_cells  # cells: see manage_cell_v2 and
+                                     # manage_cell_v2_setup
+    gantt-manage --version           # also: gantt-manage version
     gantt-manage server create --vcpus 1 --ram 512 --disk 1 --wait
     gantt-manage server list --host compute1 --state active
     gantt-manage server show <uuid>
@@ -63,7 +65,7 @@ from scheduler.cmd import manage_api_db
 from scheduler.cmd import manage_archive
 from scheduler.cmd import manage_args
 from scheduler.cmd import manage_broker
-from scheduler.cmd import manage_cell_v2
+from scheduler.cmd import manage_cell_v2_setup
 from scheduler.cmd import manage_data_migrations
 from scheduler.cmd import manage_db_check
 from scheduler.cmd import manage_explain
@@ -83,6 +85,7 @@ from scheduler import exception
 from scheduler import notifications
 from scheduler.notifications import service as service_notes
 from scheduler import objects
+from scheduler import version
 
 CONF = conf.CONF
 PROG = 'gantt-manage'
@@ -98,7 +101,7 @@ def db_sync(local_cell=False):
     """Upgrade ``[database]``; with cells, cell0's database first (as
     Nova's, unless ``local_cell``)."""
     if db_api.api_database_configured() and not local_cell:
-        manage_cell_v2.sync_cell0()
+        manage_cell_v2_setup.sync_cell0()
     db_api.check_connection()
     migration.db_sync()
     print('Database upgraded to revision %s.' % migration.db_version())
@@ -255,6 +258,14 @@ def discover_hosts():
     return EXIT_FAILURE if result.failed else EXIT_OK
 
 
+# -- version ----------------------------------------------------------------
+
+def print_version():
+    """What ``--version`` prints, as ``nova-manage version``."""
+    print(version.release())
+    return EXIT_OK
+
+
 # -- the command table ------------------------------------------------------
 
 # See manage_args: ``name`` of an argument is the keyword its function
@@ -292,7 +303,7 @@ COMMANDS = {
         **manage_archive.DB_ACTIONS,
     }),
     'api_db': manage_api_db.CATEGORY,
-    'cell_v2': manage_cell_v2.CATEGORY,
+    'cell_v2': manage_cell_v2_setup.CATEGORY,
     'service': Category('Services and their heartbeats.', {
         'list': Command(service_list, 'List services.', []),
         'disable': Command(service_disable, 'Stop scheduling to a service.', [
@@ -329,6 +340,8 @@ COMMANDS = {
     'aggregate': manage_aggregate.CATEGORY,
     'broker': manage_broker.CATEGORY,
     'server-group': manage_server_group.CATEGORY,
+    'version': Command(print_version, 'Print the version of Gantt (as '
+                       '--version).', []),
     'explain': Command(manage_explain.explain, 'Show, claiming nothing, '
                        'which filters would remove which hosts and why, '
                        'and how the weighers would rank the rest.',
@@ -451,7 +464,8 @@ def main(argv=None):
     try:
         try:
             config.parse_args(argv, description=__doc__.splitlines()[0],
-                              cli_opts=[_COMMAND_OPT])
+                              cli_opts=[_COMMAND_OPT],
+                              version=version.release())
         except SystemExit as error:
             # argparse has printed the help, or the usage and the error.
             if error.code is None or isinstance(error.code, int):

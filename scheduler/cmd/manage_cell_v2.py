@@ -3,7 +3,8 @@
 The verbs, options, messages and exit codes are Nova's::
 
     gantt-manage api_db sync                          # the API schema first
-    gantt-manage cell_v2 map_cell0 [--database_connection URL]
+    gantt-manage cell_v2 map_cell0 [--database_connection URL]  # see
+                                                # manage_cell_v2_setup
     gantt-manage cell_v2 create_cell --name cell1 \\
         --transport-url rabbit://gantt:SECRET@mq1:5672/cell1 \\
         --database_connection mysql+pymysql://gantt:SECRET@db1/gantt_cell1
@@ -30,6 +31,12 @@ mappings whose instances are all deleted (``--force`` deletes them);
 ``discover_hosts`` 2, a host is mapped to another cell, 1 with
 ``--strict`` when no new host was mapped; ``verify_instance`` 1, not
 mapped, 2, mapped to no cell, 3, deleted, 4, its row is gone.
+
+cell0 and the verbs of a deployment that grows from one cell
+(``map_cell0``, ``simple_cell_setup``, ``map_cell_and_hosts``,
+``map_instances``, ``delete_host``) are in
+:mod:`scheduler.cmd.manage_cell_v2_setup`, whose ``CATEGORY`` holds
+every verb.
 """
 
 import contextlib
@@ -61,18 +68,18 @@ CELL0_TRANSPORT_URL = 'none:///'
 _INSTANCE = models.Instance.__table__
 
 
-def _say(message):
+def say(message):
     print(message)
 
 
-def _error(message, code):
+def fail(message, code):
     """One line on stderr, as every gantt-manage error; ``code``."""
     sys.stderr.write('gantt-manage: error: %s\n'
                      % config.mask_secrets(message))
     return code
 
 
-def _require_api(verb):
+def require_api(verb):
     if not db_api.api_database_configured():
         raise exception.ApiDatabaseRequired(
             what="'gantt-manage cell_v2 %s'" % verb)
@@ -80,13 +87,13 @@ def _require_api(verb):
 
 
 @contextlib.contextmanager
-def _api(what):
+def api_errors(what):
     with registry.database_errors(what):
         yield
 
 
 @contextlib.contextmanager
-def _in_cell(cell_row):
+def in_cell(cell_row):
     """Sessions inside go to the cell's database; its errors name it."""
     with db_api.target_cell(cell_row.database_connection):
         try:
@@ -100,15 +107,15 @@ def _in_cell(cell_row):
                 from error
 
 
-def _get_cell(uuid):
-    with _api('reading cell %s' % uuid):
+def get_cell(uuid):
+    with api_errors('reading cell %s' % uuid):
         with db_api.api_reader() as session:
             return mappings.get_cell(session, uuid)
 
 
 # -- the URLs given on the command line -------------------------------------
 
-def _transport_url(given, from_config):
+def checked_transport_url(given, from_config):
     """``(url, None)``, or ``(None, message)`` when it is invalid; the
     config's ``[DEFAULT] transport_url`` when none is given and
     ``from_config``."""
@@ -119,7 +126,7 @@ def _transport_url(given, from_config):
             return None, ('Must specify --transport-url if '
                           '[DEFAULT]/transport_url is not set in the '
                           'configuration file.')
-        _say('--transport-url not provided in the command line, using the '
+        say('--transport-url not provided in the command line, using the '
              'value [DEFAULT]/transport_url from the configuration file')
         given = CONF.transport_url
     try:
@@ -138,7 +145,7 @@ def _database_connection(given, from_config):
             return None, ('Must specify --database_connection if '
                           '[database]/connection is not set in the '
                           'configuration file.')
-        _say('--database_connection not provided in the command line, '
+        say('--database_connection not provided in the command line, '
              'using the value [database]/connection from the '
              'configuration file')
         given = CONF.database.connection
@@ -166,46 +173,19 @@ def _duplicate_message(other):
             % other)
 
 
-# -- map_cell0, create_cell, list_cells, update_cell ------------------------
-
-def cell0_default_connection():
-    """``[database] connection`` with ``_cell0`` after its database name
-    (for SQLite, after its file name), as Nova derives it."""
-    url = sa.engine.make_url(CONF.database.connection)
-    return url.set(database=url.database + '_cell0').render_as_string(
-        hide_password=False)
-
-
-def map_cell0(database_connection):
-    _require_api('map_cell0')
-    if not database_connection and not CONF.database.connection:
-        return _error('Must specify --database_connection if '
-                      '[database]/connection is not set in the '
-                      'configuration file.', 1)
-    connection = database_connection or cell0_default_connection()
-    with _api('mapping cell0'):
-        try:
-            with db_api.api_writer() as session:
-                mappings.create_cell(session, cells.CELL0_UUID,
-                                     cells.CELL0_NAME, CELL0_TRANSPORT_URL,
-                                     connection)
-        except db_exc.DBDuplicateEntry:
-            _say('Cell0 is already setup')
-    cells.clear_cache()
-    return 0
-
+# -- create_cell, list_cells, update_cell -----------------------------------
 
 def create_cell(name, transport_url, database_connection, verbose,
                 disabled):
-    _require_api('create_cell')
-    transport_url, problem = _transport_url(transport_url, True)
+    require_api('create_cell')
+    transport_url, problem = checked_transport_url(transport_url, True)
     if problem is None:
         database_connection, problem = _database_connection(
             database_connection, True)
     if problem is not None:
-        return _error(problem, 1)
+        return fail(problem, 1)
     cell_uuid = str(uuid_lib.uuid4())
-    with _api('creating the cell'):
+    with api_errors('creating the cell'):
         with db_api.api_writer() as session:
             other = _same_urls_as_another(session, None, transport_url,
                                           database_connection)
@@ -213,16 +193,16 @@ def create_cell(name, transport_url, database_connection, verbose,
                 mappings.create_cell(session, cell_uuid, name, transport_url,
                                      database_connection, disabled=disabled)
     if other is not None:
-        return _error(_duplicate_message(other), 2)
+        return fail(_duplicate_message(other), 2)
     cells.clear_cache()
     if verbose:
-        _say(cell_uuid)
+        say(cell_uuid)
     return 0
 
 
 def list_cells(verbose):
-    _require_api('list_cells')
-    with _api('reading the cell mappings'):
+    require_api('list_cells')
+    with api_errors('reading the cell mappings'):
         with db_api.api_reader() as session:
             rows = mappings.list_cells(session)
 
@@ -231,7 +211,7 @@ def list_cells(verbose):
             return [row.transport_url, row.database_connection]
         return [config.redact_transport_url(row.transport_url),
                 config.redact_database_url(row.database_connection)]
-    _say(manage_table.format_table(
+    say(manage_table.format_table(
         ['Name', 'UUID', 'Transport URL', 'Database Connection',
          'Disabled'],
         [[row.name or '', row.uuid] + shown(row) + [str(row.disabled)]
@@ -242,14 +222,14 @@ def list_cells(verbose):
 def _disabled_change(row, disable, enable):
     """``(new disabled value or None, exit code or None)``."""
     if disable and enable:
-        return None, _error('Cell cannot be disabled and enabled at the '
+        return None, fail('Cell cannot be disabled and enabled at the '
                             'same time.', 4)
     if not (disable or enable):
         return None, None
     if row.uuid == cells.CELL0_UUID:
-        return None, _error('Cell0 cannot be disabled.', 5)
+        return None, fail('Cell0 cannot be disabled.', 5)
     if disable == bool(row.disabled):
-        _say('Cell %s is already %s' % (row.uuid, 'disabled' if disable
+        say('Cell %s is already %s' % (row.uuid, 'disabled' if disable
                                         else 'enabled'))
         return None, None
     return disable, None
@@ -257,23 +237,23 @@ def _disabled_change(row, disable, enable):
 
 def update_cell(cell_uuid, name, transport_url, database_connection,
                 disable, enable):
-    _require_api('update_cell')
+    require_api('update_cell')
     try:
-        row = _get_cell(cell_uuid)
+        row = get_cell(cell_uuid)
     except exception.CellMappingNotFound as error:
-        return _error(str(error), 1)
-    transport_url, problem = _transport_url(transport_url, False)
+        return fail(str(error), 1)
+    transport_url, problem = checked_transport_url(transport_url, False)
     if problem is None:
         database_connection, problem = _database_connection(
             database_connection, False)
     if problem is not None:
-        return _error('Unable to update CellMapping: %s' % problem, 2)
-    with _api('reading the cell mappings'):
+        return fail('Unable to update CellMapping: %s' % problem, 2)
+    with api_errors('reading the cell mappings'):
         with db_api.api_reader() as session:
             other = _same_urls_as_another(session, cell_uuid, transport_url,
                                           database_connection)
     if other is not None:
-        return _error(_duplicate_message(other), 3)
+        return fail(_duplicate_message(other), 3)
     disabled, code = _disabled_change(row, disable, enable)
     if code is not None:
         return code
@@ -282,7 +262,7 @@ def update_cell(cell_uuid, name, transport_url, database_connection,
         ('database_connection', database_connection),
         ('disabled', disabled)) if value is not None}
     if values:
-        with _api('updating cell %s' % cell_uuid):
+        with api_errors('updating cell %s' % cell_uuid):
             with db_api.api_writer() as session:
                 mappings.update_cell(session, row.id, **values)
         cells.clear_cache()
@@ -292,7 +272,7 @@ def update_cell(cell_uuid, name, transport_url, database_connection,
 # -- delete_cell ------------------------------------------------------------
 
 def _live_instances(cell_row):
-    with _in_cell(cell_row):
+    with in_cell(cell_row):
         with db_api.reader() as session:
             return session.execute(
                 sa.select(sa.func.count()).select_from(_INSTANCE)
@@ -300,25 +280,25 @@ def _live_instances(cell_row):
 
 
 def delete_cell(cell_uuid, force):
-    _require_api('delete_cell')
+    require_api('delete_cell')
     try:
-        row = _get_cell(cell_uuid)
+        row = get_cell(cell_uuid)
     except exception.CellMappingNotFound as error:
-        return _error(str(error), 1)
-    with _api('reading the mappings of cell %s' % cell_uuid):
+        return fail(str(error), 1)
+    with api_errors('reading the mappings of cell %s' % cell_uuid):
         with db_api.api_reader() as session:
             hosts = mappings.count_host_mappings(session, row.id)
             instance_mappings = mappings.count_instance_mappings(session,
                                                                  row.id)
     if hosts and not force:
-        return _error('There are existing hosts mapped to cell with uuid '
+        return fail('There are existing hosts mapped to cell with uuid '
                       '%s.' % cell_uuid, 2)
     if instance_mappings:
         if _live_instances(row):
-            return _error('There are existing instances mapped to cell '
+            return fail('There are existing instances mapped to cell '
                           'with uuid %s.' % cell_uuid, 3)
         if not force:
-            return _error('There are instance mappings to cell with uuid '
+            return fail('There are instance mappings to cell with uuid '
                           '%s, but all instances have been deleted in the '
                           'cell; run it again with --force to delete the '
                           'instance mappings.' % cell_uuid, 4)
@@ -326,10 +306,10 @@ def delete_cell(cell_uuid, force):
         # The cell's nodes first: a failure here leaves the mappings, and
         # the command can be run again; a node unmapped and not deleted
         # is found again by a later discovery.
-        with _in_cell(row):
+        with in_cell(row):
             with db_api.writer() as session:
                 db_compute_nodes.unmap_all_nodes(session)
-    with _api('deleting cell %s' % cell_uuid):
+    with api_errors('deleting cell %s' % cell_uuid):
         with db_api.api_writer() as session:
             mappings.delete_cell(session, row.id)
     cells.clear_cache()
@@ -340,7 +320,7 @@ def delete_cell(cell_uuid, force):
 
 def discover_hosts(cell_uuid, verbose, strict, by_service):
     if db_api.api_database_configured() or cell_uuid or by_service:
-        _require_api('discover_hosts' + (' --cell_uuid' if cell_uuid
+        require_api('discover_hosts' + (' --cell_uuid' if cell_uuid
                                          else ' --by-service'
                                          if by_service else ''))
     else:
@@ -349,13 +329,13 @@ def discover_hosts(cell_uuid, verbose, strict, by_service):
         result = discovery.discover_hosts(
             cell_uuid=cell_uuid, by_service=by_service,
             service_binary=compute_manager.BINARY,
-            status=_say if verbose else None)
+            status=say if verbose else None)
     except exception.CellMappingNotFound as error:
-        return _error(str(error), 1)
+        return fail(str(error), 1)
     for cell, reason in result.failed:
-        _error('Cell %s was skipped: %s' % (cell.uuid, reason), 1)
+        fail('Cell %s was skipped: %s' % (cell.uuid, reason), 1)
     for cell, host, other in result.conflicts:
-        _error('Duplicate host mapping was encountered: host %s of cell '
+        fail('Duplicate host mapping was encountered: host %s of cell '
                '%s is mapped to cell %s.' % (host, cell.uuid, other), 2)
     if result.conflicts:
         return 2
@@ -369,67 +349,49 @@ def discover_hosts(cell_uuid, verbose, strict, by_service):
 
 
 def list_hosts(cell_uuid):
-    _require_api('list_hosts')
+    require_api('list_hosts')
     cell_id = None
     if cell_uuid:
         try:
-            cell_id = _get_cell(cell_uuid).id
+            cell_id = get_cell(cell_uuid).id
         except exception.CellMappingNotFound as error:
-            return _error(str(error), 1)
-    with _api('reading the host mappings'):
+            return fail(str(error), 1)
+    with api_errors('reading the host mappings'):
         with db_api.api_reader() as session:
             rows = mappings.list_host_mappings(session, cell_id=cell_id)
-    _say(manage_table.format_table(
+    say(manage_table.format_table(
         ['Cell Name', 'Cell UUID', 'Hostname'],
         [[row.cell_name or '', row.cell_uuid, row.host] for row in rows]))
     return 0
 
 
 def verify_instance(uuid, quiet):
-    _require_api('verify_instance')
-    say = (lambda message: None) if quiet else _say
-    with _api('reading the mapping of instance %s' % uuid):
+    require_api('verify_instance')
+    tell = (lambda message: None) if quiet else say
+    with api_errors('reading the mapping of instance %s' % uuid):
         with db_api.api_reader() as session:
             mapping = mappings.get_instance_mapping(session, uuid)
     if mapping is None:
-        say('Instance %s is not mapped to a cell (upgrade is incomplete) '
-            'or instance does not exist' % uuid)
+        tell('Instance %s is not mapped to a cell (upgrade is incomplete) '
+             'or instance does not exist' % uuid)
         return 1
     if mapping.cell_id is None:
-        say('Instance %s is not mapped to a cell' % uuid)
+        tell('Instance %s is not mapped to a cell' % uuid)
         return 2
-    with _in_cell(mapping):
+    with in_cell(mapping):
         with db_api.reader() as session:
             row = session.execute(sa.select(_INSTANCE.c.deleted).where(
                 _INSTANCE.c.uuid == uuid)).first()
     if row is None:
-        say('The instance with uuid %s has been archived.' % uuid)
-        say('However its instance_mapping remains.')
+        tell('The instance with uuid %s has been archived.' % uuid)
+        tell('However its instance_mapping remains.')
         return 4
     if row.deleted:
-        say('The instance with uuid %s has been deleted.' % uuid)
+        tell('The instance with uuid %s has been deleted.' % uuid)
         return 3
-    say('Instance %s is in cell: %s (%s)' % (uuid, mapping.cell_name,
-                                              mapping.cell_uuid))
+    tell('Instance %s is in cell: %s (%s)' % (uuid, mapping.cell_name,
+                                               mapping.cell_uuid))
     return 0
-
-
-# -- cell0 at db sync -------------------------------------------------------
-
-def sync_cell0():
-    """What ``gantt-manage db sync`` does first with cells, as Nova's: the
-    schema of cell0's database (which ``map_cell0`` only names)."""
-    migration.check_schema(database='api')
-    try:
-        row = _get_cell(cells.CELL0_UUID)
-    except exception.CellMappingNotFound:
-        _say('WARNING: cell0 mapping not found - not syncing cell0.')
-        return
-    with _in_cell(row):
-        db_api.check_connection()
-        migration.db_sync()
-        _say('cell0 database upgraded to revision %s.'
-             % migration.db_version())
 
 
 _arg = manage_args.arg
@@ -441,12 +403,6 @@ _TRANSPORT = _arg('transport_url', '--transport-url',
                   help='The transport URL of the cell message queue.')
 
 CATEGORY = manage_args.Category('Cells v2: cell and host mappings.', {
-    'map_cell0': manage_args.Command(
-        map_cell0, 'Create the mapping of cell0, the cell of instances '
-        'that never got a host.', [_arg(
-            'database_connection', '--database_connection',
-            help='The database URL of cell0 (default: [database] '
-                 'connection with _cell0 after the database name).')]),
     'create_cell': manage_args.Command(
         create_cell, 'Add a cell (URLs from the configuration when not '
         'given).', [

@@ -257,10 +257,13 @@ def map_unmapped_nodes(session, hosts=None):
     return rows
 
 
-def unmap_all_nodes(session):
-    """Mark every node unmapped (its cell is being deleted: a later
-    discovery may map it again); return how many were mapped."""
+def unmap_all_nodes(session, host=None):
+    """Mark every node (of ``host`` if given) unmapped (its cell or its
+    host mapping is being deleted: a later discovery may map it again);
+    return how many were mapped."""
+    query = sa.update(_NODE).where(_NODE.c.mapped.is_(True))
+    if host is not None:
+        query = query.where(_NODE.c.host == host)
     return session.execute(
-        sa.update(_NODE).where(_NODE.c.mapped.is_(True))
-        .values(mapped=False, generation=_NODE.c.generation + 1,
-                updated_at=models.utcnow())).rowcount
+        query.values(mapped=False, generation=_NODE.c.generation + 1,
+                     updated_at=models.utcnow())).rowcount

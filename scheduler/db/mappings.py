@@ -24,6 +24,11 @@ from scheduler import exception
 # claims.
 CELL0_UUID = '00000000-0000-0000-0000-000000000000'
 
+# ``cell_v2 map_instances`` keeps where it stopped as an instance
+# mapping of this project (as Nova does), its instance uuid with spaces
+# for dashes; listings leave it out.
+MARKER_PROJECT = 'INSTANCE_MIGRATION_MARKER'
+
 _CELL = api_models.CellMapping.__table__
 _HOST = api_models.HostMapping.__table__
 _INSTANCE = api_models.InstanceMapping.__table__
@@ -95,6 +100,12 @@ def host_mappings_of(session, hosts):
     return found
 
 
+def delete_host_mapping(session, host):
+    """Unmap ``host``; whether it was mapped."""
+    return session.execute(sa.delete(_HOST).where(
+        _HOST.c.host == host)).rowcount == 1
+
+
 def create_host_mapping(session, host, cell_id):
     """Map ``host`` to cell ``cell_id``. DBDuplicateEntry if it is
     mapped already."""
@@ -143,10 +154,35 @@ def list_instance_mappings(session, uuids=None):
                        _CELL.c.name.label('cell_name'),
                        _CELL.c.database_connection)
              .outerjoin(_CELL, _CELL.c.id == _INSTANCE.c.cell_id)
+             .where(_INSTANCE.c.project_id != MARKER_PROJECT)
              .order_by(_INSTANCE.c.instance_uuid))
     if uuids is not None:
         query = query.where(_INSTANCE.c.instance_uuid.in_(list(uuids)))
     return session.execute(query).all()
+
+
+def mapped_instance_uuids(session, uuids):
+    """Those of ``uuids`` that have an instance mapping."""
+    return set(session.execute(sa.select(_INSTANCE.c.instance_uuid).where(
+        _INSTANCE.c.instance_uuid.in_(list(uuids)))).scalars())
+
+
+def pop_marker(session):
+    """The instance uuid ``map_instances`` stopped at (None: none),
+    forgetting it."""
+    row = session.execute(sa.select(_INSTANCE.c.id, _INSTANCE.c.instance_uuid)
+                          .where(_INSTANCE.c.project_id == MARKER_PROJECT)
+                          ).first()
+    if row is None:
+        return None
+    session.execute(sa.delete(_INSTANCE).where(_INSTANCE.c.id == row.id))
+    return row.instance_uuid.replace(' ', '-')
+
+
+def save_marker(session, instance_uuid):
+    """Remember that ``map_instances`` stopped at ``instance_uuid``."""
+    create_instance_mapping(session, instance_uuid.replace('-', ' '),
+                            MARKER_PROJECT, user_id=MARKER_PROJECT)
 
 
 def set_instance_cell(session, instance_uuid, cell_id):
