@@ -28,7 +28,7 @@ Options of gantt-manage itself come before the command::
     gantt-manage --version           # also: gantt-manage version
     gantt-manage server create --vcpus 1 --ram 512 --disk 1 --wait
     gantt-manage server list --host compute1 --state active
-    gantt-manage server show <uuid>
+    gantt-manage server show <uuid> [--format json]
     gantt-manage server migrate <uuid>   # also resize, confirm, revert,
                                          # live-migrate, evacuate, rebuild,
                                          # shelve, unshelve
@@ -332,7 +332,11 @@ COMMANDS = {
             _arg('deleted', '--deleted', action='store_true',
                  help='Include deleted servers.')]),
         'show': Command(manage_server.show, 'Show every field of a server.',
-                        [_arg('uuid', metavar='UUID')]),
+                        [_arg('uuid', metavar='UUID'),
+                         _arg('output_format', '--format', default='table',
+                              choices=('table', 'json'),
+                              help='table (default) or json, one object '
+                                   'for scripts.')]),
         # migrate, resize, confirm, revert, live-migrate, evacuate,
         # rebuild, shelve, unshelve, delete: calls to the conductor.
         **manage_server_ops.ACTIONS,

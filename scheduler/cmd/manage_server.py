@@ -31,6 +31,7 @@ through their mappings, and show the builds still waiting for a cell
 (see :mod:`scheduler.cmd.manage_server_cells`).
 """
 
+import datetime
 import ipaddress
 import json
 import re
@@ -281,7 +282,16 @@ def list_servers(host, state, deleted=False):
     return 0
 
 
-def show(uuid):
+def _json_value(value):
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    raise TypeError('%r is not JSON serializable' % (value,))
+
+
+def show(uuid, output_format='table'):
+    """Every field of a server: a table (the JSON documents, such as
+    the flavor and the request spec, one ``key: value`` line per field),
+    or with ``--format json`` one JSON object for scripts."""
     if db_api.api_database_configured():
         cell, row = manage_server_cells.get_instance(uuid)
         fields = manage_server_cells.fields_of(row) + [['cell', cell]]
@@ -289,7 +299,14 @@ def show(uuid):
         with db_api.reader() as session:
             row = db_instances.get(session, uuid)
         fields = manage_server_cells.fields_of(row)
-    print(manage_table.format_table(['Field', 'Value'], fields))
+    if output_format == 'json':
+        print(json.dumps(dict(fields), sort_keys=True, indent=2,
+                         default=_json_value))
+        return 0
+    print(manage_table.format_table(['Field', 'Value'], [
+        [name, '\n'.join(manage_table.document_lines(value))
+         if isinstance(value, (dict, list)) else value]
+        for name, value in fields]))
     return 0
 
 

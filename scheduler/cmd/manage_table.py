@@ -33,6 +33,38 @@ def cell_text(value):
     return str(value)
 
 
+def _unwrapped(value):
+    """A versioned object's primitive as its fields (``..._object.data``)."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if key.endswith('_object.data') and isinstance(inner, dict):
+                return inner
+    return value
+
+
+def document_lines(value, prefix=''):
+    """A JSON document (a dict of dicts...) as ``a.b: value`` lines, one
+    per leaf, keys sorted; a versioned object shows its fields; lists of
+    plain values stay JSON::
+
+        document_lines({'flavor': {'vcpus': 1}, 'hints': {}})
+        -> ['flavor.vcpus: 1', 'hints: {}']
+    """
+    value = _unwrapped(value)
+    if isinstance(value, list) and any(isinstance(_unwrapped(item), dict)
+                                       for item in value):
+        value = {str(index): item for index, item in enumerate(value)}
+    if not isinstance(value, dict) or not value:
+        text = json.dumps(value, sort_keys=True) if isinstance(
+            value, (dict, list)) or value is None else cell_text(value)
+        return ['%s: %s' % (prefix, text)] if prefix else [text]
+    lines = []
+    for key in sorted(value):
+        lines.extend(document_lines(value[key], '%s.%s' % (prefix, key)
+                                    if prefix else str(key)))
+    return lines
+
+
 def number_text(value):
     """A number without a trailing '.0' (capacities are floats in SQL)."""
     number = float(value)
