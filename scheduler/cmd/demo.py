@@ -6,7 +6,10 @@ the real conductor -> scheduler -> compute path, then prints where each one
 landed and the usage of every host. By default it uses a throw-away SQLite
 file and oslo.messaging's in-process ``fake://`` transport; with
 ``--transport-url`` and ``--database-connection`` it runs the same against
-RabbitMQ and PostgreSQL or MariaDB::
+RabbitMQ and PostgreSQL or MariaDB. On a real broker it removes its
+queues and exchange when it ends, also after an error or a SIGTERM
+(see :mod:`scheduler.cmd.demo_broker`; a queue something else uses is
+left and named), as it drops its database::
 
     gantt-demo
     gantt-demo --hosts 10 --servers 30 \\
@@ -16,6 +19,7 @@ RabbitMQ and PostgreSQL or MariaDB::
 
 import logging as std_logging
 import random
+import signal
 import sys
 import tempfile
 import time
@@ -29,6 +33,7 @@ from conductor import manager as conductor_manager
 from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
 from scheduler import config
+from scheduler.cmd import demo_broker
 from scheduler.cmd import demo_database
 from scheduler.cmd import manage
 from scheduler.cmd import manage_server
@@ -69,6 +74,21 @@ cli_opts = [
 # the host shapes its computes cycle through (gantt-sim's defaults too).
 FLAVORS = sim_cloud.FLAVORS
 HOST_SHAPES = sim_cloud.HOST_SHAPES
+CONDUCTOR_HOST = 'demo-conductor'
+SCHEDULER_HOST = 'demo-scheduler'
+COMPUTE_TOPIC = 'compute'
+
+
+def _compute_host(index):
+    return 'demo-host-%03d' % (index + 1)
+
+
+def _services(host_count):
+    """``(host, topic)`` of every service the demo starts."""
+    return ([(CONDUCTOR_HOST, conductor_rpcapi.RPC_TOPIC),
+             (SCHEDULER_HOST, scheduler_rpcapi.RPC_TOPIC)]
+            + [(_compute_host(index), COMPUTE_TOPIC)
+               for index in range(host_count)])
 
 
 def _wait_for(predicate, timeout, what):
@@ -89,15 +109,15 @@ def _start(services_started, host, binary, topic, manager, reporter):
 
 def _start_cluster(host_count):
     started = []
-    _start(started, 'demo-conductor', 'gantt-conductor',
+    _start(started, CONDUCTOR_HOST, 'gantt-conductor',
            conductor_rpcapi.RPC_TOPIC, conductor_manager.ConductorManager(),
-           service.db_reporter('demo-conductor', 'gantt-conductor',
+           service.db_reporter(CONDUCTOR_HOST, 'gantt-conductor',
                                conductor_rpcapi.RPC_TOPIC))
     for index in range(host_count):
-        host = 'demo-host-%03d' % (index + 1)
+        host = _compute_host(index)
         agent = compute_manager.ComputeManager(
             host=host, capacity=HOST_SHAPES[index % len(HOST_SHAPES)])
-        _start(started, host, compute_manager.BINARY, 'compute', agent,
+        _start(started, host, compute_manager.BINARY, COMPUTE_TOPIC, agent,
                agent.heartbeat)
 
     def all_reported():
@@ -106,9 +126,9 @@ def _start_cluster(host_count):
                 host_count
     _wait_for(all_reported, 60, 'the compute hosts to report')
     scheduler_manager.discover_hosts()
-    _start(started, 'demo-scheduler', 'gantt-scheduler',
+    _start(started, SCHEDULER_HOST, 'gantt-scheduler',
            scheduler_rpcapi.RPC_TOPIC, scheduler_manager.SchedulerManager(),
-           service.db_reporter('demo-scheduler', 'gantt-scheduler',
+           service.db_reporter(SCHEDULER_HOST, 'gantt-scheduler',
                                scheduler_rpcapi.RPC_TOPIC))
     return started
 
@@ -183,8 +203,35 @@ class _OneProcessCallsFilter(std_logging.Filter):
         return not record.getMessage().startswith('Number of call queues')
 
 
+def _clean_broker():
+    """Remove the demo's queues and exchange from a real broker, saying
+    so (and what was left because something else uses it)."""
+    try:
+        left = demo_broker.remove(CONF.transport_url, _services(CONF.hosts),
+                                  CONF.control_exchange)
+    except exception.GanttException as error:
+        sys.stderr.write('gantt-demo: warning: %s\n' % error)
+        return
+    if left is None:
+        return
+    if left:
+        sys.stderr.write('gantt-demo: warning: left on the broker, in use '
+                         'by others: %s\n' % ', '.join(left))
+    print('The demo removed its queues and its exchange from %s.'
+          % config.redact_transport_url(CONF.transport_url))
+
+
+def _terminated(signum, frame):
+    """SIGTERM ends the demo as an error does: its cleaning runs (the
+    services stop, its queues and its database go)."""
+    sys.stderr.write('gantt-demo: terminated (signal %d)\n' % signum)
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None):
     _quiet_logging_defaults()
+    demo_broker.shorten_transient_queues()
+    signal.signal(signal.SIGTERM, _terminated)
     config.parse_args(argv or sys.argv, cli_opts=cli_opts,
                       description='Run Gantt end to end in one process.')
     std_logging.getLogger('oslo_messaging._drivers.amqpdriver').addFilter(
@@ -232,6 +279,7 @@ def _run_demo(rng):
         notifications.cleanup()
         rpc.cleanup()
         db_api.dispose_engine()
+        _clean_broker()
 
 
 if __name__ == '__main__':
