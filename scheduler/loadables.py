@@ -16,6 +16,11 @@ dotted path in ``[filter_scheduler] available_filters``. Only the plugins
 that are asked for are imported, so one broken plugin that nobody enables
 cannot stop the service.
 
+A nova.conf's dotted paths to Nova's own classes
+(``nova.scheduler.filters.all_filters``,
+``nova.scheduler.weights.ram.RAMWeigher``) name Gantt's classes of the same
+module and class names: each is logged once as deprecated.
+
 A name nobody declared raises :class:`scheduler.exception.PluginNotFound`,
 whose message lists what is installed; a plugin whose module fails to
 import raises :class:`scheduler.exception.PluginLoadFailed` with the
@@ -30,6 +35,7 @@ import error. Example::
 """
 
 import importlib
+import threading
 
 from oslo_log import log as logging
 from stevedore import named
@@ -45,6 +51,15 @@ WEIGHER_NAMESPACE = 'gantt.scheduler.weighers'
 
 ALL_FILTERS = 'all_filters'
 ALL_WEIGHERS = 'all_weighers'
+
+# Nova names its plugins by dotted path below these packages; Gantt's
+# classes of the same names live in the same modules below ``scheduler.``.
+NOVA_PACKAGES = {FILTER_NAMESPACE: 'nova.scheduler.filters',
+                 WEIGHER_NAMESPACE: 'nova.scheduler.weights'}
+
+# The Nova paths whose mapping was logged (once per process).
+_logged_nova_paths = set()
+_logged_lock = threading.Lock()
 
 
 def entry_point_names(namespace):
@@ -111,6 +126,54 @@ def _import_dotted(path, kind, available):
         return getattr(module, class_name)
     except AttributeError:
         raise _not_found()
+
+
+def _nova_equivalents(namespace, all_name):
+    """``{Nova dotted path: Gantt name}`` for the plugins of
+    ``namespace``: ``nova.scheduler.filters.all_filters`` is
+    ``all_filters``, and ``nova.scheduler.filters.ram_filter.RamFilter``
+    the entry point whose class is ``scheduler.filters.ram_filter:RamFilter``.
+    Nothing is imported."""
+    package = NOVA_PACKAGES[namespace]
+    equivalents = {'%s.%s' % (package, all_name): all_name}
+    manager = named.NamedExtensionManager(
+        namespace, names=[], on_missing_entrypoints_callback=None)
+    for entry_point in manager.list_entry_points():
+        module, _, attr = entry_point.value.partition(':')
+        if module.startswith('scheduler.') and attr:
+            equivalents['nova.%s.%s' % (module, attr)] = entry_point.name
+    return equivalents
+
+
+def translate_nova_paths(namespace, kind, all_name, names, option):
+    """``names`` with Nova's dotted paths (``nova.scheduler...``) replaced
+    by the names of Gantt's own classes, each replacement logged once as
+    deprecated; a Nova path Gantt has no class for raises PluginNotFound
+    naming it."""
+    package = NOVA_PACKAGES[namespace] + '.'
+    if not any(name.startswith(package) for name in names):
+        return list(names)
+    equivalents = _nova_equivalents(namespace, all_name)
+    translated = []
+    for name in names:
+        if not name.startswith(package):
+            translated.append(name)
+            continue
+        if name not in equivalents:
+            raise exception.PluginNotFound(
+                kind=kind, name=name,
+                available=', '.join([all_name]
+                                    + entry_point_names(namespace)))
+        gantt_name = equivalents[name]
+        with _logged_lock:
+            first = name not in _logged_nova_paths
+            _logged_nova_paths.add(name)
+        if first:
+            LOG.warning('Deprecated: [filter_scheduler] %s names Nova\'s %s '
+                        '%s; Gantt uses its own %s instead. Write %s.',
+                        option, kind, name, gantt_name, gantt_name)
+        translated.append(gantt_name)
+    return translated
 
 
 def load_driver(name):
@@ -202,7 +265,17 @@ def load_filter_classes(available_filters, enabled_filters):
     :param enabled_filters: ``[filter_scheduler] enabled_filters``: names
         of filters made available (a dotted path is known by its class
         name too).
+
+    Nova's dotted paths (``nova.scheduler.filters.all_filters``,
+    ``nova.scheduler.filters.compute_filter.ComputeFilter``) stand for
+    Gantt's classes of the same names (see :func:`translate_nova_paths`).
     """
+    available_filters = translate_nova_paths(
+        FILTER_NAMESPACE, 'filter', ALL_FILTERS, available_filters,
+        'available_filters')
+    enabled_filters = translate_nova_paths(
+        FILTER_NAMESPACE, 'filter', ALL_FILTERS, enabled_filters,
+        'enabled_filters')
     return _load_classes(FILTER_NAMESPACE, 'filter', ALL_FILTERS,
                          available_filters, list(enabled_filters),
                          _check_filter)
@@ -212,9 +285,12 @@ def load_weigher_classes(weight_classes):
     """Weigher classes for ``[filter_scheduler] weight_classes``.
 
     ``all_weighers`` stands for every weigher entry point, in name order;
-    other items are entry point names or dotted class paths.
+    other items are entry point names or dotted class paths. Nova's
+    dotted paths stand for Gantt's classes of the same names.
     """
-    weight_classes = list(weight_classes)
+    weight_classes = translate_nova_paths(
+        WEIGHER_NAMESPACE, 'weigher', ALL_WEIGHERS, weight_classes,
+        'weight_classes')
     wanted = []
     for name in weight_classes:
         if name == ALL_WEIGHERS:
