@@ -29,6 +29,7 @@ from scheduler import reports
 from scheduler import rpc
 from scheduler import sd_notify
 from scheduler import service
+from scheduler import unknown_options
 
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
@@ -94,6 +95,9 @@ def run_daemon(binary, topic, make_manager, workers=None,
         manager = make_manager()
     except exception.GanttException as error:
         fail(binary, error)
+    # Now that every library has registered its options: one line for each
+    # option of the files (a nova.conf's, say) that nothing here reads.
+    unknown_options.warn_unread(CONF)
     if make_reporter is not None:
         reporter = make_reporter(manager)
     elif uses_database:
