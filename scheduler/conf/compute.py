@@ -44,17 +44,19 @@ Possible values:
   the conductor's periodic task).
 """),
     cfg.IntOpt('instance_build_timeout',
-               default=600,
+               default=0,
                min=0,
                help="""
 Seconds an instance may stay in ``building`` before the conductor gives up
 on it: its claims are released and it goes to ERROR with the reason.
 
-Nova's compute checks this option for the instances on its host, and its
-default there is 0 (never). Gantt's conductor checks every instance, placed
-or not, so that a claim made for a build that was never sent (a conductor
-that died between the claim and the cast) does not hold capacity forever;
-its default is therefore 600.
+Nova's name, group and default (0: never). Where Nova's compute checks the
+instances on its own host, Gantt's conductor checks every instance, placed
+or not. Set it (to a few times the longest build, 600 say) so that the
+claim of a build that was never sent (a conductor that died between the
+claim and the cast) does not hold its host's capacity for ever; left at
+0, such an instance stays ``building`` with its claim until it is
+deleted, as in Nova.
 
 With cells, a super-conductor also puts in cell0, in ERROR, a build
 request that no super-conductor works on any more and that was accepted
@@ -62,13 +64,14 @@ longer ago than this (``[conductor] build_request_grace_period``).
 
 Possible values:
 
-* 0: never time builds out.
+* 0: never time builds out (the default).
 * A positive integer: seconds since the instance was created (for a
   build request, since it was accepted).
 
 Related options:
 
 * ``[conductor] build_request_grace_period``
+* ``sync_power_state_interval``: keep it well below this timeout.
 """),
     cfg.IntOpt('sync_power_state_interval',
                default=60,
@@ -86,8 +89,8 @@ state within this interval after the outage ends.
 
 Nova's option of this name syncs power states, every 600 s by default.
 Gantt's default is 60 s: it must stay well below ``[DEFAULT]
-instance_build_timeout``, or a build whose report was lost could be timed
-out while it runs.
+instance_build_timeout`` when that is set, or a build whose report was
+lost could be timed out while it runs.
 
 Possible values:
 

@@ -9,13 +9,13 @@ conductor_group = cfg.OptGroup(
 
 conductor_opts = [
     cfg.IntOpt('workers',
-               min=1,
+               min=0,
                help="""
 Number of conductor worker processes.
 
 Possible values:
 
-* unset: one worker per CPU of this host.
+* unset or 0: one worker per CPU of this host (0 as in Nova).
 * A positive integer.
 """),
     cfg.IntOpt('migrate_max_retries',

@@ -9,10 +9,10 @@ import socket
 from oslo_config import cfg
 
 default_opts = [
-    cfg.StrOpt('host',
-               default=socket.gethostname(),
-               sample_default='<current_hostname>',
-               help="""
+    cfg.HostDomainOpt('host',
+                      default=socket.gethostname(),
+                      sample_default='<current_hostname>',
+                      help="""
 Hostname, FQDN or IP address of this host.
 
 Used as the name of this service in the services table, as the RPC server
@@ -20,8 +20,9 @@ name of compute agents (topic ``compute.<host>``), and in log lines.
 
 Possible values:
 
-* A string of at most 255 characters that is unique among the services of
-  one binary.
+* A valid host name, domain name or IP address (Nova's option type:
+  letters, digits, ``-``, ``_`` and dots, at most 255 characters), unique
+  among the services of one binary.
 """),
     cfg.IntOpt('report_interval',
                default=10,

@@ -27,13 +27,13 @@ Possible values:
 * The name of any other installed driver entry point.
 """),
     cfg.IntOpt('workers',
-               min=1,
+               min=0,
                help="""
 Number of scheduler worker processes.
 
 Possible values:
 
-* unset: one worker per CPU of this host.
+* unset or 0: one worker per CPU of this host (0 as in Nova).
 * A positive integer.
 """),
     cfg.IntOpt('max_attempts',

@@ -11,7 +11,7 @@ return:
 
 * 0 lost: every accepted build has an instance row;
 * 0 stuck: none is still ``building`` (the build timeout is left at its
-  600 s default, so it cannot hide a stuck build by failing it);
+  default, 0: off, so it cannot hide a stuck build by failing it);
 * every instance ends ``active``, or ``error`` with a fault saying why;
 * 0 leaked: every allocation belongs to an ``active`` instance on the
   node it is on, usage equals allocations (``checks``), ``gantt-manage db
