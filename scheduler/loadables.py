@@ -19,7 +19,7 @@ cannot stop the service.
 A nova.conf's dotted paths to Nova's own classes
 (``nova.scheduler.filters.all_filters``,
 ``nova.scheduler.weights.ram.RAMWeigher``) name Gantt's classes of the same
-module and class names: each is logged once as deprecated.
+names: each is logged once as deprecated.
 
 A name nobody declared raises :class:`scheduler.exception.PluginNotFound`,
 whose message lists what is installed; a plugin whose module fails to
@@ -52,8 +52,8 @@ WEIGHER_NAMESPACE = 'gantt.scheduler.weighers'
 ALL_FILTERS = 'all_filters'
 ALL_WEIGHERS = 'all_weighers'
 
-# Nova names its plugins by dotted path below these packages; Gantt's
-# classes of the same names live in the same modules below ``scheduler.``.
+# Nova names its plugins by dotted path below these packages; Gantt has
+# classes of the same names.
 NOVA_PACKAGES = {FILTER_NAMESPACE: 'nova.scheduler.filters',
                  WEIGHER_NAMESPACE: 'nova.scheduler.weights'}
 
@@ -128,21 +128,21 @@ def _import_dotted(path, kind, available):
         raise _not_found()
 
 
-def _nova_equivalents(namespace, all_name):
-    """``{Nova dotted path: Gantt name}`` for the plugins of
-    ``namespace``: ``nova.scheduler.filters.all_filters`` is
-    ``all_filters``, and ``nova.scheduler.filters.ram_filter.RamFilter``
-    the entry point whose class is ``scheduler.filters.ram_filter:RamFilter``.
-    Nothing is imported."""
+def _nova_equivalent(path, namespace, all_name):
+    """The Gantt name of Nova's dotted ``path``, or None.
+
+    ``nova.scheduler.filters.all_filters`` is ``all_filters``; a class path
+    is the entry point named like its class, whatever Nova's module (Nova
+    keeps several filters in one module, Gantt one per module, and Nova
+    moved some between releases)."""
     package = NOVA_PACKAGES[namespace]
-    equivalents = {'%s.%s' % (package, all_name): all_name}
-    manager = named.NamedExtensionManager(
-        namespace, names=[], on_missing_entrypoints_callback=None)
-    for entry_point in manager.list_entry_points():
-        module, _, attr = entry_point.value.partition(':')
-        if module.startswith('scheduler.') and attr:
-            equivalents['nova.%s.%s' % (module, attr)] = entry_point.name
-    return equivalents
+    if path == '%s.%s' % (package, all_name):
+        return all_name
+    class_name = path.rpartition('.')[2]
+    if path.count('.') > package.count('.') + 1 and \
+            class_name in entry_point_names(namespace):
+        return class_name
+    return None
 
 
 def translate_nova_paths(namespace, kind, all_name, names, option):
@@ -151,20 +151,17 @@ def translate_nova_paths(namespace, kind, all_name, names, option):
     deprecated; a Nova path Gantt has no class for raises PluginNotFound
     naming it."""
     package = NOVA_PACKAGES[namespace] + '.'
-    if not any(name.startswith(package) for name in names):
-        return list(names)
-    equivalents = _nova_equivalents(namespace, all_name)
     translated = []
     for name in names:
         if not name.startswith(package):
             translated.append(name)
             continue
-        if name not in equivalents:
+        gantt_name = _nova_equivalent(name, namespace, all_name)
+        if gantt_name is None:
             raise exception.PluginNotFound(
                 kind=kind, name=name,
                 available=', '.join([all_name]
                                     + entry_point_names(namespace)))
-        gantt_name = equivalents[name]
         with _logged_lock:
             first = name not in _logged_nova_paths
             _logged_nova_paths.add(name)

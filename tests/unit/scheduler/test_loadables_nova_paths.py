@@ -49,6 +49,16 @@ def test_each_mapping_is_logged_once(caplog):
     assert len(_deprecations(caplog)) == 1
 
 
+def test_nova_modules_holding_several_classes():
+    # Nova keeps its affinity filters and weighers in one module each.
+    assert [cls.__name__ for cls in loadables.load_filter_classes(
+        ['nova.scheduler.filters.affinity_filter.SameHostFilter'],
+        ['SameHostFilter'])] == ['SameHostFilter']
+    assert [cls.__name__ for cls in loadables.load_weigher_classes(
+        ['nova.scheduler.weights.affinity.ServerGroupSoftAffinityWeigher'])
+    ] == ['ServerGroupSoftAffinityWeigher']
+
+
 def test_nova_weigher_paths():
     assert loadables.load_weigher_classes(
         ['nova.scheduler.weights.ram.RAMWeigher',
@@ -61,8 +71,8 @@ def test_nova_weigher_paths():
 
 @pytest.mark.parametrize('path', [
     'nova.scheduler.filters.no_such.NoSuchFilter',
-    # The class exists in Gantt, but not in the module Nova's path names.
-    'nova.scheduler.filters.ram_filter.ComputeFilter',
+    # A class of Gantt's, but not a Nova path to a class.
+    'nova.scheduler.filters.ComputeFilter',
 ])
 def test_nova_filter_gantt_lacks_is_named(path):
     with pytest.raises(exception.PluginNotFound) as error:
