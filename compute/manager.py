@@ -26,7 +26,7 @@ The schedulers hear of the instances on this host (scheduler RPC API 1.3,
 fanout casts) when ``[filter_scheduler] track_instance_changes`` is on:
 ``update_instance_info`` after a spawn, ``delete_instance_info`` when a
 build fails here (the scheduler recorded the instance when it claimed),
-and every ``[filter_scheduler] scheduler_instance_sync_interval`` seconds
+and every ``[DEFAULT] scheduler_instance_sync_interval`` seconds
 ``sync_instance_info`` with every instance this agent runs.
 
 The conductor's move operations (compute API 1.1) tell the agent that an
@@ -223,7 +223,7 @@ class ComputeManager(service.Manager):
     def periodic_tasks(self):
         # Runs at once and then periodically, so that a conductor that
         # comes up after this agent still gets the inventory.
-        sync_interval = (CONF.filter_scheduler.scheduler_instance_sync_interval
+        sync_interval = (CONF.scheduler_instance_sync_interval
                          or DEFAULT_SYNC_INTERVAL)
         return [service.PeriodicTask('register_when_conductor_answers',
                                      CONDUCTOR_WAIT_INTERVAL,

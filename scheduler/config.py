@@ -31,6 +31,7 @@ import urllib.parse
 from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
+from oslo_service import opts as service_opts
 from oslo_utils import netutils
 from oslo_utils import strutils
 import sqlalchemy as sa
@@ -45,17 +46,24 @@ _DEFAULT_LOG_LEVELS = [
     'alembic=WARN', 'cotyledon=WARN', 'oslo_service=INFO', 'urllib3=WARN',
 ]
 
+# Nova's default (oslo.service's is 60): the time a stopping service
+# gives its in-flight requests.
+GRACEFUL_SHUTDOWN_TIMEOUT = 180
+
 _registered = False
 
 
 def set_defaults():
     """Gantt's defaults of options the libraries own: the log levels of
-    the libraries' loggers, and the exchange ``gantt``. Changes the
-    options' own defaults (not CONF-level defaults, which CONF.reset()
-    would drop). Also the ``oslo.config.opts.defaults`` hook, so that the
-    generated sample shows what the daemons use."""
+    the libraries' loggers, the exchange ``gantt``, and Nova's
+    ``graceful_shutdown_timeout``. Changes the options' own defaults (not
+    CONF-level defaults, which CONF.reset() would drop). Also the
+    ``oslo.config.opts.defaults`` hook, so that the generated sample shows
+    what the daemons use."""
     logging.set_defaults(default_log_levels=_DEFAULT_LOG_LEVELS)
     messaging.set_transport_defaults(control_exchange='gantt')
+    service_opts.set_service_opts_defaults(
+        CONF, graceful_shutdown_timeout=GRACEFUL_SHUTDOWN_TIMEOUT)
 
 
 def register_opts():

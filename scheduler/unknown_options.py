@@ -35,7 +35,8 @@ LOG = logging.getLogger(__name__)
 # The oslo.config namespaces of etc/gantt/gantt-config-generator.conf:
 # Gantt's own options and those of the libraries its daemons run with.
 HONOURED_NAMESPACES = ('gantt', 'oslo.log', 'oslo.messaging',
-                       'oslo.reports', 'oslo.service.service')
+                       'oslo.reports', 'oslo.service.service',
+                       'oslo.versionedobjects')
 
 _CLIENT = ("it configures Nova's client of %s; Gantt calls no other "
            "service")
@@ -76,6 +77,8 @@ FOREIGN_SECTIONS = {
     'serial_console': _ELSEWHERE % "Nova's consoles",
     'mks': _ELSEWHERE % "Nova's consoles",
     'profiler': _ELSEWHERE % 'OSProfiler',
+    # Registered by a library Gantt imports, but Gantt takes no file locks.
+    'oslo_concurrency': _ELSEWHERE % "oslo.concurrency's file locks",
 }
 
 NOT_IMPLEMENTED = 'a Nova option Gantt does not have, or a misspelling'
@@ -117,12 +120,15 @@ def read_names(conf):
         for group, opts in _namespace_opts(namespace):
             for opt in opts:
                 names |= _names_of(opt, _group_name(group))
-    # What is registered in this process, and its deprecated names
-    # where oslo.config gives them.
+    # What is registered in this process (command line options, what
+    # libraries register when they load a driver), apart from the
+    # sections of what Gantt never runs.
     for key in conf:
         value = conf[key]
         if isinstance(value, cfg.ConfigOpts.GroupAttr):
-            names.update((_normalize_section(key), name) for name in value)
+            section = _normalize_section(key)
+            if section not in FOREIGN_SECTIONS:
+                names.update((section, name) for name in value)
         else:
             names.add(('DEFAULT', key))
     return names

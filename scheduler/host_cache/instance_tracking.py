@@ -9,7 +9,7 @@ The affinity filters and weighers read the instances on each host
 * updated by the compute agents' fanout casts, which the scheduler
   manager hands over: :meth:`~InstanceTracking.update_instance_info`,
   :meth:`~InstanceTracking.delete_instance_info`, and every
-  ``[filter_scheduler] scheduler_instance_sync_interval`` seconds
+  ``[DEFAULT] scheduler_instance_sync_interval`` seconds
   :meth:`~InstanceTracking.sync_instance_info`, after which a host whose
   instances differ from what its compute says is read from SQL again;
 * updated at once by the scheduler's own claims (``consume``), and undone

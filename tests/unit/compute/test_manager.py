@@ -105,11 +105,9 @@ def test_sync_interval_zero_means_the_default_and_negative_never(config):
         return {task.name: task.spacing for task
                 in _agent().periodic_tasks()}['sync_scheduler_instance_info']
     assert spacing() == 120
-    config.config(scheduler_instance_sync_interval=0,
-                  group='filter_scheduler')
+    config.config(scheduler_instance_sync_interval=0)
     assert spacing() == manager.DEFAULT_SYNC_INTERVAL
-    config.config(scheduler_instance_sync_interval=-1,
-                  group='filter_scheduler')
+    config.config(scheduler_instance_sync_interval=-1)
     assert spacing() < 0
 
 

@@ -11,7 +11,7 @@ CONF = conf.CONF
 def test_nova_defaults():
     options = CONF.filter_scheduler
     assert options.track_instance_changes is True
-    assert options.scheduler_instance_sync_interval == 120
+    assert CONF.scheduler_instance_sync_interval == 120
     assert options.soft_affinity_weight_multiplier == 1.0
     assert options.soft_anti_affinity_weight_multiplier == 1.0
 
@@ -24,8 +24,21 @@ def test_nova_conf_default_group_names_are_read(tmp_path):
     config.register_opts()
     CONF(['--config-file', str(conf_file)], project='gantt')
     try:
-        assert CONF.filter_scheduler.scheduler_instance_sync_interval == 30
+        assert CONF.scheduler_instance_sync_interval == 30
         assert CONF.filter_scheduler.track_instance_changes is False
+    finally:
+        CONF.reset()
+        CONF.clear()
+
+
+def test_gantt_s_earlier_group_of_the_sync_interval_is_read(tmp_path):
+    conf_file = tmp_path / 'gantt.conf'
+    conf_file.write_text('[filter_scheduler]\n'
+                         'scheduler_instance_sync_interval = 45\n')
+    config.register_opts()
+    CONF(['--config-file', str(conf_file)], project='gantt')
+    try:
+        assert CONF.scheduler_instance_sync_interval == 45
     finally:
         CONF.reset()
         CONF.clear()
