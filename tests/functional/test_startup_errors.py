@@ -100,6 +100,17 @@ def test_unknown_filter(cluster):
         assert name in line, line
 
 
+def test_nova_weigher_gantt_lacks(cluster):
+    """A nova.conf's path to a Nova class Gantt has no class for."""
+    path = 'nova.scheduler.weights.affinity.NopeWeigher'
+    exited = run(cluster, 'gantt-scheduler', 'bad-nova-weigher',
+                 '[filter_scheduler]\nweight_classes = '
+                 'nova.scheduler.weights.ram.RAMWeigher,%s\n' % path)
+    line = error_line('gantt-scheduler', exited)
+    assert "Unknown weigher '%s'" % path in line, line
+    assert 'RAMWeigher' in line, line
+
+
 def test_unknown_host_manager(cluster):
     exited = run(cluster, 'gantt-scheduler', 'bad-host-manager',
                  '[scheduler]\nhost_manager = baremetal_host_manager\n')
