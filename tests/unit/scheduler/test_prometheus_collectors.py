@@ -16,9 +16,13 @@ def samples_of(collector):
 
 
 def test_each_child_process_has_its_figures_by_pid():
+    # The child says when it runs: right after the fork its memory may
+    # still read as 0 (before exec).
     child = subprocess.Popen([sys.executable, '-c',
-                              'import time; time.sleep(60)'])
+                              'import time; print("up", flush=True); '
+                              'time.sleep(60)'], stdout=subprocess.PIPE)
     try:
+        assert child.stdout.readline() == b'up\n'
         samples = samples_of(collectors.WorkerProcessCollector())
         worker = ('pid', str(child.pid))
         assert samples[('gantt_worker_process_resident_memory_bytes',
@@ -30,6 +34,7 @@ def test_each_child_process_has_its_figures_by_pid():
     finally:
         child.kill()
         child.wait()
+        child.stdout.close()
     # A worker that is gone is no longer listed.
     assert not [key for key in samples_of(
         collectors.WorkerProcessCollector()) if ('pid', str(child.pid))
