@@ -290,12 +290,23 @@ def derived(placement, old_states, new_states):
             continue
         if _fixed(old, numa, pci) != _fixed(state, numa, pci):
             return None
-        changes.update(_used(state, uuids.item(row), numa, pci))
+        uuid = uuids.item(row)
+        before = _used(old, uuid, numa, pci)
+        # Only the classes whose used amount moved: a claim changes a few
+        # of a node's classes, and each one patched costs the next
+        # request its share of with_used.
+        for provider, amounts in _used(state, uuid, numa, pci).items():
+            was = before.get(provider, {})
+            moved = {name: used for name, used in amounts.items()
+                     if was.get(name) != used}
+            if moved:
+                changes.setdefault(provider, {}).update(moved)
     if isinstance(placement, Deferred):
         if not changes:
             return placement
         merged = dict(placement.changes)
-        merged.update(changes)
+        for provider, amounts in changes.items():
+            merged[provider] = dict(merged.get(provider, {}), **amounts)
         if len(merged) > max(DEFERRED_ROWS,
                              len(base.columns.root_rows) // DEFERRED_SHARE):
             return None

@@ -158,6 +158,22 @@ def test_a_claim_derives_the_placement_with_the_new_used_amounts():
     assert table.detached().placement is before
 
 
+def test_claims_of_other_classes_on_one_node_add_up_in_a_derivation():
+    # Only the classes a claim moved are carried; two claims of different
+    # classes on one node, between two asks, keep both.
+    states, _agg = three_hosts()
+    table = fakes.table(states)
+    assert table.placement is not None
+    gold = table.consumed(0, claims.Resources(0, 0, 0),
+                          extra={'CUSTOM_GOLD': 2})
+    both = gold.consumed(0, claims.Resources(2, 0, 0), extra={'PCPU': 2})
+    deferred = both._placement
+    assert isinstance(deferred, host_placement.Deferred)
+    assert deferred.changes == {states[0].uuid: {
+        'CUSTOM_GOLD': 5, 'PCPU': 2, 'VCPU': 6}}
+    assert_same_placement(both.placement, host_placement.build(both))
+
+
 def test_a_change_beyond_used_amounts_builds_it_again():
     states, _agg = three_hosts()
     table = fakes.table(states)
