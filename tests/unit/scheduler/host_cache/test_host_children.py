@@ -78,8 +78,12 @@ def test_without_the_options_a_host_is_one_provider():
     state = numa_host('h1', pci_device_pools=[pf_pool(2)])
     placement = fakes.table([state]).placement
     assert list(placement.columns.uuids) == [state.uuid]
-    # 5 + 3 PCPU fit the node's 8, as Nova 34 sees them.
-    assert accepted([state], groups(({'PCPU': 5}, ()), ({'PCPU': 3}, ())))
+    # 5 + 3 PCPU fit the node's 8, as Nova 34 sees them (one provider:
+    # only without isolate).
+    assert accepted([state], groups(({'PCPU': 5}, ()), ({'PCPU': 3}, ()),
+                                    policy='none')) == [True]
+    assert accepted([state], groups(({'PCPU': 5}, ()),
+                                    ({'PCPU': 3}, ()))) == [False]
 
 
 def test_cells_hold_pcpu_and_isolate_puts_groups_on_distinct_cells(numa):
@@ -87,20 +91,22 @@ def test_cells_hold_pcpu_and_isolate_puts_groups_on_distinct_cells(numa):
     placement = fakes.table([state]).placement
     assert sorted(placement.columns.uuids) == sorted(
         [state.uuid, state.uuid + ':numa0', state.uuid + ':numa1'])
-    assert accepted([state], groups(({'PCPU': 4}, ()), ({'PCPU': 4}, ())))
+    assert accepted([state], groups(({'PCPU': 4}, ()),
+                                    ({'PCPU': 4}, ()))) == [True]
     # No cell has 5 to pin, though the node has 8.
     assert not accepted([state], groups(({'PCPU': 5}, ()),
                                         ({'PCPU': 3}, ())))[0]
     # Isolate: two groups of 2 on distinct cells; three need three cells.
     three = groups(({'PCPU': 2}, ()), ({'PCPU': 2}, ()), ({'PCPU': 2}, ()))
     assert not accepted([state], three)[0]
-    assert accepted([state], groups(({'PCPU': 2}, ()), ({'PCPU': 2}, ()),
-                                    ({'PCPU': 2}, ()), policy='none'))
+    assert accepted([state], groups(
+        ({'PCPU': 2}, ()), ({'PCPU': 2}, ()), ({'PCPU': 2}, ()),
+        policy='none')) == [True]
     # The unsuffixed group takes PCPU from one cell; VCPU stays on the
     # node.
     plain = request_mod.ResourceRequest(groups=(request_mod.RequestGroup(
         resources={'PCPU': 4, 'VCPU': 2}),))
-    assert accepted([state], plain)
+    assert accepted([state], plain) == [True]
     allocation = fakes.table([state]).placement.allocation_for(
         plain, state.uuid)
     assert allocation[state.uuid] == {'VCPU': 2}
@@ -138,7 +144,7 @@ def test_pf_pool_is_one_provider_per_device_under_its_cell(numa, pci):
         'cn:pci1.0': ('cn', {'CUSTOM_PCI_8086_154C': (4, 0)})}
     assert kids['cn:pci0.0'].traits == {'COMPUTE_MANAGED_PCI_DEVICE'}
     pf = {'CUSTOM_PCI_8086_154D': 1}
-    assert accepted([state], groups((pf, ()), (pf, ())))
+    assert accepted([state], groups((pf, ()), (pf, ()))) == [True]
     assert not accepted([state], groups((pf, ()), (pf, ()), (pf, ())))[0]
 
 
