@@ -26,6 +26,7 @@ from scheduler.conf import filter_scheduler
 from scheduler.conf import metrics
 from scheduler.conf import notifications
 from scheduler.conf import pci
+from scheduler.conf import placement
 from scheduler.conf import scheduler
 from scheduler.conf import server_groups
 from scheduler.conf import upgrade_levels
@@ -36,7 +37,7 @@ CONF = cfg.CONF
 for _module in (default, database, api_database, scheduler,
                 filter_scheduler, upgrade_levels, conductor, compute, metrics,
                 server_groups, notifications, pci, baremetal,
-                compute_resources, workarounds):
+                compute_resources, workarounds, placement):
     _module.register_opts(CONF)
 # [oslo_reports]: where Guru Meditation Reports go (scheduler/reports.py).
 reports_opts.set_defaults(CONF)

@@ -17,6 +17,7 @@ from scheduler.conf import filter_scheduler
 from scheduler.conf import metrics
 from scheduler.conf import notifications
 from scheduler.conf import pci
+from scheduler.conf import placement
 from scheduler.conf import scheduler
 from scheduler.conf import server_groups
 from scheduler.conf import upgrade_levels
@@ -24,7 +25,8 @@ from scheduler.conf import workarounds
 
 _MODULES = (default, database, api_database, scheduler, filter_scheduler,
             upgrade_levels, conductor, compute, metrics, server_groups,
-            notifications, pci, baremetal, compute_resources, workarounds)
+            notifications, pci, baremetal, compute_resources, workarounds,
+            placement)
 
 
 def list_opts():

@@ -9,6 +9,26 @@ scheduler_group = cfg.OptGroup(
          "periodic tasks.")
 
 scheduler_opts = [
+    cfg.StrOpt('backend',
+               default='gantt',
+               choices=[('gantt', "Gantt's own deployment: Gantt's "
+                                  "conductor, computes and schema."),
+                        ('nova', "The scheduler of an unchanged Nova "
+                                 "deployment: Nova's RPC API and objects, "
+                                 "Nova's databases read only, claims in "
+                                 "Placement.")],
+               help="""
+Whose deployment this scheduler serves (Gantt's own option).
+
+In ``nova`` mode gantt-scheduler takes the place of nova-scheduler: it
+serves Nova's scheduler RPC API (4.x, ``nova_object`` payloads) on the
+``scheduler`` topic of ``[DEFAULT] control_exchange`` (``nova``), reads
+compute nodes, services, instances and aggregates from Nova's
+``[api_database]`` and the cell databases its cell mappings name, reads
+resource providers from Placement (``[placement]``) and claims there. It
+never writes into Nova's or Placement's tables. See the ``nova_backend``
+documentation page.
+"""),
     cfg.StrOpt('driver',
                default='filter_scheduler',
                help="""

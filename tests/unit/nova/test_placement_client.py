@@ -1,0 +1,32 @@
+"""The Placement client: built from a nova.conf's ``[placement]``."""
+
+from oslo_config import cfg
+import pytest
+
+from scheduler.conf import placement as placement_conf
+from scheduler.nova import placement_client
+
+
+def _conf(endpoint):
+    conf = cfg.ConfigOpts()
+    placement_conf.register_opts(conf)
+    conf([], project='gantt', default_config_files=[])
+    conf.set_override('auth_type', 'admin_token', group='placement')
+    # The plugin's own options appear once its name is known.
+    from keystoneauth1 import loading as ks_loading
+    ks_loading.register_auth_conf_options(conf, 'placement')
+    plugin = ks_loading.get_plugin_loader('admin_token')
+    conf.register_opts(ks_loading.get_auth_plugin_conf_options(plugin),
+                       group='placement')
+    conf.set_override('endpoint', endpoint, group='placement')
+    conf.set_override('token', 'admin', group='placement')
+    return conf
+
+
+def test_unreachable_placement_is_named():
+    # A port nothing listens on (the discard port, closed here).
+    client = placement_client.PlacementClient.from_conf(
+        _conf('http://127.0.0.1:9'))
+    with pytest.raises(placement_client.PlacementUnreachable,
+                       match='Placement is unreachable'):
+        client.get('/resource_providers', version='1.14')
