@@ -44,8 +44,9 @@ _ELSEWHERE = "it configures %s, which Gantt does not include"
 
 # Sections of a nova.conf that configure what Gantt never runs.
 FOREIGN_SECTIONS = {
-    'placement': _CLIENT % 'the Placement API (Gantt places in its own '
-                           'database)',
+    'placement': ("it configures the client of the Placement API, which "
+                  "only Nova mode ([scheduler] backend = nova) uses; Gantt's "
+                  "own mode places in its own database"),
     'neutron': _CLIENT % 'Neutron',
     'glance': _CLIENT % 'Glance',
     'cinder': _CLIENT % 'Cinder',
@@ -158,16 +159,28 @@ def options_in_files(paths):
     return found
 
 
+def _nova_mode(conf):
+    try:
+        return conf.scheduler.backend == 'nova'
+    except (cfg.NoSuchOptError, AttributeError):
+        return False
+
+
 def unread(conf):
     """``[(section, option, path, why)]`` of the options set in the
-    config files that Gantt does not read, sorted."""
+    config files that Gantt does not read, sorted.
+
+    ``[placement]`` is read in Nova mode only, and then whole: its auth
+    plugin's options are keystoneauth1's to judge."""
     read = read_names(conf)
+    nova_mode = _nova_mode(conf)
     return sorted(
         (section, name, path,
          FOREIGN_SECTIONS.get(section, NOT_IMPLEMENTED))
         for (section, name), path in options_in_files(
             config_files(conf)).items()
-        if (section, name) not in read)
+        if section == 'placement' and not nova_mode
+        or section != 'placement' and (section, name) not in read)
 
 
 def warn_unread(conf):

@@ -69,7 +69,25 @@ def test_one_warning_line_each(conf, caplog):
         'Option [DEFAULT] baseapi (%s) is not implemented by Gantt and is '
         'ignored: a Nova option Gantt does not have, or a misspelling'
         % path)
-    assert "Nova's client of the Placement API" in lines[2]
+    assert 'only Nova mode ([scheduler] backend = nova) uses' in lines[2]
+
+
+def test_nova_mode_reads_the_placement_section(tmp_path):
+    from scheduler.conf import scheduler as scheduler_conf
+    path = tmp_path / 'nova.conf'
+    path.write_text('[scheduler]\nbackend = nova\n[placement]\n'
+                    'auth_type = password\nauth_url = http://keystone/v3\n'
+                    'region_name = RegionOne\n[workarounds]\nbaz = 1\n')
+    conf = cfg.ConfigOpts()
+    scheduler_conf.register_opts(conf)
+    conf(['--config-file', str(path)], project='gantt')
+    assert [(section, name) for section, name, _path, _why
+            in unknown_options.unread(conf)] == [('workarounds', 'baz')]
+    conf.set_override('backend', 'gantt', group='scheduler')
+    assert [(section, name) for section, name, _path, _why
+            in unknown_options.unread(conf)] == [
+        ('placement', 'auth_type'), ('placement', 'auth_url'),
+        ('placement', 'region_name'), ('workarounds', 'baz')]
 
 
 def test_a_file_of_gantt_options_only_is_quiet(tmp_path, caplog):
