@@ -91,6 +91,9 @@ def test_claim_lands_with_amounts_and_generation(placement, client):
     assert placement_claims.provider_generation(client, rp) == generation + 1
     body = placement.get('/allocations/%s' % consumer)
     assert (body['project_id'], body['user_id']) == (PROJECT, USER)
+    # Nova 34's scheduler names no consumer type (1.38): Placement
+    # records it as unknown.
+    assert body['consumer_type'] == 'unknown'
 
 
 def test_capacity_refusal_is_false_and_writes_nothing(placement, client):

@@ -18,6 +18,7 @@ import sqlalchemy as sa
 
 from scheduler.db import api as db_api
 from scheduler.db import models
+from scheduler.drivers import chance_scheduler
 from scheduler.drivers import claimers
 from scheduler.drivers import filter_scheduler
 from scheduler import exception
@@ -82,8 +83,9 @@ def as_mirrored(node_id, generation):
             updated_at=fakes.now() - datetime.timedelta(seconds=60)))
 
 
-def nova_driver(drivers, placement, client=None):
-    driver = filter_scheduler.FilterScheduler()
+def nova_driver(drivers, placement, client=None,
+                cls=filter_scheduler.FilterScheduler):
+    driver = cls()
     drivers.append(driver)
     assert isinstance(driver.claimer, claimers.PlacementClaimer)
     driver.claimer = claimers.PlacementClaimer(
@@ -258,3 +260,20 @@ def test_claim_without_owner_is_named(cloud, placement, nova_mode, drivers):
         driver.select_destinations(None, fakes.spec(), fakes.uuids(1), False)
     assert state(driver, 'only').vcpus_used == 0
 
+
+
+def test_chance_scheduler_claims_in_placement(cloud, placement, nova_mode,
+                                              drivers):
+    rp = add_host(cloud, placement, 'only')
+    driver = nova_driver(drivers, placement,
+                         cls=chance_scheduler.ChanceScheduler)
+    [consumer] = fakes.uuids(1)
+
+    [[chosen]] = driver.select_destinations(None, spec(vcpus=2), [consumer],
+                                            False)
+
+    assert chosen.nodename == 'only'
+    body = placement.get('/allocations/%s' % consumer)
+    assert body['allocations'][rp]['resources']['VCPU'] == 2
+    assert (body['project_id'], body['user_id']) == (PROJECT, USER)
+    assert sql_usage(cloud, 'only') == (0, 0, 0)
