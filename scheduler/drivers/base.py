@@ -1,9 +1,11 @@
 """The scheduler driver contract.
 
-Claims go through :func:`scheduler.db.claims.claim_in_sql`, which the
-conductor's tasks call too, in the database of the node's cell (with
-cells, the host cache's ids are not the nodes' own: see
-:mod:`scheduler.host_cache.cell_gather`).
+Claims go through the driver's claimer (:mod:`scheduler.drivers.claimers`,
+chosen by ``[scheduler] backend``): in Gantt's own mode
+:func:`scheduler.db.claims.claim_in_sql`, which the conductor's tasks call
+too, in the database of the node's cell (with cells, the host cache's ids
+are not the nodes' own: see :mod:`scheduler.host_cache.cell_gather`); in
+Nova mode Placement's ``PUT /allocations``.
 
 The RPC manager builds one driver per process from the ``[scheduler]
 driver`` entry point and calls it::
@@ -33,11 +35,10 @@ import queue
 import threading
 
 from oslo_config import cfg
-from oslo_db import exception as db_exc
 from oslo_log import log as logging
 
-from scheduler import cells
 from scheduler import conf
+from scheduler.drivers import claimers
 from scheduler.db import api as db_api
 from scheduler.db import claims
 from scheduler.db import services as db_services
@@ -118,6 +119,14 @@ class ClaimSlots:
             self._free.put(kept)
 
 
+def consumer_owner(context, spec):
+    """``(project_id, user_id)`` a claim for ``spec``'s instance is
+    recorded under: the spec's, the user of ``context`` when the spec has
+    none (as Nova's scheduler does for specs older than Rocky)."""
+    user_id = spec.obj_get('user_id') or getattr(context, 'user_id', None)
+    return spec.obj_get('project_id'), user_id
+
+
 def make_selection(host_state, resources, claimed, extra=None):
     """The Selection of ``host_state`` for an instance asking
     ``resources`` (and ``extra``, ``{class: amount}`` beyond the classic
@@ -149,6 +158,8 @@ class Scheduler(metaclass=abc.ABCMeta):
         # for a pooled connection rather than open one (claim_slots), and
         # keep it from one claim to the next.
         self._claim_slots = self._new_slots()
+        # Where claims are written, chosen once ([scheduler] backend).
+        self.claimer = claimers.for_backend(self)
 
     @staticmethod
     def _new_slots():
@@ -217,9 +228,10 @@ class Scheduler(metaclass=abc.ABCMeta):
 
     def claim(self, host_state, consumer_uuid, resources,
               instance_info=None, group_uuid=None, on_reserved=None,
-              hardware=None, extra=None):
-        """Reserve in the host cache, then claim in SQL: True, or a false
-        value after the reservation was rolled back.
+              hardware=None, extra=None, owner=None):
+        """Reserve in the host cache, then claim where usage is decided
+        (:attr:`claimer`: in SQL, or in Placement in Nova mode): True, or
+        a false value after the reservation was rolled back.
 
         The reservation comes first (the assume step of Kubernetes'
         scheduler cache): a request of this process that ranks hosts
@@ -248,6 +260,9 @@ class Scheduler(metaclass=abc.ABCMeta):
         The SQL claim takes what the node's state says a claim of
         ``resources`` takes (:meth:`HostState.claim_amounts`: a baremetal
         node is taken whole).
+
+        ``owner``: ``(project_id, user_id)`` of the instance (see
+        :func:`consumer_owner`), which a claim in Placement records.
         """
         resources = host_state.claim_amounts(resources)
         reserved = self.host_manager.consume(
@@ -257,19 +272,10 @@ class Scheduler(metaclass=abc.ABCMeta):
             on_reserved()
         report = {}
         try:
-            cell = self.host_manager.cell_of(host_state.id)
-            with self._claim_slots[cell.uuid].slot() as kept, \
-                    cells.target(cell):
-                won = claims.claim_in_sql(
-                    host_cache.node_id(host_state.id), consumer_uuid,
-                    resources, group_uuid, host_state.host,
-                    refuse_settled=True, hardware=hardware, report=report,
-                    kept=kept, extra=extra)
-        except db_exc.DBDuplicateEntry:
-            LOG.warning('Instance %(uuid)s already holds an allocation on '
-                        'node %(node)s; not claiming there again',
-                        {'uuid': consumer_uuid, 'node': host_state.uuid})
-            won = False
+            won = self.claimer.claim(
+                host_state, consumer_uuid, resources, report,
+                group_uuid=group_uuid, hardware=hardware, extra=extra,
+                owner=owner)
         except Exception:
             self.host_manager.settle(host_state.id, give_back=reserved)
             self._unreserve(host_state, consumer_uuid)
@@ -315,13 +321,7 @@ class Scheduler(metaclass=abc.ABCMeta):
             return
         LOG.info('Releasing %d claim(s) of a request that could not be '
                  'placed entirely', len(claimed))
-        by_cell = {}
-        for consumer_uuid, cache_id in claimed:
-            by_cell.setdefault(self.host_manager.cell_of(cache_id), []).append(
-                (consumer_uuid, host_cache.node_id(cache_id)))
-        for cell, pairs in by_cell.items():
-            with cells.target(cell):
-                claims.release_in_sql(pairs)
+        self.claimer.release(claimed)
         self.count('claims_released', len(claimed))
         self.host_manager.forget_instances(claimed)
         self.host_manager.refresh_nodes({node for _uuid, node in claimed})

@@ -52,7 +52,8 @@ class ChanceScheduler(base.Scheduler):
         table = self.host_manager.snapshot()
         try:
             rows = self._candidates(table, spec)
-            chosen = self._place(table, spec, rows, instance_uuids)
+            chosen = self._place(table, spec, rows, instance_uuids,
+                                 base.consumer_owner(context, spec))
         except exception.NoValidHost:
             self.count('no_valid_host')
             raise
@@ -70,7 +71,7 @@ class ChanceScheduler(base.Scheduler):
         self.count('instances', len(chosen))
         return answer
 
-    def _place(self, table, spec, rows, instance_uuids):
+    def _place(self, table, spec, rows, instance_uuids, owner=None):
         """Rows chosen for each instance, claiming when there are uuids."""
         uuids = list(instance_uuids or [])
         count = len(uuids) or spec.num_instances
@@ -86,7 +87,7 @@ class ChanceScheduler(base.Scheduler):
                 used = [row for row in rows if row in taken]
                 random.shuffle(used)
                 row = (self._claim_any(table, fresh + used, uuids[index],
-                                       resources, claimed)
+                                       resources, claimed, owner)
                        if claiming else (fresh + used)[0])
                 if row is None:
                     raise exception.NoValidHost(
@@ -99,13 +100,14 @@ class ChanceScheduler(base.Scheduler):
             raise
         return chosen
 
-    def _claim_any(self, table, order, uuid, resources, claimed):
+    def _claim_any(self, table, order, uuid, resources, claimed,
+                   owner=None):
         for row in order:
             state = table.states[row]
             if not all(state.fits(name, getattr(resources, name))
                        for name in resources._fields):
                 continue
-            if self.claim(state, uuid, resources):
+            if self.claim(state, uuid, resources, owner=owner):
                 claimed.append((uuid, state.id))
                 return row
         return None

@@ -414,7 +414,8 @@ class FilterScheduler(base.Scheduler):
         self._warn_if_retries_unfiltered(spec)
         with self._counted():
             request = _Request(self, spec, instance_uuids, return_alternates,
-                               self._host_table(context))
+                               self._host_table(context),
+                               owner=base.consumer_owner(context, spec))
             try:
                 return request.run()
             except exception.NoValidHost:
@@ -498,8 +499,10 @@ class _Request:
     """The work of one select_destinations call."""
 
     def __init__(self, driver, spec, instance_uuids, return_alternates,
-                 table, observer=None, plan=None):
+                 table, observer=None, plan=None, owner=None):
         self.driver = driver
+        # (project_id, user_id) the claims are recorded under.
+        self.owner = owner
         # Told of each filter's effect and of each ranking (explain).
         self.observer = observer
         self.spec = spec
@@ -757,7 +760,7 @@ class _Request:
                 won = self.driver.claim(state, uuid, resources,
                                         self.instance_info, group_uuid,
                                         on_reserved, self.hardware,
-                                        extra=extra)
+                                        extra=extra, owner=self.owner)
                 if won:
                     self.claimed.append((uuid, state.id))
                     return row

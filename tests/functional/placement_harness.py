@@ -29,6 +29,12 @@ class Client:
     def __init__(self, adapter):
         self._adapter = adapter
 
+    @property
+    def adapter(self):
+        """The keystoneauth1 adapter, for a client of Gantt's own
+        (:class:`scheduler.nova.placement_client.PlacementClient`)."""
+        return self._adapter
+
     def _call(self, method, url, **kwargs):
         headers = {'OpenStack-API-Version': 'placement %s' % MICROVERSION}
         response = self._adapter.request(url, method, headers=headers,
@@ -46,6 +52,9 @@ class Client:
 
     def post(self, url, body):
         return self._call('POST', url, json=body)
+
+    def delete(self, url):
+        return self._call('DELETE', url)
 
 
 def _config():
