@@ -67,6 +67,7 @@ _UNSET = object()
 
 def check_control_exchange():
     """ConfigError unless ``[DEFAULT] control_exchange`` is Nova's."""
+    config.register_opts()
     if CONF.control_exchange != CONTROL_EXCHANGE:
         raise exception.ConfigError(
             reason='[scheduler] backend = nova serves Nova\'s conductors on '
