@@ -246,8 +246,18 @@ def record_selection():
         'mappings': {'': [NODE]}}
     selection = objects.Selection.from_host_state(
         _HostState(), allocation_request, report.SAME_SUBTREE_VERSION)
+    numa_host = _HostState()
+    numa_host.limits = dict(numa_host.limits, numa_topology=(
+        objects.NUMATopologyLimits(
+            cpu_allocation_ratio=16.0, ram_allocation_ratio=1.5,
+            network_metadata=objects.NetworkMetadata(
+                physnets=set(['physnet1']), tunneled=True))))
+    numa_selection = objects.Selection.from_host_state(
+        numa_host, allocation_request, report.SAME_SUBTREE_VERSION)
     serializer = objects_base.NovaObjectSerializer()
-    return {'primitive': serializer.serialize_entity(None, [[selection]])}
+    return {'primitive': serializer.serialize_entity(None, [[selection]]),
+            'numa_primitive': serializer.serialize_entity(
+                None, [[numa_selection]])}
 
 
 def record_failure():
@@ -259,6 +269,17 @@ def record_failure():
             driver_common.serialize_remote_exception(sys.exc_info()))
     failure['tb'] = []
     return {'failure': failure}
+
+
+def _sorted_changes(value):
+    """``value`` with each object's ``changes`` sorted (Nova lists a
+    set, in no stable order): fixtures recorded twice are the same."""
+    if isinstance(value, dict):
+        return {key: sorted(item) if key.endswith('_object.changes')
+                else _sorted_changes(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_sorted_changes(item) for item in value]
+    return value
 
 
 def main(argv):
@@ -278,9 +299,10 @@ def main(argv):
     for name, value in sorted(found.items()):
         path = os.path.join(out, 'nova34_%s.json' % name)
         with open(path, 'w') as handle:
-            json.dump(value, handle, indent=1, sort_keys=True)
+            json.dump(_sorted_changes(value), handle, indent=1,
+                      sort_keys=True)
             handle.write('\n')
-        print(path)
+        sys.stdout.write(path + '\n')
 
 
 if __name__ == '__main__':

@@ -32,8 +32,6 @@ compute nodes in Gantt mode, does not run::
                             [manager], serializer=manager.rpc_serializer)
 """
 
-import threading
-
 import oslo_messaging as messaging
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
@@ -79,21 +77,20 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
     """Nova's scheduler endpoint over Gantt's driver (see the module
     docstring). ``cell_of(host)``: the cell UUID of a host (None: the
     Selection's own); ``availability_zone_of(host)``: its zone (None:
-    ``[DEFAULT] default_availability_zone``)."""
+    ``[DEFAULT] default_availability_zone``); ``ratios_of(host,
+    nodename)``: its CPU and RAM allocation ratios, for the NUMA limits
+    of a request with a NUMA topology (see
+    :class:`scheduler.nova.selections.Encoder`)."""
 
     target = messaging.Target(version=RPC_API_VERSION)
     fanout_methods = FANOUT_METHODS
 
-    def __init__(self, cell_of=None, availability_zone_of=None, driver=None):
+    def __init__(self, cell_of=None, availability_zone_of=None,
+                 ratios_of=None):
         check_control_exchange()
-        if driver is None:
-            super().__init__()
-        else:
-            self.driver = driver
-            self._logged_stats = dict(getattr(driver, 'stats', None) or {})
-            self._in_flight = 0
-            self._in_flight_lock = threading.Lock()
-        self.encoder = selections.Encoder(cell_of, availability_zone_of)
+        super().__init__()
+        self.encoder = selections.Encoder(cell_of, availability_zone_of,
+                                          ratios_of)
         self.rpc_serializer = wire.NovaSerializer()
 
     def periodic_tasks(self):
@@ -155,7 +152,8 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
             raise exception.DatabaseUnavailable(
                 url=config.redact_database_url(CONF.database.connection),
                 reason=db_api.describe_error(error))
-        return self.encoder.answer(chosen, return_objects)
+        return self.encoder.answer(chosen, return_objects,
+                                   selections.NumaRequest.of_spec(spec_obj))
 
     @rpc.expose
     def update_aggregates(self, ctxt, aggregates):

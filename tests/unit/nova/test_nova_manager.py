@@ -218,3 +218,32 @@ def test_limits_primitive_matches_nova():
     assert ours['nova_object.data'] == nova_made['nova_object.data']
     assert _types(ours) == _types(nova_made)
     assert primitives.decode(ours, 'limits').version == (1, 0)
+
+
+def test_numa_request_carries_the_hosts_ratios(database, nova_mode):
+    cloud = fakes.Cloud()
+    cloud.add_node('compute-1', vcpus=16, memory_mb=32768, local_gb=500)
+    mgr = nova_manager.NovaSchedulerManager(
+        cell_of={'compute-1': CELL}.get,
+        ratios_of=lambda host, node: (16.0, 1.5))
+    mgr.init_host()
+    try:
+        spec = _plain_spec()
+        spec['nova_object.data']['num_instances'] = 1
+        spec['nova_object.data']['network_metadata'][
+            'nova_object.data']['physnets'] = ['physnet1']
+        answer = _call(mgr, 'select_destinations', {
+            'spec_obj': spec, 'instance_uuids': INSTANCES[:1],
+            'return_objects': True, 'return_alternates': False})
+        legacy = _call(mgr, 'select_destinations', {
+            'spec_obj': spec, 'instance_uuids': INSTANCES[1:]})
+    finally:
+        mgr.cleanup_host()
+    nova_made = wire_fixtures.load('selection')['numa_primitive'][0][0]
+    ours = answer[0][0]
+    assert _types(ours) == _types(nova_made)
+    limits = ours['nova_object.data']['limits']['nova_object.data']
+    assert limits['numa_topology'] == nova_made['nova_object.data'][
+        'limits']['nova_object.data']['numa_topology']
+    assert legacy[0]['limits']['numa_topology'][
+        'nova_object.name'] == 'NUMATopologyLimits'
