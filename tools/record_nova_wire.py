@@ -62,11 +62,13 @@ class Recorder:
     def __call__(self, driver, target, ctxt, message, wait_for_reply=None,
                  timeout=None, transport_options=None):
         driver._check_serialize(message)
-        self.sent.append({'target': {'topic': target.topic,
-                                     'exchange': target.exchange,
-                                     'fanout': bool(target.fanout),
-                                     'version': target.version},
-                          'context': ctxt, 'message': message})
+        # As the rabbit driver puts it on the wire (sets become lists).
+        sent = {'target': {'topic': target.topic,
+                           'exchange': target.exchange,
+                           'fanout': bool(target.fanout),
+                           'version': target.version},
+                'context': ctxt, 'message': message}
+        self.sent.append(jsonutils.loads(jsonutils.dumps(sent)))
         if wait_for_reply:
             raise _Recorded()
 
@@ -205,6 +207,11 @@ def record_messages(ctxt):
             rpcapi.SchedulerAPI().select_destinations(ctxt, spec, INSTANCES)
         except _Recorded:
             found['select_destinations_4_3'] = recorder.sent[-1]
+        CONF.set_override('scheduler', 'liberty', group='upgrade_levels')
+        try:
+            rpcapi.SchedulerAPI().select_destinations(ctxt, spec, INSTANCES)
+        except _Recorded:
+            found['select_destinations_4_0'] = recorder.sent[-1]
         CONF.clear_override('scheduler', group='upgrade_levels')
         admin = ctxt.elevated()
         aggregate = make_aggregate()

@@ -6,14 +6,14 @@ the ``nova`` exchange (``[DEFAULT] control_exchange`` must say ``nova``,
 or start-up stops with an error saying so) and on its fanout, with
 Nova's method names, arguments and versions:
 
-* ``select_destinations`` 4.3 to 4.5: ``spec_obj`` (a Nova RequestSpec),
+* ``select_destinations`` 4.0 to 4.5: ``spec_obj`` (a Nova RequestSpec,
+  4.3), or before 4.3 Nova's legacy ``request_spec`` and
+  ``filter_properties`` dicts (:mod:`scheduler.nova.legacy_spec`);
   ``instance_uuids`` (4.4), ``return_objects`` and ``return_alternates``
   (4.5). It answers Nova Selection 1.1 lists with ``return_objects``,
-  else (a 4.3 or 4.4 caller, or 4.5 without objects) the legacy
+  else (a caller before 4.5, or 4.5 without objects) the legacy
   ``{host, nodename, limits}`` dicts; alternates only when both are
-  asked, as Nova's scheduler. A 4.0 caller's legacy ``request_spec`` and
-  ``filter_properties`` dicts (a Nova capped by ``[upgrade_levels]
-  scheduler`` below mitaka) are refused as NoValidHost saying so;
+  asked, as Nova's scheduler;
 * the fanout casts ``update_aggregates`` and ``delete_aggregate`` (4.1),
   ``update_instance_info``, ``delete_instance_info`` and
   ``sync_instance_info`` (4.2), applied to the driver's HostManager as
@@ -43,6 +43,7 @@ from scheduler import exception
 from scheduler import manager as gantt_manager
 from scheduler.nova import errors
 from scheduler.nova import host_updates
+from scheduler.nova import legacy_spec
 from scheduler.nova import request_spec as nova_spec
 from scheduler.nova import selections
 from scheduler.nova import wire
@@ -117,9 +118,9 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
             self._in_flight += 1
         try:
             with prometheus.in_flight():
-                return self._answer(ctxt, request_spec, spec_obj,
-                                    instance_uuids, return_objects,
-                                    return_alternates)
+                return self._answer(ctxt, request_spec, filter_properties,
+                                    spec_obj, instance_uuids,
+                                    return_objects, return_alternates)
         except exception.GanttException as error:
             prometheus.rpc_error('select_destinations', error)
             if isinstance(error, errors.NoValidHost):
@@ -131,13 +132,12 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
             with self._in_flight_lock:
                 self._in_flight -= 1
 
-    def _answer(self, ctxt, request_spec, spec_obj, instance_uuids,
-                return_objects, return_alternates):
+    def _answer(self, ctxt, request_spec, filter_properties, spec_obj,
+                instance_uuids, return_objects, return_alternates):
         if spec_obj is _UNSET:
-            raise exception.InvalidRequest(
-                reason='select_destinations 4.0 (legacy request_spec and '
-                'filter_properties dicts) is not served; let Nova send '
-                '4.3 or newer (unset [upgrade_levels] scheduler)')
+            # 4.0 to 4.2: Nova's legacy dicts, read as Nova reads them.
+            spec_obj = legacy_spec.to_nova_spec(request_spec,
+                                                filter_properties)
         for field, value in (('return_objects', return_objects),
                              ('return_alternates', return_alternates)):
             validation.choice(field, value, (True, False))

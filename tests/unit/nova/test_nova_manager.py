@@ -14,11 +14,12 @@ from oslo_messaging._drivers import common as driver_common
 import pytest
 
 from scheduler import config as gantt_config
-from scheduler import context as gantt_context
 from scheduler import exception
 from scheduler.nova import errors
+from scheduler.nova import legacy_spec
 from scheduler.nova import manager as nova_manager
 from scheduler.nova import primitives
+from scheduler.nova import request_spec
 from scheduler.nova import selections
 from scheduler.nova import wire
 from tests.unit.nova import wire_fixtures
@@ -166,11 +167,38 @@ def test_refused_spec_reaches_nova_as_no_valid_host(endpoint):
     assert 'request_level_params.same_subtree is set' in str(error)
 
 
-def test_legacy_4_0_form_is_refused_with_the_reason(endpoint):
-    with pytest.raises(messaging.ExpectedException) as info:
-        endpoint.select_destinations(gantt_context.get_admin_context(),
-                                     request_spec={}, filter_properties={})
-    assert '4.0' in str(info.value.exc_info[1])
+def test_legacy_4_0_dicts_are_read_as_nova_reads_them(endpoint):
+    args = copy.deepcopy(wire_fixtures.args('select_destinations_4_0'))
+    plain = _plain_spec()['nova_object.data']
+    args['request_spec']['instance_type'] = plain['flavor']
+    args['request_spec']['image']['properties'] = {}
+    args['request_spec']['instance_properties']['availability_zone'] = None
+    for name in ('requested_destination', 'retry', 'ignore_hosts'):
+        args['filter_properties'].pop(name)
+    args['filter_properties']['group_hosts'] = []
+    answer = _call(endpoint, 'select_destinations', args)
+    assert len(answer) == 2
+    # Anti-affinity, read from the legacy group_* keys: two hosts.
+    assert len({dest['host'] for dest in answer}) == 2
+    assert all(set(dest) == {'host', 'nodename', 'limits'}
+               for dest in answer)
+
+
+def test_legacy_4_0_dicts_become_the_same_spec():
+    args = primitives.decode(wire_fixtures.args('select_destinations_4_0'),
+                             'args')
+    legacy = request_spec.from_nova(legacy_spec.to_nova_spec(
+        args['request_spec'], args['filter_properties']))
+    current = request_spec.from_nova(primitives.decode(
+        wire_fixtures.args('select_destinations_4_5')['spec_obj'],
+        'spec_obj'))
+    current.instance_group.name = None
+    current.instance_group.rules = {}  # the legacy keys carry no rules
+    for name in ('flavor', 'image', 'num_instances', 'instance_uuid',
+                 'project_id', 'user_id', 'availability_zone',
+                 'scheduler_hints', 'ignore_hosts', 'retry',
+                 'requested_destination', 'instance_group'):
+        assert getattr(legacy, name) == getattr(current, name), name
 
 
 def test_wrong_namespace_argument_is_refused_by_the_serializer():
