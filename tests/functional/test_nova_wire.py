@@ -156,3 +156,72 @@ def test_fanout_cast_reaches_the_host_manager(nova_wire):
                   for agg in host_manager._aggregates):
         assert time.monotonic() < deadline, 'the fanout never arrived'
         time.sleep(0.1)
+
+
+NOVA_MODE = '''\
+[DEFAULT]
+control_exchange = nova
+[scheduler]
+backend = nova
+'''
+
+
+@pytest.fixture(scope='module')
+def nova_daemon(tmp_path_factory):
+    """gantt-scheduler in Nova mode (two workers) beside Gantt's own
+    conductor and computes, which report the hosts (on exchange gantt;
+    the scheduler hears none of their calls)."""
+    with cluster_mod.Cluster(tmp_path_factory.mktemp('nova-wire'),
+                             'postgresql') as running:
+        running.start_conductor()
+        computes = ('cmp-a', 'cmp-b')
+        for host in computes:
+            running.start_compute(host, vcpus=16, memory_mb=32768,
+                                  local_gb=500)
+        running.wait_for_computes(computes)
+        running.discover_hosts()
+        running.scheduler = running.start_scheduler(
+            workers=2, extra_conf=NOVA_MODE)
+        yield running
+
+
+@pytest.fixture
+def nova_client(nova_daemon, config):
+    gantt_config.register_opts()
+    config.config(control_exchange='nova', rpc_response_timeout=30)
+    rpc.cleanup()
+    transport = rpc.init(config.conf, url=nova_daemon.transport_url)
+    yield messaging.get_rpc_client(
+        transport, messaging.Target(topic='scheduler', version='4.0'),
+        serializer=_AsRecorded())
+    rpc.cleanup()
+
+
+def test_daemon_answers_novas_4_4_call(nova_daemon, nova_client):
+    ctxt, message = _recorded('select_destinations_4_4')
+    _plain(message['args']['spec_obj'])
+    message['args']['instance_uuids'] = [
+        '7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f',
+        '8d2e3f4a-5b6c-4d7e-9f8a-0b1c2d3e4f5a']
+    answer = nova_client.prepare(version='4.4').call(
+        ctxt, 'select_destinations', **message['args'])
+    assert len(answer) == 2
+    assert {dest['host'] for dest in answer} <= {'cmp-a', 'cmp-b'}
+
+
+def test_daemon_refuses_a_host_without_a_cell_as_novas_no_valid_host(
+        nova_daemon, nova_client):
+    # Gantt's own hosts have no cell here (no [api_database]); Nova's
+    # conductor cannot read a Selection without one (the host source of
+    # Nova mode gives every host its cell).
+    ctxt, message = _recorded('select_destinations_4_5')
+    _plain(message['args']['spec_obj'])
+    message['args']['instance_uuids'] = [
+        '9e3f4a5b-6c7d-4e8f-8a9b-1c2d3e4f5a6b',
+        'af4a5b6c-7d8e-4f9a-9b0c-2d3e4f5a6b7c']
+    with pytest.raises(messaging.RemoteError) as info:
+        nova_client.prepare(version='4.5').call(
+            ctxt, 'select_destinations', **message['args'])
+    assert info.value.exc_type == 'NoValidHost'
+    assert 'its cell is not known' in info.value.value
+    assert nova_daemon.scheduler.alive()
