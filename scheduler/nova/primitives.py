@@ -115,12 +115,15 @@ def decode(value, field, depth=0):
 
 
 def _object(primitive, field, depth):
+    if PREFIX + 'name' not in primitive:
+        other = next(key for key in primitive
+                     if isinstance(key, str) and key.endswith('_object.name'))
+        refuse(field, 'is not a Nova object (a %s primitive)'
+               % other[:-len('.name')])
     namespace = primitive.get(PREFIX + 'namespace')
-    if PREFIX + 'name' not in primitive or namespace != NAMESPACE:
-        found = namespace if namespace is not None else next(
-            key for key in primitive if key.endswith('_object.name'))
+    if namespace != NAMESPACE:
         refuse(field, 'is not a Nova object (namespace %r, expected %r)'
-               % (found, NAMESPACE))
+               % (namespace, NAMESPACE))
     name = primitive[PREFIX + 'name']
     if not isinstance(name, str) or not re.match(r'[A-Za-z]\w{0,63}\Z',
                                                  name):
