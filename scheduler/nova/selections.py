@@ -21,7 +21,8 @@ dict of each instance's first host.
 
 Nova's conductor reads a host's cell from ``cell_uuid`` (a UUID field,
 not nullable): a host whose cell is unknown cannot be answered, and
-:class:`HostCellUnknown` says which.
+:class:`HostUnanswerable` says which (nor one whose compute node has no
+UUID).
 """
 
 import math
@@ -48,9 +49,12 @@ _LIMITS = (('vcpu', 'vcpu'), ('memory_mb', 'memory_mb'),
            ('disk_gb', 'disk_gb'))
 
 
-class HostCellUnknown(exception.NoValidHost):
+class HostUnanswerable(exception.NoValidHost):
+    """A host was chosen that Nova's conductor could not read a
+    Selection of (its cell or its compute node's UUID is unknown)."""
+
     msg_fmt = ("No valid host was found. Host %(host)s was chosen but its "
-               "cell is not known; Nova needs it.")
+               "%(what)s is not known; Nova needs it.")
 
 
 def numa_limits_primitive(ratios, network_metadata=None):
@@ -126,7 +130,9 @@ class Encoder:
         host = selection.service_host
         cell_uuid = self.cell_of(host) or selection.obj_get('cell_uuid')
         if not cell_uuid:
-            raise HostCellUnknown(host=host)
+            raise HostUnanswerable(host=host, what='cell')
+        if not selection.obj_get('compute_node_uuid'):
+            raise HostUnanswerable(host=host, what='compute node UUID')
         zone = (self.availability_zone_of(host)
                 or CONF.default_availability_zone)
         data = {

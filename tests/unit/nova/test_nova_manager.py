@@ -22,6 +22,9 @@ from scheduler.nova import primitives
 from scheduler.nova import request_spec
 from scheduler.nova import selections
 from scheduler.nova import wire
+from scheduler.objects import selection as selection_obj
+from scheduler import placement_types
+from scheduler import rpc
 from tests.unit.nova import wire_fixtures
 from tests.unit.scheduler import fakes
 
@@ -275,3 +278,30 @@ def test_numa_request_carries_the_hosts_ratios(database, nova_mode):
         'limits']['nova_object.data']['numa_topology']
     assert legacy[0]['limits']['numa_topology'][
         'nova_object.name'] == 'NUMATopologyLimits'
+
+
+def test_only_novas_methods_are_exposed(endpoint):
+    policy = rpc.ExposedRPCAccessPolicy()
+    exposed = {name for name in dir(endpoint)
+               if policy.is_allowed(endpoint, name)}
+    assert exposed == {'select_destinations'} | nova_manager.FANOUT_METHODS
+    assert endpoint.target.version == '4.5'
+
+
+@pytest.mark.parametrize('field, what', [('cell_uuid', 'cell'),
+                                         ('compute_node_uuid',
+                                          'compute node UUID')])
+def test_a_selection_nova_cannot_read_is_refused(field, what):
+    class Host:
+        uuid = '5f9cb0e7-d163-4caf-8e5a-6d7c8b9a0f1e'
+        host = nodename = 'compute-1'
+        cell_uuid = CELL
+    setattr(Host, {'cell_uuid': 'cell_uuid',
+                   'compute_node_uuid': 'uuid'}[field], None)
+    chosen = selection_obj.Selection.for_host(
+        Host(), placement_types.Resources(1, 512, 1), True)
+    with pytest.raises(selections.HostUnanswerable) as info:
+        selections.Encoder().selection(chosen)
+    assert 'Host compute-1 was chosen but its %s is not known' % what in \
+        str(info.value)
+    assert isinstance(info.value, exception.NoValidHost)
