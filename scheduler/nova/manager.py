@@ -134,14 +134,16 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
 
     def _answer(self, ctxt, request_spec, filter_properties, spec_obj,
                 instance_uuids, return_objects, return_alternates):
+        field = 'spec_obj'
         if spec_obj is _UNSET:
             # 4.0 to 4.2: Nova's legacy dicts, read as Nova reads them.
+            field = 'request_spec'
             spec_obj = legacy_spec.to_nova_spec(request_spec,
                                                 filter_properties)
         for field, value in (('return_objects', return_objects),
                              ('return_alternates', return_alternates)):
             validation.choice(field, value, (True, False))
-        spec = nova_spec.from_nova(spec_obj, 'spec_obj')
+        spec = nova_spec.from_nova(spec_obj, field)
         spec = self._validated_spec(spec)
         instance_uuids = self._validated_uuids(instance_uuids, spec)
         try:
