@@ -14,6 +14,7 @@ from oslo_messaging._drivers import common as driver_common
 import pytest
 
 from scheduler import config as gantt_config
+from scheduler.db import api as db_api
 from scheduler import exception
 from scheduler.nova import errors
 from scheduler.nova import legacy_spec
@@ -305,3 +306,24 @@ def test_a_selection_nova_cannot_read_is_refused(field, what):
     assert 'Host compute-1 was chosen but its %s is not known' % what in \
         str(info.value)
     assert isinstance(info.value, exception.NoValidHost)
+
+
+def test_database_away_mid_way_reaches_nova_as_no_valid_host(
+        endpoint, config):
+    # The host cache is full; then the database goes away for good.
+    endpoint.driver.host_manager.snapshot()
+    config.config(connection='postgresql+psycopg2://gantt:s3cret@'
+                             '127.0.0.1:9/gantt', max_retries=0,
+                  db_max_retries=1, db_retry_interval=0, group='database')
+    db_api.dispose_engine()
+    try:
+        with pytest.raises(messaging.ExpectedException) as info:
+            _call(endpoint, 'select_destinations', {
+                'spec_obj': _plain_spec(), 'instance_uuids': INSTANCES,
+                'return_objects': True})
+    finally:
+        db_api.dispose_engine()
+    error = info.value.exc_info[1]
+    assert type(error) is errors.NoValidHost
+    assert 'Cannot use the database at' in str(error)
+    assert '127.0.0.1:9' in str(error) and 's3cret' not in str(error)
