@@ -32,9 +32,9 @@ accelerators' resource groups), a non-empty ``request_level_params``
 (``root_required``, ``root_forbidden``, ``same_subtree``), and a
 ``requested_destination.forbidden_aggregates``. Logged as a warning:
 PCI requests of Neutron ports (SR-IOV; the compute still claims the
-device, and a host without one fails the build into a reschedule) and a
-``network_metadata`` naming physnets (NUMA affinity of networks is not
-weighed).
+device, and a host without one fails the build into a reschedule) and,
+once per process, a ``network_metadata`` naming physnets (NUMA affinity
+of networks is not weighed).
 """
 
 from oslo_log import log as logging
@@ -48,6 +48,8 @@ from scheduler import placement_types
 LOG = logging.getLogger(__name__)
 
 REBUILD_CHECK = 'rebuild'
+# What this process has warned of once already.
+_WARNED = set()
 
 
 def _field(field, name):
@@ -229,9 +231,14 @@ def _note_unread(obj, field):
     metadata = obj.get('network_metadata')
     if isinstance(metadata, primitives.NovaObject) and metadata.get(
             'physnets'):
-        LOG.warning('%s names physnets %s: Gantt does not weigh the NUMA '
-                    'affinity of networks', _field(field, 'network_metadata'),
-                    sorted(metadata.get('physnets')))
+        # Every boot on a provider network names one: said once at
+        # WARNING, then at DEBUG.
+        log = LOG.debug if 'physnets' in _WARNED else LOG.warning
+        _WARNED.add('physnets')
+        log('%s names physnets %s: Gantt does not weigh the NUMA affinity '
+            'of networks ([neutron_physnet_*] numa_nodes of the computes)',
+            _field(field, 'network_metadata'),
+            sorted(metadata.get('physnets')))
     for name in ('security_groups', 'requested_networks', 'numa_topology',
                  'limits'):
         if obj.get(name) is not None:

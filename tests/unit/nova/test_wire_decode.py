@@ -1,6 +1,7 @@
 """Nova 34's recorded payloads decoded into Gantt's objects."""
 
 import copy
+import logging
 
 import pytest
 
@@ -126,7 +127,9 @@ def test_malformed_or_unhonoured_spec_is_refused(change, words):
     assert words in str(info.value)
 
 
-def test_port_pci_requests_are_warned_about(caplog):
+def test_port_pci_requests_are_warned_about(caplog, monkeypatch):
+    monkeypatch.setattr(request_spec, '_WARNED', set())
+    caplog.set_level(logging.DEBUG, logger=request_spec.__name__)
     def port(data):
         data['pci_requests']['nova_object.data']['requests'] = [{
             'nova_object.name': 'InstancePCIRequest',
@@ -136,7 +139,14 @@ def test_port_pci_requests_are_warned_about(caplog):
                                  'request_id': INSTANCES[1]}}]
     _spec(change=port)
     assert 'PCI request(s) of Neutron ports' in caplog.text
-    assert 'network_metadata names physnets' in caplog.text
+    warnings = [record for record in caplog.records
+                if 'names physnets' in record.getMessage()]
+    assert [record.levelname for record in warnings] == ['WARNING']
+    _spec(change=port)
+    warnings = [record for record in caplog.records
+                if 'names physnets' in record.getMessage()]
+    assert [record.levelname for record in warnings] == ['WARNING',
+                                                         'DEBUG']
 
 
 def test_aggregates_fanout():
