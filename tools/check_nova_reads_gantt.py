@@ -1,10 +1,12 @@
 """Check that Nova 34 reads Gantt's Nova-mode answers as its own.
 
 Run where nova==34.0.0 is installed, on the file
-tools/gantt_nova_answers.py wrote; exits non-zero naming the first
+tools/gantt_nova_answers.py wrote, or with the Python of Gantt's
+environment, which then writes it; exits non-zero naming the first
 answer Nova does not read as it reads its own scheduler's::
 
     python tools/check_nova_reads_gantt.py answers.json
+    python tools/check_nova_reads_gantt.py /path/to/gantt-venv/bin/python
 
 It deserializes the Selections with Nova's NovaObjectSerializer (as
 Nova's conductor does with a reply), checks every field the conductor
@@ -14,7 +16,10 @@ with Nova's allowed exception modules: it must be
 """
 
 import json
+import os
+import subprocess
 import sys
+import tempfile
 
 from oslo_messaging._drivers import common as driver_common
 from oslo_serialization import jsonutils
@@ -63,10 +68,24 @@ def check(answers):
     return len(host_lists[0])
 
 
+def _answers(source):
+    """The answers of ``source``: a JSON file, or a Python to run
+    tools/gantt_nova_answers.py with."""
+    if source.endswith('.json'):
+        with open(source) as handle:
+            return json.load(handle)
+    here = os.path.dirname(os.path.abspath(__file__))
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, 'answers.json')
+        subprocess.run([source, os.path.join(here, 'gantt_nova_answers.py'),
+                        path], check=True, cwd=os.path.dirname(here))
+        with open(path) as handle:
+            return json.load(handle)
+
+
 def main(argv):
     objects.register_all()
-    with open(argv[1]) as handle:
-        answers = json.load(handle)
+    answers = _answers(argv[1])
     count = check(answers)
     sys.stdout.write('Nova 34 read %d Gantt Selections, NUMA limits, the '
                      'legacy dicts and a NoValidHost as its own\n' % count)
