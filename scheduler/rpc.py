@@ -379,11 +379,13 @@ class IdleAwareRPCServer(rpc_server.RPCServer):
                     LOG.exception('Idle work after a reply failed')
 
 
-def get_server(target, endpoints, on_idle=None):
+def get_server(target, endpoints, on_idle=None, serializer=None):
     """An RPC server for ``target``; start() it to consume.
 
     ``on_idle``: called in the thread that sent a reply, when no other
     message is being handled (see :class:`IdleAwareRPCServer`).
+    ``serializer``: the wire's, when not Gantt's objects (Nova mode's,
+    :class:`scheduler.nova.wire.NovaSerializer`).
     """
     assert TRANSPORT is not None, 'rpc.init() was not called'
     kwargs = {}
@@ -391,7 +393,8 @@ def get_server(target, endpoints, on_idle=None):
         kwargs['executor'] = 'eventlet'
     server = messaging.get_rpc_server(
         TRANSPORT, target, endpoints,
-        serializer=ServerSerializer(objects_base.GanttObjectSerializer()),
+        serializer=serializer or ServerSerializer(
+            objects_base.GanttObjectSerializer()),
         access_policy=ExposedRPCAccessPolicy,
         server_cls=IdleAwareRPCServer, **kwargs)
     server.on_idle = on_idle

@@ -3,8 +3,9 @@
 RabbitMQ's permissions restrict who may publish with which routing key
 only on a topic exchange (``rabbitmqctl set_topic_permissions``), which
 is how a request reaches a service's queue: through the control exchange
-(``[DEFAULT] control_exchange``, ``gantt``). Two other ways reach the
-same RPC server, and the broker cannot narrow them:
+(``[DEFAULT] control_exchange``: ``gantt``, or ``nova`` for the scheduler
+in Nova mode, whose fanout is Nova's ``scheduler_fanout``). Two other
+ways reach the same RPC server, and the broker cannot narrow them:
 
 * the default exchange (``amq.default``) delivers to any queue named by
   the routing key. Every service that answers calls needs to write to it

@@ -146,8 +146,10 @@ class Service(oslo_service.Service):
         target = messaging.Target(topic=self.topic, server=self.host)
         endpoints = [self.manager] + list(
             getattr(self.manager, 'additional_endpoints', []))
+        # A manager of another wire (Nova mode's) brings its serializer.
         self.rpcserver = rpc.get_server(
-            target, endpoints, on_idle=getattr(self.manager, 'idle', None))
+            target, endpoints, on_idle=getattr(self.manager, 'idle', None),
+            serializer=getattr(self.manager, 'rpc_serializer', None))
         self.rpcserver.start()
         if prometheus.serving():
             self._record_broker_state()

@@ -35,11 +35,20 @@ def set_defaults():
     messaging_opts.set_defaults(CONF, executor_thread_pool_size=RPC_THREADS)
 
 
+def make_manager():
+    """Gantt's endpoint, or Nova's with ``[scheduler] backend = nova``
+    (which stops start-up unless ``[DEFAULT] control_exchange`` is
+    ``nova``)."""
+    if CONF.scheduler.backend == 'nova':
+        from scheduler.nova import manager as nova_manager
+        return nova_manager.NovaSchedulerManager()
+    return manager.SchedulerManager()
+
+
 def main():
     set_defaults()
     # The daemon's process is its own: its host cache may be frozen out
     # of the garbage collector's passes.
     host_cache.freeze_collector()
-    common.run_daemon('gantt-scheduler', rpcapi.RPC_TOPIC,
-                      manager.SchedulerManager,
+    common.run_daemon('gantt-scheduler', rpcapi.RPC_TOPIC, make_manager,
                       workers=lambda: CONF.scheduler.workers)

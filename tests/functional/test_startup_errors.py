@@ -89,6 +89,14 @@ def test_unknown_driver(cluster):
         assert driver in line, line
 
 
+def test_nova_backend_needs_novas_exchange(cluster):
+    exited = run(cluster, 'gantt-scheduler', 'nova-exchange',
+                 '[scheduler]\nbackend = nova\n')
+    line = error_line('gantt-scheduler', exited)
+    assert 'control_exchange = nova' in line, line
+    assert "'gantt'" in line, line
+
+
 def test_unknown_filter(cluster):
     exited = run(cluster, 'gantt-scheduler', 'bad-filter',
                  '[filter_scheduler]\n'

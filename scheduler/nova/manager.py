@@ -1,0 +1,210 @@
+"""NovaSchedulerManager: Nova's scheduler RPC API 4.x, served by Gantt.
+
+In Nova mode (``[scheduler] backend = nova``) gantt-scheduler takes the
+place of nova-scheduler: this endpoint listens on topic ``scheduler`` of
+the ``nova`` exchange (``[DEFAULT] control_exchange`` must say ``nova``,
+or start-up stops with an error saying so) and on its fanout, with
+Nova's method names, arguments and versions:
+
+* ``select_destinations`` 4.0 to 4.5: ``spec_obj`` (a Nova RequestSpec,
+  4.3), or before 4.3 Nova's legacy ``request_spec`` and
+  ``filter_properties`` dicts (:mod:`scheduler.nova.legacy_spec`);
+  ``instance_uuids`` (4.4), ``return_objects`` and ``return_alternates``
+  (4.5). It answers Nova Selection 1.1 lists with ``return_objects``,
+  else (a caller before 4.5, or 4.5 without objects) the legacy
+  ``{host, nodename, limits}`` dicts; alternates only when both are
+  asked, as Nova's scheduler;
+* the fanout casts ``update_aggregates`` and ``delete_aggregate`` (4.1),
+  ``update_instance_info``, ``delete_instance_info`` and
+  ``sync_instance_info`` (4.2), applied to the driver's HostManager as
+  Gantt's own endpoint applies them. A malformed cast is logged and
+  dropped: nobody waits for its answer.
+
+The request goes to the same loaded driver as in Gantt mode
+(``self.driver.select_destinations``); every refusal reaches Nova's
+conductor as ``nova.exception.NoValidHost`` (:mod:`scheduler.nova.errors`).
+Nothing here writes into Nova's databases: host discovery, which maps
+compute nodes in Gantt mode, does not run::
+
+    manager = NovaSchedulerManager(cell_of=host_source.cell_of)
+    server = rpc.get_server(messaging.Target(topic='scheduler',
+                                             server=CONF.host),
+                            [manager], serializer=manager.rpc_serializer)
+"""
+
+import oslo_messaging as messaging
+from oslo_db import exception as db_exc
+from oslo_log import log as logging
+
+from scheduler import conf
+from scheduler import config
+from scheduler.db import api as db_api
+from scheduler import exception
+from scheduler import manager as gantt_manager
+from scheduler.nova import errors
+from scheduler.nova import host_updates
+from scheduler.nova import legacy_spec
+from scheduler.nova import request_spec as nova_spec
+from scheduler.nova import selections
+from scheduler.nova import wire
+from scheduler import prometheus
+from scheduler import rpc
+from scheduler import service
+from scheduler import validation
+
+CONF = conf.CONF
+LOG = logging.getLogger(__name__)
+
+# Nova's scheduler RPC API: the newest version served, and its exchange.
+RPC_API_VERSION = '4.5'
+CONTROL_EXCHANGE = 'nova'
+FANOUT_METHODS = frozenset({'update_aggregates', 'delete_aggregate',
+                            'update_instance_info', 'delete_instance_info',
+                            'sync_instance_info'})
+_UNSET = object()
+
+
+def check_control_exchange():
+    """ConfigError unless ``[DEFAULT] control_exchange`` is Nova's."""
+    config.register_opts()
+    if CONF.control_exchange != CONTROL_EXCHANGE:
+        raise exception.ConfigError(
+            reason='[scheduler] backend = nova serves Nova\'s conductors on '
+            'the exchange they send to: set [DEFAULT] control_exchange = '
+            '%s (it is %r)' % (CONTROL_EXCHANGE, CONF.control_exchange))
+
+
+class NovaSchedulerManager(gantt_manager.SchedulerManager):
+    """Nova's scheduler endpoint over Gantt's driver (see the module
+    docstring). ``cell_of(host)``: the cell UUID of a host (None: the
+    Selection's own); ``availability_zone_of(host)``: its zone (None:
+    ``[DEFAULT] default_availability_zone``); ``ratios_of(host,
+    nodename)``: its CPU and RAM allocation ratios, for the NUMA limits
+    of a request with a NUMA topology (see
+    :class:`scheduler.nova.selections.Encoder`)."""
+
+    target = messaging.Target(version=RPC_API_VERSION)
+    fanout_methods = FANOUT_METHODS
+
+    def __init__(self, cell_of=None, availability_zone_of=None,
+                 ratios_of=None):
+        check_control_exchange()
+        super().__init__()
+        self.encoder = selections.Encoder(cell_of, availability_zone_of,
+                                          ratios_of)
+        self.rpc_serializer = wire.NovaSerializer()
+
+    def periodic_tasks(self):
+        # No host discovery: it would write Nova's host mappings.
+        return [
+            service.PeriodicTask(
+                '_run_periodic_tasks',
+                CONF.scheduler.periodic_task_interval,
+                self.driver.run_periodic_tasks),
+            service.PeriodicTask(
+                '_log_stats', CONF.scheduler.periodic_task_interval,
+                lambda context: self._log_stats()),
+        ]
+
+    @rpc.expose
+    @messaging.expected_exceptions(errors.NoValidHost)
+    def select_destinations(self, ctxt, request_spec=None,
+                            filter_properties=None, spec_obj=_UNSET,
+                            instance_uuids=None, return_objects=False,
+                            return_alternates=False):
+        """Where to put the instances of ``spec_obj`` (see the module
+        docstring for the forms of the answer)."""
+        with self._in_flight_lock:
+            self._in_flight += 1
+        try:
+            with prometheus.in_flight():
+                return self._answer(ctxt, request_spec, filter_properties,
+                                    spec_obj, instance_uuids,
+                                    return_objects, return_alternates)
+        except exception.GanttException as error:
+            prometheus.rpc_error('select_destinations', error)
+            if isinstance(error, errors.NoValidHost):
+                raise
+            LOG.info('select_destinations for %s refused: %s',
+                     instance_uuids, error)
+            raise errors.for_nova(error)
+        finally:
+            with self._in_flight_lock:
+                self._in_flight -= 1
+
+    def _answer(self, ctxt, request_spec, filter_properties, spec_obj,
+                instance_uuids, return_objects, return_alternates):
+        field = 'spec_obj'
+        if spec_obj is _UNSET:
+            # 4.0 to 4.2: Nova's legacy dicts, read as Nova reads them.
+            field = 'request_spec'
+            spec_obj = legacy_spec.to_nova_spec(request_spec,
+                                                filter_properties)
+        for field, value in (('return_objects', return_objects),
+                             ('return_alternates', return_alternates)):
+            validation.choice(field, value, (True, False))
+        spec = nova_spec.from_nova(spec_obj, field)
+        spec = self._validated_spec(spec)
+        instance_uuids = self._validated_uuids(instance_uuids, spec)
+        try:
+            chosen = self.driver.select_destinations(
+                ctxt, spec, instance_uuids,
+                return_alternates and return_objects)
+        except db_exc.DBError as error:
+            raise exception.DatabaseUnavailable(
+                url=config.redact_database_url(CONF.database.connection),
+                reason=db_api.describe_error(error))
+        return self.encoder.answer(chosen, return_objects,
+                                   selections.NumaRequest.of_spec(spec_obj))
+
+    @rpc.expose
+    def update_aggregates(self, ctxt, aggregates):
+        """Fanout (4.1): aggregates created or changed (their new state)."""
+        try:
+            found = host_updates.aggregates(aggregates, 'aggregates')
+        except exception.InvalidRequest as error:
+            return gantt_manager._dropped('update_aggregates', error)
+        self.driver.host_manager.update_aggregates(found)
+
+    @rpc.expose
+    def delete_aggregate(self, ctxt, aggregate):
+        """Fanout (4.1): an aggregate was deleted."""
+        try:
+            found = host_updates.aggregate(aggregate, 'aggregate')
+        except exception.InvalidRequest as error:
+            return gantt_manager._dropped('delete_aggregate', error)
+        self.driver.host_manager.delete_aggregate(found)
+
+    @rpc.expose
+    def update_instance_info(self, ctxt, host_name, instance_info):
+        """Fanout from a compute (4.2): instances new or changed on it."""
+        try:
+            validation.name('host_name', host_name)
+            found = host_updates.instances(instance_info, 'instance_info')
+        except exception.InvalidRequest as error:
+            return gantt_manager._dropped('update_instance_info', error)
+        self.driver.host_manager.update_instance_info(host_name, found)
+
+    @rpc.expose
+    def delete_instance_info(self, ctxt, host_name, instance_uuid):
+        """Fanout from a compute (4.2): an instance left it."""
+        try:
+            validation.name('host_name', host_name)
+            validation.uuid('instance_uuid', instance_uuid)
+        except exception.InvalidRequest as error:
+            return gantt_manager._dropped('delete_instance_info', error)
+        self.driver.host_manager.delete_instance_info(host_name,
+                                                      instance_uuid)
+
+    @rpc.expose
+    def sync_instance_info(self, ctxt, host_name, instance_uuids):
+        """Fanout from a compute (4.2): every instance it runs."""
+        try:
+            validation.name('host_name', host_name)
+            uuids = validation.sequence('instance_uuids', instance_uuids,
+                                        host_updates.MAX_ITEMS)
+            for index, uuid in enumerate(uuids):
+                validation.uuid('instance_uuids[%d]' % index, uuid)
+        except exception.InvalidRequest as error:
+            return gantt_manager._dropped('sync_instance_info', error)
+        self.driver.host_manager.sync_instance_info(host_name, uuids)
