@@ -112,10 +112,11 @@ def spec_full(ctxt):
         'retry': {'num_attempts': 2,
                   'hosts': [['cmp-4', 'cmp-4.example.org']]},
         'limits': {'memory_mb': 4096},
-        'scheduler_hints': {'group': group.uuid,
-                            'same_host': ['a2f0c7e8-6b1d-4e3f-9a8b-7c6d5e4f3a2b',
-                                          'b3e1d8f9-7c2e-4f4a-8b9c-8d7e6f5a4b3c'],
-                            'build_near_host_ip': '192.0.2.7'},
+        'scheduler_hints': {
+            'group': group.uuid,
+            'same_host': ['a2f0c7e8-6b1d-4e3f-9a8b-7c6d5e4f3a2b',
+                          'b3e1d8f9-7c2e-4f4a-8b9c-8d7e6f5a4b3c'],
+            'build_near_host_ip': '192.0.2.7'},
     }
     # As the API builds it from the names or ids a user asked for
     # (SecurityGroupList's constructor drops ``objects``).
@@ -251,7 +252,7 @@ def main(argv):
         with open(path, 'w') as stream:
             json.dump(record(name, build), stream, indent=1, sort_keys=True)
             stream.write('\n')
-        print('wrote', path)
+        sys.stdout.write('wrote %s\n' % path)
 
 
 if __name__ == '__main__':
