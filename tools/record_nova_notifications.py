@@ -172,7 +172,37 @@ def spec_numa_pci(ctxt):
     return spec
 
 
-SPECS = {'spec_full': spec_full, 'spec_numa_pci': spec_numa_pci}
+def spec_sparse(ctxt):
+    """A spec with much left unset, as a move operation's can be: a
+    flavor without extra specs, an image without dates, a group without
+    rules or hosts, a destination with a host only, a retry with no host
+    yet, no security groups, hints, zone or ignored hosts."""
+    spec = objects.RequestSpec(ctxt)
+    spec.instance_uuid = '5e6f7a8b-9c0d-4e1f-a2b3-c4d5e6f7a8b9'
+    spec.project_id = ctxt.project_id
+    spec.user_id = ctxt.user_id
+    spec.num_instances = 3
+    spec.flavor = objects.Flavor(
+        flavorid='tiny', name='m1.tiny', memory_mb=512, vcpus=1, root_gb=1,
+        ephemeral_gb=0, swap=0, disabled=False, is_public=True)
+    spec.image = objects.ImageMeta.from_dict({
+        'id': '0e1f2a3b-4c5d-4e6f-8a9b-0c1d2e3f4a5b', 'name': 'plain',
+        'properties': {'hw_video_model': 'virtio'}})
+    spec.numa_topology = None
+    spec.pci_requests = None
+    spec.requested_destination = objects.Destination(host='cmp-2')
+    spec.retry = objects.SchedulerRetries(
+        num_attempts=1, hosts=objects.ComputeNodeList(objects=[]))
+    spec.instance_group = objects.InstanceGroup(
+        uuid='6a7b8c9d-0e1f-4a2b-8c3d-4e5f6a7b8c9d', policy='affinity',
+        members=[])
+    spec.force_hosts = []
+    spec.force_nodes = None
+    return spec
+
+
+SPECS = {'spec_full': spec_full, 'spec_numa_pci': spec_numa_pci,
+         'spec_sparse': spec_sparse}
 
 
 def _init_rpc(notification_format):

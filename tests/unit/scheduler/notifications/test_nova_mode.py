@@ -25,7 +25,7 @@ from tests.unit.scheduler.notifications import recorder
 
 FIXTURES = (pathlib.Path(__file__).parents[2] / 'notifications' /
             'fixtures' / 'nova')
-SPECS = ('spec_full', 'spec_numa_pci')
+SPECS = ('spec_full', 'spec_numa_pci', 'spec_sparse')
 FORMATS = ('unversioned', 'versioned', 'both')
 
 
