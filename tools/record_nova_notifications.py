@@ -19,6 +19,9 @@ For each request spec below it writes ``<name>.json`` holding
   oslo.messaging's ``test`` notification driver, with the topics the
   notifier that sent each one was built with.
 
+and ``notification_options.json``: Nova's ``[notifications]`` options
+(defaults, choices, deprecated names).
+
 The specs are built with Nova's objects the way its API and conductor
 build them (``RequestSpec.from_components``), deserialized from the wire
 primitive on the "scheduler side" before the notifications are sent, as
@@ -265,6 +268,22 @@ def _nova_version():
     return metadata.version('nova')
 
 
+def notification_options():
+    """Nova's ``[notifications]`` options: default, choices and the
+    deprecated names a nova.conf may still use."""
+    from nova.conf import notifications as nova_notifications
+    options = {}
+    for opt in nova_notifications.ALL_OPTS:
+        choices = getattr(opt.type, 'choices', None)
+        options[opt.dest] = {
+            'default': opt.default,
+            'choices': list(choices) if choices else None,
+            'deprecated': sorted([old.group or 'notifications',
+                                  old.name or opt.dest]
+                                 for old in opt.deprecated_opts)}
+    return options
+
+
 def main(argv):
     out = argv[1] if len(argv) > 1 else '.'
     for group, opts in messaging_opts.list_opts():
@@ -283,6 +302,11 @@ def main(argv):
             json.dump(record(name, build), stream, indent=1, sort_keys=True)
             stream.write('\n')
         sys.stdout.write('wrote %s\n' % path)
+    path = os.path.join(out, 'notification_options.json')
+    with open(path, 'w') as stream:
+        json.dump(notification_options(), stream, indent=1, sort_keys=True)
+        stream.write('\n')
+    sys.stdout.write('wrote %s\n' % path)
 
 
 if __name__ == '__main__':

@@ -165,3 +165,24 @@ def test_an_unknown_phase_is_refused(nova_notifications, caplog):
     nova_mode.select_destinations({}, _fixture('spec_full')['spec'],
                                   'error', host='h1')
     assert 'phase must be one of' in caplog.text
+
+
+def test_the_notifications_options_are_novas():
+    """Every ``[notifications]`` option of Nova 34 is read by Gantt under
+    the same names (deprecated ones too), with Nova's default and
+    choices, so a nova.conf means the same to both."""
+    from scheduler.conf import notifications as notifications_conf
+    with open(FIXTURES / 'notification_options.json') as stream:
+        novas = json.load(stream)
+    gantts = {opt.dest: opt for opt in notifications_conf.notifications_opts}
+    for name, nova_opt in novas.items():
+        assert name in gantts, name
+        opt = gantts[name]
+        choices = getattr(opt.type, 'choices', None)
+        assert {
+            'default': opt.default,
+            'choices': list(choices) if choices else None,
+            'deprecated': sorted([old.group or 'notifications',
+                                  old.name or opt.dest]
+                                 for old in opt.deprecated_opts),
+        } == nova_opt, name
