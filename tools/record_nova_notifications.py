@@ -13,6 +13,8 @@ For each request spec below it writes ``<name>.json`` holding
 * ``context``: the request context as it travels on the wire;
 * ``spec``: the RequestSpec as Nova's conductor puts it on the wire
   (NovaObjectSerializer's primitive, through JSON);
+* ``request_filters``: for a spec that Nova's request filters change on
+  the scheduler's side, what they added;
 * ``notifications``: per ``notification_format``, what Nova's own
   ``SchedulerManager._select_destinations`` emitted (its ``_schedule``
   replaced by a stub: the notifications are all this records), captured by
@@ -204,8 +206,45 @@ def spec_sparse(ctxt):
     return spec
 
 
+def spec_az(ctxt):
+    """A boot into an availability zone: nova-scheduler's request filter
+    ``map_az_to_placement_aggregate`` turns the zone into required
+    aggregates (a requested destination the conductor did not send)
+    before it notifies."""
+    return objects.RequestSpec.from_components(
+        ctxt, '7b8c9d0e-1f2a-4b3c-9d4e-5f6a7b8c9d0e', {},
+        _flavor({}), None, objects.InstancePCIRequests(requests=[]), {},
+        None, 'az-east', security_groups=objects.SecurityGroupList())
+
+
+AZ_AGGREGATES = ['1a2b3c4d-0000-4000-8000-00000000000a',
+                 '1a2b3c4d-0000-4000-8000-00000000000b']
+
+
+def filter_az(server_ctxt, server_spec):
+    """Run Nova's own request filter on the scheduler's spec, the
+    aggregates of the zone (a database query in Nova) given."""
+    from nova.scheduler import request_filter
+
+    def by_metadata(ctxt, key, value):
+        assert (key, value) == ('availability_zone', 'az-east')
+        return [objects.Aggregate(uuid=uuid) for uuid in AZ_AGGREGATES]
+
+    real = objects.AggregateList.get_by_metadata
+    objects.AggregateList.get_by_metadata = by_metadata
+    try:
+        request_filter.map_az_to_placement_aggregate(server_ctxt,
+                                                     server_spec)
+    finally:
+        objects.AggregateList.get_by_metadata = real
+    return {'required_aggregates': [AZ_AGGREGATES]}
+
+
 SPECS = {'spec_full': spec_full, 'spec_numa_pci': spec_numa_pci,
-         'spec_sparse': spec_sparse}
+         'spec_sparse': spec_sparse, 'spec_az': spec_az}
+# Nova's request filters to run on the scheduler's copy of a spec before
+# notifying, as nova-scheduler does; what they added is recorded.
+REQUEST_FILTERS = {'spec_az': filter_az}
 
 
 def _init_rpc(notification_format):
@@ -251,6 +290,9 @@ def record(name, build):
         notifiers = _init_rpc(notification_format)
         server_ctxt = nova_context.RequestContext.from_dict(wire_ctxt)
         server_spec = serializer.deserialize_entity(server_ctxt, wire_spec)
+        if name in REQUEST_FILTERS:
+            result['request_filters'] = REQUEST_FILTERS[name](server_ctxt,
+                                                              server_spec)
         sent = _emit(server_ctxt, server_spec)
         # Through JSON, as the messaging driver would send them.
         sent = json.loads(jsonutils.dumps(sent))

@@ -31,8 +31,11 @@ new timestamp). Nothing is sent unless ``[oslo_messaging_notifications]
 driver`` is set, and sending goes through the process's background
 sender (:mod:`scheduler.notifications.sender`), so a broker that is away
 never holds up a request. A spec that cannot be read is logged, never
-raised::
+raised. Nova notifies after its request filters changed the spec: where
+Gantt's equivalents require aggregates, :func:`require_aggregates` makes
+the same change to the primitive::
 
+    spec_primitive = nova_mode.require_aggregates(spec_primitive, uuids)
     nova_mode.select_destinations(ctxt_dict, spec_primitive, 'start')
     ... schedule ...
     nova_mode.select_destinations(ctxt_dict, spec_primitive, 'end')
@@ -55,6 +58,8 @@ PHASES = ('start', 'end')
 # legacy ones the service.
 VERSIONED_PUBLISHER = 'nova-scheduler:%s'
 LEGACY_PUBLISHER = 'scheduler.%s'
+# The Destination a Nova 34 request filter makes when the spec has none.
+DESTINATION_VERSION = '1.4'
 
 _lock = threading.Lock()
 _notifiers = {'transport': None, 'versioned': None, 'legacy': None}
@@ -119,6 +124,31 @@ def _get_notifiers():
                     _notifiers['legacy'] = messaging.Notifier(
                         transport, serializer=serializer)
         return _notifiers['versioned'], _notifiers['legacy']
+
+
+def require_aggregates(spec, aggregates):
+    """``spec`` (a RequestSpec primitive, not changed) as Nova's request
+    filters leave it when they require one of ``aggregates`` (uuids):
+    nova-scheduler notifies after its filters ran, so a zone mapped to
+    aggregates (``map_az_to_placement_aggregate``, always on), a tenant's
+    aggregates or a routed network's show in the notification's
+    ``requested_destination``. Call once per filter that required
+    aggregates, in the filters' order, as Nova's
+    ``Destination.require_aggregates``."""
+    data = dict(nova_payloads.object_data(spec, 'RequestSpec'))
+    destination = data.get('requested_destination')
+    if destination is None:
+        destination = {'nova_object.name': 'Destination',
+                       'nova_object.namespace': nova_payloads.NAMESPACE,
+                       'nova_object.version': DESTINATION_VERSION,
+                       'nova_object.data': {}}
+    destination_data = dict(nova_payloads.object_data(
+        destination, 'Destination', 'request_spec.requested_destination'))
+    destination_data['aggregates'] = list(
+        destination_data.get('aggregates') or []) + [','.join(aggregates)]
+    data['requested_destination'] = dict(
+        destination, **{'nova_object.data': destination_data})
+    return dict(spec, **{'nova_object.data': data})
 
 
 def build(context, spec, phase, versioned=True, legacy=True):

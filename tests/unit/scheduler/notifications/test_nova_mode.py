@@ -25,7 +25,7 @@ from tests.unit.scheduler.notifications import recorder
 
 FIXTURES = (pathlib.Path(__file__).parents[2] / 'notifications' /
             'fixtures' / 'nova')
-SPECS = ('spec_full', 'spec_numa_pci', 'spec_sparse')
+SPECS = ('spec_full', 'spec_numa_pci', 'spec_sparse', 'spec_az')
 FORMATS = ('unversioned', 'versioned', 'both')
 
 
@@ -47,10 +47,14 @@ def _comparable(value):
 
 
 def _send(recorded, phases=('start', 'end')):
+    spec = copy.deepcopy(recorded['spec'])
+    # What Nova's request filters added on the scheduler's side.
+    for aggregates in recorded.get('request_filters', {}).get(
+            'required_aggregates', []):
+        spec = nova_mode.require_aggregates(spec, aggregates)
     for phase in phases:
         nova_mode.select_destinations(copy.deepcopy(recorded['context']),
-                                      copy.deepcopy(recorded['spec']),
-                                      phase, host=recorded['host'])
+                                      spec, phase, host=recorded['host'])
     notifications.flush()
     return [{'ctxt': ctxt, 'message': message, 'priority': priority}
             for ctxt, message, priority, _retry in _impl_test.NOTIFICATIONS]
@@ -186,3 +190,19 @@ def test_the_notifications_options_are_novas():
                                   old.name or opt.dest]
                                  for old in opt.deprecated_opts),
         } == nova_opt, name
+
+
+def test_required_aggregates_add_up_as_novas():
+    spec = _fixture('spec_numa_pci')['spec']
+    before = copy.deepcopy(spec)
+    changed = nova_mode.require_aggregates(spec, ['agg-3'])
+    assert spec == before
+    destination = changed['nova_object.data']['requested_destination']
+    assert destination['nova_object.data']['aggregates'] == [
+        'agg-1,agg-2', 'agg-3']
+    assert destination['nova_object.data']['host'] == 'cmp-7'
+    fresh = nova_mode.require_aggregates(
+        _fixture('spec_sparse')['spec'], ['a', 'b'])
+    payload = nova_payloads.request_spec_payload(fresh)
+    assert payload['nova_object.data']['requested_destination'][
+        'nova_object.data'] == {'host': 'cmp-2', 'aggregates': ['a,b']}
