@@ -42,6 +42,10 @@ _INSTANCE_FIELDS = (('numa_topology', 'numa_topology'),
                     ('availability_zone', 'availability_zone'),
                     ('instance_uuid', 'uuid'))
 _FLAVOR_SIZES = ('root_gb', 'ephemeral_gb', 'memory_mb', 'vcpus')
+# The spec's objects the legacy payload reads.
+_OBJECTS = {'image': 'ImageMeta', 'flavor': 'Flavor',
+            'numa_topology': 'InstanceNUMATopology',
+            'pci_requests': 'InstancePCIRequests'}
 
 
 def request_spec(spec, context, uuid_filled=False):
@@ -50,13 +54,17 @@ def request_spec(spec, context, uuid_filled=False):
     ``uuid_filled``: whether a versioned payload was built for this spec
     before (see the module docstring)."""
     data = nova_payloads.object_data(spec, 'RequestSpec')
+    for name, object_name in _OBJECTS.items():
+        if data.get(name) is not None:
+            nova_payloads.object_data(data[name], object_name,
+                                      'request_spec.' + name)
     image = data.get('image')
     flavor = data.get('flavor')
     legacy = {
         'num_instances': data.get('num_instances', 1),
         'image': _plain(image) if image else {},
         'instance_properties': _instance(data, context, uuid_filled),
-        'instance_type': _plain(flavor) if 'flavor' in data else {},
+        'instance_type': _plain(flavor) if flavor is not None else {},
     }
     return {'request_spec': legacy}
 

@@ -206,3 +206,23 @@ def test_required_aggregates_add_up_as_novas():
     payload = nova_payloads.request_spec_payload(fresh)
     assert payload['nova_object.data']['requested_destination'][
         'nova_object.data'] == {'host': 'cmp-2', 'aggregates': ['a,b']}
+
+
+@pytest.mark.parametrize('garbage', [None, 42, 'text', [], {}, [42],
+                                     {'nova_object.data': 1}])
+def test_garbage_in_any_field_never_reaches_the_request(
+        nova_notifications, caplog, garbage):
+    """Whatever a field of the spec holds, the request goes on: the
+    notification is built, or logged as not built."""
+    nova_notifications('both')
+    recorded = _fixture('spec_numa_pci')
+    for name in list(recorded['spec']['nova_object.data']):
+        spec = copy.deepcopy(recorded['spec'])
+        spec['nova_object.data'][name] = garbage
+        for phase in ('start', 'end'):
+            nova_mode.select_destinations(recorded['context'], spec, phase,
+                                          host='h1')
+    notifications.flush()
+    if garbage is not None:
+        assert ('request_spec.flavor: expected a Nova Flavor object'
+                in caplog.text)
