@@ -11,17 +11,12 @@ RequestSpec's ``nova_object`` primitive and the context dict. Following
 ``[notifications] notification_format`` (Nova's option, Nova's default
 ``unversioned``):
 
-=============  =====================================  ======================
-format         sends, per phase (``start``, ``end``)   topics
-=============  =====================================  ======================
-unversioned    legacy ``{"request_spec": {...}}``,     ``[oslo_messaging_
-               publisher ``scheduler.<host>``          notifications]
-                                                       topics``
-versioned      RequestSpecPayload 1.1 (namespace       ``[notifications]
-               ``nova``), publisher                    versioned_
-               ``nova-scheduler:<host>``               notifications_topics``
-both           the legacy one, then the versioned one  both
-=============  =====================================  ======================
+* ``unversioned``: the legacy ``{"request_spec": {...}}``, publisher
+  ``scheduler.<host>``, to ``[oslo_messaging_notifications] topics``;
+* ``versioned``: RequestSpecPayload 1.1 (namespace ``nova``), publisher
+  ``nova-scheduler:<host>``, to ``[notifications]
+  versioned_notifications_topics``;
+* ``both``: the legacy one, then the versioned one, for each phase.
 
 Priority INFO, event type ``scheduler.select_destinations.<phase>``; the
 payloads are built by :mod:`~scheduler.notifications.nova_payloads` and
@@ -39,6 +34,11 @@ the same change to the primitive::
     nova_mode.select_destinations(ctxt_dict, spec_primitive, 'start')
     ... schedule ...
     nova_mode.select_destinations(ctxt_dict, spec_primitive, 'end')
+
+When, as in Nova 34: ``start`` once the request filters passed and
+Placement offered candidates (a request refused before that, NoValidHost
+included, sends nothing; a rebuild skips both checks), ``end`` once hosts
+were selected and claimed (a request that then fails sends no ``end``).
 """
 
 import threading
