@@ -31,6 +31,10 @@ aggregate.<action>.start/.end             gantt-manage (aggregate)
 server_group.create/.delete/.add_member   gantt-manage, gantt-conductor
 ========================================  ================================
 
+In Nova mode (``[scheduler] backend = nova``) gantt-scheduler sends Nova's
+own ``scheduler.select_destinations`` notifications instead, as
+nova-scheduler would (see :mod:`scheduler.notifications.nova_mode`).
+
 A daemon calls :func:`init` once its options are parsed and
 :func:`cleanup` when it stops (which sends what is still queued, within a
 few seconds); sending never blocks an operation (see
@@ -174,6 +178,26 @@ def send(ctxt, event_type, payload, binary, host=None, priority='info',
     publisher = '%s:%s' % (binary, host or _state['host'])
     sender.put(notifier.prepare(publisher_id=publisher), priority, ctxt,
                event_type, payload)
+
+
+def transport():
+    """The notification transport :func:`init` made (None while
+    notifications are off): Nova mode builds its notifiers on it."""
+    return _state['transport']
+
+
+def host():
+    """``[DEFAULT] host`` as :func:`init` read it."""
+    return _state['host']
+
+
+def queue(notifier, priority, ctxt, event_type, payload):
+    """Queue a notification built elsewhere (Nova mode's, see
+    :mod:`scheduler.notifications.nova_mode`) on the process's sender; a
+    no-op while notifications are off."""
+    sender = _state['sender']
+    if sender is not None:
+        sender.put(notifier, priority, ctxt, event_type, payload)
 
 
 def pending():
