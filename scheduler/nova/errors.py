@@ -38,6 +38,16 @@ class MaxRetriesExceeded(NoValidHost):
     __module__ = NOVA_MODULE
 
 
+class AllocationUpdateFailed(exception.GanttException):
+    """``nova.exception.AllocationUpdateFailed`` on Nova's side: another
+    writer changed the instance's allocations in Placement while the
+    scheduler claimed for it (Nova's scheduler gives the request up
+    then, as this does)."""
+    __module__ = NOVA_MODULE
+    msg_fmt = ('Failed to update allocations for consumer '
+               '%(consumer_uuid)s. Error: %(error)s')
+
+
 def for_nova(error):
     """The Nova-named exception to send for Gantt's ``error``: its
     message kept, ``reason`` the message without NoValidHost's prefix."""

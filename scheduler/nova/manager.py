@@ -44,6 +44,8 @@ from scheduler import manager as gantt_manager
 from scheduler.nova import errors
 from scheduler.nova import host_updates
 from scheduler.nova import legacy_spec
+from scheduler.nova import placement_claims
+from scheduler.nova import placement_client
 from scheduler.nova import request_spec as nova_spec
 from scheduler.nova import selections
 from scheduler.nova import wire
@@ -107,7 +109,8 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
         ]
 
     @rpc.expose
-    @messaging.expected_exceptions(errors.NoValidHost)
+    @messaging.expected_exceptions(errors.NoValidHost,
+                                   errors.AllocationUpdateFailed)
     def select_destinations(self, ctxt, request_spec=None,
                             filter_properties=None, spec_obj=_UNSET,
                             instance_uuids=None, return_objects=False,
@@ -123,7 +126,8 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
                                     return_objects, return_alternates)
         except exception.GanttException as error:
             prometheus.rpc_error('select_destinations', error)
-            if isinstance(error, errors.NoValidHost):
+            if isinstance(error, (errors.NoValidHost,
+                                  errors.AllocationUpdateFailed)):
                 raise
             LOG.info('select_destinations for %s refused: %s',
                      instance_uuids, error)
@@ -154,6 +158,12 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
             raise exception.DatabaseUnavailable(
                 url=config.redact_database_url(CONF.database.connection),
                 reason=db_api.describe_error(error))
+        except placement_client.PlacementUnreachable as error:
+            # Nova's scheduler answers NoValidHost when Placement is away.
+            raise exception.NoValidHost(reason=str(error))
+        except placement_claims.ConsumerConflict as error:
+            raise errors.AllocationUpdateFailed(
+                consumer_uuid=error.consumer_uuid, error=error.detail)
         return self.encoder.answer(chosen, return_objects,
                                    selections.NumaRequest.of_spec(spec_obj))
 

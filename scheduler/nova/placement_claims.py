@@ -87,6 +87,7 @@ class ConsumerConflict(Exception):
             'Allocations of consumer %s changed while being claimed or '
             'released (%s); nothing was written' % (consumer_uuid, detail))
         self.consumer_uuid = consumer_uuid
+        self.detail = detail
 
 
 class ReleaseFailed(Exception):

@@ -21,11 +21,17 @@ from scheduler.nova import manager as nova_manager
 from scheduler.nova import primitives
 from scheduler import rpc
 from scheduler import service
+from scheduler.drivers import claimers
+from scheduler.nova import placement_client
 from tests.functional import cluster as cluster_mod
+from tests.functional import test_placement_claims as claims_tests
+from tests.functional import test_placement_claims_driver as driver_tests
 from tests.unit.nova import wire_fixtures
 from tests.unit.scheduler import fakes
 
-pytestmark = pytest.mark.functional
+pytestmark = claims_tests.pytestmark
+running_placement = claims_tests.running_placement
+placement = claims_tests.placement
 
 CELL = '4e8bafd6-c052-4b9e-9d4f-5c6b7a8f9e0d'
 INSTANCES = ['1b5e7c3a-9d2f-4e6b-8a1c-2f3e4d5c6b7a',
@@ -51,18 +57,25 @@ class _AsRecorded(messaging.Serializer):
 
 
 @pytest.fixture
-def nova_wire(database, config):
+def nova_wire(database, config, placement):
+    """The endpoint over hosts that are providers of the real Placement
+    (in process), where its claims go."""
     gantt_config.register_opts()
     config.config(control_exchange='nova', rpc_response_timeout=30)
     config.config(backend='nova', group='scheduler')
     cloud = fakes.Cloud()
     for host in HOSTS:
-        cloud.add_node(host, vcpus=16, memory_mb=32768, local_gb=500)
+        driver_tests.add_host(cloud, placement, host, vcpus=16,
+                              memory_mb=32768, local_gb=500)
     with cluster_mod.vhost() as url:
         rpc.cleanup()
         transport = rpc.init(config.conf, url=url)
         manager = nova_manager.NovaSchedulerManager(
             cell_of=dict.fromkeys(HOSTS, CELL).get)
+        manager.driver.claimer = claimers.PlacementClaimer(
+            manager.driver.host_manager,
+            placement_client.PlacementClient(placement.adapter),
+            backoff=claims_tests.no_pause)
         server = service.Service('gantt-nova-wire', 'gantt-scheduler',
                                  'scheduler', manager)
         server.start()

@@ -14,7 +14,6 @@ from oslo_messaging._drivers import common as driver_common
 import pytest
 
 from scheduler import config as gantt_config
-from scheduler.db import api as db_api
 from scheduler import exception
 from scheduler.nova import errors
 from scheduler.nova import legacy_spec
@@ -26,6 +25,11 @@ from scheduler.nova import wire
 from scheduler.objects import selection as selection_obj
 from scheduler import placement_types
 from scheduler import rpc
+from scheduler.drivers import claimers
+from scheduler.nova import placement_client
+from tests.functional import test_placement_claims as claims_tests
+from tests.functional import test_placement_claims_driver as driver_tests
+from tests.unit.nova import test_placement_client
 from tests.unit.nova import wire_fixtures
 from tests.unit.scheduler import fakes
 
@@ -41,16 +45,31 @@ def nova_mode(config):
     config.config(backend='nova', group='scheduler')
 
 
-@pytest.fixture
-def endpoint(database, nova_mode):
+running_placement = claims_tests.running_placement
+placement = claims_tests.placement
+
+
+def make_endpoint(placement, hosts, **kwargs):
+    """The endpoint over ``hosts`` that are providers of the real
+    Placement (in process), where its claims go."""
     cloud = fakes.Cloud()
-    for host in ('compute-1', 'compute-2', 'compute-3'):
-        cloud.add_node(host, vcpus=16, memory_mb=32768, local_gb=500)
+    for host in hosts:
+        driver_tests.add_host(cloud, placement, host, vcpus=16,
+                              memory_mb=32768, local_gb=500)
     mgr = nova_manager.NovaSchedulerManager(
-        cell_of={'compute-1': CELL, 'compute-2': CELL,
-                 'compute-3': CELL}.get,
-        availability_zone_of={'compute-1': 'az1'}.get)
+        cell_of=dict.fromkeys(hosts, CELL).get, **kwargs)
+    mgr.driver.claimer = claimers.PlacementClaimer(
+        mgr.driver.host_manager,
+        placement_client.PlacementClient(placement.adapter),
+        backoff=claims_tests.no_pause)
     mgr.init_host()
+    return mgr
+
+
+@pytest.fixture
+def endpoint(database, nova_mode, placement):
+    mgr = make_endpoint(placement, ('compute-1', 'compute-2', 'compute-3'),
+                        availability_zone_of={'compute-1': 'az1'}.get)
     yield mgr
     mgr.cleanup_host()
 
@@ -252,13 +271,10 @@ def test_limits_primitive_matches_nova():
     assert primitives.decode(ours, 'limits').version == (1, 0)
 
 
-def test_numa_request_carries_the_hosts_ratios(database, nova_mode):
-    cloud = fakes.Cloud()
-    cloud.add_node('compute-1', vcpus=16, memory_mb=32768, local_gb=500)
-    mgr = nova_manager.NovaSchedulerManager(
-        cell_of={'compute-1': CELL}.get,
-        ratios_of=lambda host, node: (16.0, 1.5))
-    mgr.init_host()
+def test_numa_request_carries_the_hosts_ratios(database, nova_mode,
+                                               placement):
+    mgr = make_endpoint(placement, ('compute-1',),
+                        ratios_of=lambda host, node: (16.0, 1.5))
     try:
         spec = _plain_spec()
         spec['nova_object.data']['num_instances'] = 1
@@ -308,22 +324,21 @@ def test_a_selection_nova_cannot_read_is_refused(field, what):
     assert isinstance(info.value, exception.NoValidHost)
 
 
-def test_database_away_mid_way_reaches_nova_as_no_valid_host(
-        endpoint, config):
-    # The host cache is full; then the database goes away for good.
+def test_placement_away_reaches_nova_as_no_valid_host(endpoint, placement):
+    # The host cache is full; then Placement goes away for good: the
+    # claim cannot be made, and nothing is claimed.
     endpoint.driver.host_manager.snapshot()
-    config.config(connection='postgresql+psycopg2://gantt:s3cret@'
-                             '127.0.0.1:9/gantt', max_retries=0,
-                  db_max_retries=1, db_retry_interval=0, group='database')
-    db_api.dispose_engine()
-    try:
-        with pytest.raises(messaging.ExpectedException) as info:
-            _call(endpoint, 'select_destinations', {
-                'spec_obj': _plain_spec(), 'instance_uuids': INSTANCES,
-                'return_objects': True})
-    finally:
-        db_api.dispose_engine()
+    endpoint.driver.claimer = claimers.PlacementClaimer(
+        endpoint.driver.host_manager,
+        test_placement_client.unreachable_client(),
+        backoff=claims_tests.no_pause)
+    with pytest.raises(messaging.ExpectedException) as info:
+        _call(endpoint, 'select_destinations', {
+            'spec_obj': _plain_spec(), 'instance_uuids': INSTANCES,
+            'return_objects': True})
     error = info.value.exc_info[1]
     assert type(error) is errors.NoValidHost
-    assert 'Cannot use the database at' in str(error)
-    assert '127.0.0.1:9' in str(error) and 's3cret' not in str(error)
+    assert 'Placement is unreachable' in str(error)
+    for instance in INSTANCES:
+        assert placement.get('/allocations/%s' % instance)[
+            'allocations'] == {}

@@ -23,10 +23,19 @@ def _conf(endpoint):
     return conf
 
 
+def unreachable_client():
+    """A client of a port nothing listens on (the discard port, closed
+    here). The endpoint is also the adapter's override: the in-process
+    Placement of other tests answers every endpoint a session looks up
+    while it runs."""
+    conf = _conf('http://127.0.0.1:9')
+    conf.set_override('endpoint_override', 'http://127.0.0.1:9',
+                      group='placement')
+    return placement_client.PlacementClient.from_conf(conf)
+
+
 def test_unreachable_placement_is_named():
-    # A port nothing listens on (the discard port, closed here).
-    client = placement_client.PlacementClient.from_conf(
-        _conf('http://127.0.0.1:9'))
+    client = unreachable_client()
     with pytest.raises(placement_client.PlacementUnreachable,
                        match='Placement is unreachable'):
         client.get('/resource_providers', version='1.14')
