@@ -20,6 +20,10 @@ Nova's method names, arguments and versions:
   Gantt's own endpoint applies them. A malformed cast is logged and
   dropped: nobody waits for its answer.
 
+It sends Nova's own ``scheduler.select_destinations.start`` and ``.end``
+notifications (:mod:`scheduler.notifications.nova_mode`): start once the
+request is valid, end when it is answered.
+
 The request goes to the same loaded driver as in Gantt mode
 (``self.driver.select_destinations``); every refusal reaches Nova's
 conductor as ``nova.exception.NoValidHost`` (:mod:`scheduler.nova.errors`).
@@ -32,6 +36,8 @@ compute nodes in Gantt mode, does not run::
                             [manager], serializer=manager.rpc_serializer)
 """
 
+import functools
+
 import oslo_messaging as messaging
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
@@ -41,11 +47,13 @@ from scheduler import config
 from scheduler.db import api as db_api
 from scheduler import exception
 from scheduler import manager as gantt_manager
+from scheduler.notifications import nova_mode as nova_notes
 from scheduler.nova import errors
 from scheduler.nova import host_updates
 from scheduler.nova import legacy_spec
 from scheduler.nova import placement_claims
 from scheduler.nova import placement_client
+from scheduler.nova import primitives
 from scheduler.nova import request_spec as nova_spec
 from scheduler.nova import selections
 from scheduler.nova import wire
@@ -150,6 +158,11 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
         spec = nova_spec.from_nova(spec_obj, field)
         spec = self._validated_spec(spec)
         instance_uuids = self._validated_uuids(instance_uuids, spec)
+        notify = functools.partial(
+            nova_notes.select_destinations,
+            getattr(ctxt, 'nova_values', None) or ctxt.to_dict(),
+            primitives.to_primitive(spec_obj))
+        notify('start')
         try:
             chosen = self.driver.select_destinations(
                 ctxt, spec, instance_uuids,
@@ -164,8 +177,10 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
         except placement_claims.ConsumerConflict as error:
             raise errors.AllocationUpdateFailed(
                 consumer_uuid=error.consumer_uuid, error=error.detail)
-        return self.encoder.answer(chosen, return_objects,
-                                   selections.NumaRequest.of_spec(spec_obj))
+        answer = self.encoder.answer(chosen, return_objects,
+                                     selections.NumaRequest.of_spec(spec_obj))
+        notify('end')
+        return answer
 
     @rpc.expose
     def update_aggregates(self, ctxt, aggregates):

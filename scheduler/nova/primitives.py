@@ -164,6 +164,21 @@ def expect(value, field, name, nullable=False):
     return value
 
 
+def to_primitive(value):
+    """``value`` (what :func:`decode` gave) as a ``nova_object``
+    primitive again, for those that read primitives (Nova's
+    notifications): every field of a decoded object counts as changed."""
+    if isinstance(value, NovaObject):
+        return encode(value.name, '%d.%d' % value.version,
+                      {key: to_primitive(item)
+                       for key, item in value.data.items()})
+    if isinstance(value, dict):
+        return {key: to_primitive(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [to_primitive(item) for item in value]
+    return value
+
+
 def encode(name, version, data, changes=None):
     """A ``nova_object`` primitive (the other way): ``changes`` defaults
     to every field in ``data``, as a freshly built Nova object sends."""

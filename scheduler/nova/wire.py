@@ -52,6 +52,8 @@ def context_from_nova(values):
     if kept.get('project_id') is None:
         kept['project_id'] = kept.get('project')
     ctxt = gantt_context.RequestContext.from_dict(kept)
+    # Nova's notifications carry the caller's context as Nova sent it.
+    ctxt.nova_values = dict(values)
     # from_dict makes a context the thread's current one; a server
     # thread's next message sets its own.
     return ctxt

@@ -14,7 +14,9 @@ from oslo_messaging._drivers import common as driver_common
 import pytest
 
 from scheduler import config as gantt_config
+from scheduler import conf
 from scheduler import exception
+from scheduler import notifications
 from scheduler.nova import errors
 from scheduler.nova import legacy_spec
 from scheduler.nova import manager as nova_manager
@@ -31,8 +33,10 @@ from tests.functional import test_placement_claims as claims_tests
 from tests.functional import test_placement_claims_driver as driver_tests
 from tests.unit.nova import test_placement_client
 from tests.unit.nova import wire_fixtures
+from tests.unit.scheduler.notifications import recorder
 from tests.unit.scheduler import fakes
 
+CONF = conf.CONF
 CELL = '4e8bafd6-c052-4b9e-9d4f-5c6b7a8f9e0d'
 INSTANCES = ['1b5e7c3a-9d2f-4e6b-8a1c-2f3e4d5c6b7a',
              '2c6f8d4b-ae30-4f7c-9b2d-3a4f5e6d7c8b']
@@ -342,3 +346,29 @@ def test_placement_away_reaches_nova_as_no_valid_host(endpoint, placement):
     for instance in INSTANCES:
         assert placement.get('/allocations/%s' % instance)[
             'allocations'] == {}
+
+
+def test_a_request_sends_novas_notifications(endpoint, config):
+    recorder.enable(config, 'versioned')
+    try:
+        _call(endpoint, 'select_destinations', {
+            'spec_obj': _plain_spec(name='m1.notified'),
+            'instance_uuids': INSTANCES, 'return_objects': True})
+        with pytest.raises(messaging.ExpectedException):
+            _call(endpoint, 'select_destinations', {
+                'spec_obj': _plain_spec(memory_mb=400000),
+                'instance_uuids': INSTANCES, 'return_objects': True})
+        sent = [(message['event_type'], message['publisher_id'],
+                 message['payload']['nova_object.data']['flavor'][
+                     'nova_object.data']['name'])
+                for _priority, message in recorder.sent()]
+    finally:
+        notifications.cleanup()
+    publisher = 'nova-scheduler:%s' % CONF.host
+    flavor = _plain_spec()['nova_object.data']['flavor'][
+        'nova_object.data']['name']
+    # The refused request says it started, and never that it ended.
+    assert sent == [
+        ('scheduler.select_destinations.start', publisher, 'm1.notified'),
+        ('scheduler.select_destinations.end', publisher, 'm1.notified'),
+        ('scheduler.select_destinations.start', publisher, flavor)]
