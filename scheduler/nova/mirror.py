@@ -79,7 +79,8 @@ class Mirror:
         self._pid = None
         self._lock = threading.Lock()
         self._failure = None
-        # {host: cell uuid} of Nova's host mappings at the last sync.
+        # {host: cell uuid} at the last sync: the cell its nodes were
+        # found in, else its host mapping's.
         self._host_cells = {}
         self.stats = {'syncs': 0, 'failures': 0, 'last_changes': {}}
 
@@ -120,7 +121,7 @@ class Mirror:
             if self._failure is not None:
                 LOG.info('The mirror of Nova\'s hosts is synced again')
             self._failure = None
-            self._host_cells = dict(state.host_cells)
+            self._host_cells = {**state.host_cells, **state.node_cells}
             self.stats['syncs'] += 1
             self.stats['last_changes'] = dict(written.changes)
             if wanted.skipped:
@@ -134,7 +135,9 @@ class Mirror:
             return written
 
     def cell_uuid_of(self, host):
-        """The uuid of the cell Nova maps ``host`` to (None: unmapped)."""
+        """The uuid of ``host``'s cell, as Nova's scheduler gives it in a
+        Selection: the cell its nodes were read from (else its host
+        mapping's; None: Nova knows no such host)."""
         return self._host_cells.get(host)
 
     def sync_into(self, host_manager=None):

@@ -1,9 +1,10 @@
 """Nova's hosts, read where Nova keeps them, read only.
 
 :class:`NovaReader` reads Nova's API database (the cells, the host
-mappings, the host aggregates) and each cell's database but cell0's (the
-compute nodes, the ``nova-compute`` services and the instances that are
-not soft-deleted) into a :class:`NovaState`, the input of
+mappings, the host aggregates) and the database of each enabled cell but
+cell0 (the compute nodes, the ``nova-compute`` services and the
+instances that are not soft-deleted), as Nova's HostManager reads its
+enabled cells, into a :class:`NovaState`, the input of
 :mod:`scheduler.nova.mirror`::
 
     reader = NovaReader(api_url, default_cell_url)
@@ -39,7 +40,9 @@ class NovaState:
     """What one read of Nova's databases found.
 
     ``cells``: ``{uuid: name}`` of the cells read; ``host_cells``:
-    ``{host: cell uuid}`` of the mapped hosts; ``aggregates``: ``{uuid:
+    ``{host: cell uuid}`` of the mapped hosts, ``node_cells`` the same of
+    the hosts whose nodes were read (the cell they were found in, which
+    Nova's scheduler gives as a selection's cell); ``aggregates``: ``{uuid:
     (name, created_at, hosts, metadata)}``; ``nodes``, ``services`` and
     ``instances``: ``{node uuid: row}``, ``{host: row}`` and
     ``{instance uuid: row}``, the rows as dicts, of every cell read.
@@ -48,6 +51,7 @@ class NovaState:
     def __init__(self):
         self.cells = {}
         self.host_cells = {}
+        self.node_cells = {}
         self.aggregates = {}
         self.nodes = {}
         self.services = {}
@@ -152,7 +156,11 @@ class NovaReader:
         when any database fails."""
         state = NovaState()
         cells = self._read_api(state)
-        for cell_uuid, name, template in cells:
+        for cell_uuid, name, template, disabled in cells:
+            if disabled:
+                LOG.debug('Not reading the hosts of disabled cell %s',
+                          name or cell_uuid)
+                continue
             url = cell_url(template or '', self.default_url)
             self._read_cell(state, cell_uuid, name, url)
         return state
@@ -180,7 +188,8 @@ class NovaReader:
                 cells = connection.execute(sa.select(
                     schema.CELL_MAPPINGS.c.id, schema.CELL_MAPPINGS.c.uuid,
                     schema.CELL_MAPPINGS.c.name,
-                    schema.CELL_MAPPINGS.c.database_connection)).all()
+                    schema.CELL_MAPPINGS.c.database_connection,
+                    schema.CELL_MAPPINGS.c.disabled)).all()
                 by_id = {cell.id: cell.uuid for cell in cells}
                 for host, cell_id in connection.execute(sa.select(
                         schema.HOST_MAPPINGS.c.host,
@@ -192,7 +201,8 @@ class NovaReader:
             raise
         except sa.exc.SQLAlchemyError as error:
             raise self._unavailable(self.api_url, what, error) from error
-        return [(cell.uuid, cell.name, cell.database_connection)
+        return [(cell.uuid, cell.name, cell.database_connection,
+                 bool(cell.disabled))
                 for cell in cells if cell.uuid != schema.CELL0_UUID]
 
     @staticmethod
@@ -223,7 +233,8 @@ class NovaReader:
         try:
             with self._connect(url, what) as connection, \
                     connection.begin():
-                self._read_nodes(connection, state, name or cell_uuid)
+                self._read_nodes(connection, state, cell_uuid,
+                                 name or cell_uuid)
                 self._read_services(connection, state)
                 self._read_instances(connection, state)
         except NovaUnavailable:
@@ -233,13 +244,15 @@ class NovaReader:
         state.cells[cell_uuid] = name
 
     @staticmethod
-    def _read_nodes(connection, state, cell):
+    def _read_nodes(connection, state, cell_uuid, cell):
         nodes = schema.COMPUTE_NODES
         for row in connection.execute(sa.select(nodes).where(
                 nodes.c.deleted == 0)):
             if not row.uuid or row.uuid in state.nodes:
                 continue
             where = 'node %s of cell %s' % (row.uuid, cell)
+            if row.host:
+                state.node_cells.setdefault(row.host, cell_uuid)
             state.nodes[row.uuid] = {
                 'host': row.host,
                 'hypervisor_hostname': row.hypervisor_hostname,

@@ -18,10 +18,28 @@ import uuid as uuid_mod
 
 import sqlalchemy as sa
 
+from scheduler.db import api as db_api
 from scheduler.nova import nova_schema as schema
 
 PROJECT = 'a-project'
 USER = 'a-user'
+
+# The mirror's tables (mirror_rows).
+MIRRORED = ('compute_nodes', 'compute_node_inventories',
+            'compute_node_traits', 'services', 'instances', 'aggregates',
+            'aggregate_hosts', 'aggregate_metadata')
+
+
+def by_host(table):
+    """``{host: HostState}`` of a HostTable."""
+    return {state.host: state for state in table.states}
+
+
+def mirror_rows():
+    """Every row of the mirror's tables (``[database]``)."""
+    with db_api.reader() as session:
+        return {name: sorted(tuple(row) for row in session.execute(
+            sa.text('SELECT * FROM %s' % name))) for name in MIRRORED}
 
 
 def utcnow():
@@ -42,6 +60,7 @@ class NovaCloud:
         self.cell = sa.create_engine(self.cell_url)
         schema.API_METADATA.create_all(self.api)
         schema.CELL_METADATA.create_all(self.cell)
+        self.directory = directory
         self.cell1_uuid = str(uuid_mod.uuid4())
         with self.api.begin() as connection:
             connection.execute(sa.insert(schema.CELL_MAPPINGS), [
@@ -49,10 +68,27 @@ class NovaCloud:
                  'database_connection': 'sqlite:////nonexistent/cell0'},
                 {'id': 2, 'uuid': self.cell1_uuid, 'name': 'cell1',
                  'database_connection': self.cell_url}])
+        # {name: (cell mapping id, uuid, engine)}
+        self.cells = {'cell1': (2, self.cell1_uuid, self.cell)}
+
+    def add_cell(self, name, disabled=False):
+        """Another cell database and its mapping; the cell's uuid."""
+        url = 'sqlite:///%s' % (self.directory / ('nova_%s.sqlite' % name))
+        engine = sa.create_engine(url)
+        schema.CELL_METADATA.create_all(engine)
+        cell_uuid = str(uuid_mod.uuid4())
+        with self.api.begin() as connection:
+            cell_id = connection.execute(sa.insert(
+                schema.CELL_MAPPINGS).values(
+                    uuid=cell_uuid, name=name, database_connection=url,
+                    disabled=disabled)).inserted_primary_key[0]
+        self.cells[name] = (cell_id, cell_uuid, engine)
+        return cell_uuid
 
     def dispose(self):
         self.api.dispose()
-        self.cell.dispose()
+        for _id, _uuid, engine in self.cells.values():
+            engine.dispose()
 
     def digest(self):
         """A digest of both database files (nothing may change them but
@@ -64,12 +100,14 @@ class NovaCloud:
     # -- Nova's rows ------------------------------------------------------
 
     def add_compute(self, host, vcpus=8, memory_mb=8192, disk_gb=100,
-                    mapped=True, provider=True, heartbeat=None, **extra):
+                    mapped=True, provider=True, heartbeat=None,
+                    cell='cell1', **extra):
         """A compute host: its node, nova-compute service, host mapping
         and root provider with inventory; the node's uuid."""
         node_uuid = str(uuid_mod.uuid4())
         now = utcnow()
-        with self.cell.begin() as connection:
+        cell_id, _uuid, engine = self.cells[cell]
+        with engine.begin() as connection:
             connection.execute(sa.insert(schema.COMPUTE_NODES).values(
                 uuid=node_uuid, host=host, hypervisor_hostname=host,
                 hypervisor_type='QEMU', hypervisor_version=8002000,
@@ -83,7 +121,7 @@ class NovaCloud:
         if mapped:
             with self.api.begin() as connection:
                 connection.execute(sa.insert(schema.HOST_MAPPINGS).values(
-                    cell_id=2, host=host))
+                    cell_id=cell_id, host=host))
         if provider:
             inventories = {'VCPU': {'total': vcpus,
                                     'allocation_ratio': 4.0},
@@ -143,6 +181,15 @@ class NovaCloud:
                     schema.AGGREGATE_METADATA).values(
                         aggregate_id=aggregate_id, key=key, value=value))
         return aggregate_uuid
+
+    def set_metadata(self, aggregate_uuid, key, value):
+        with self.api.begin() as connection:
+            aggregate_id = connection.execute(sa.select(
+                schema.AGGREGATES.c.id).where(
+                    schema.AGGREGATES.c.uuid == aggregate_uuid)).scalar()
+            connection.execute(sa.update(schema.AGGREGATE_METADATA).where(
+                schema.AGGREGATE_METADATA.c.aggregate_id == aggregate_id,
+                schema.AGGREGATE_METADATA.c.key == key).values(value=value))
 
     def set_cell_connection(self, url):
         with self.api.begin() as connection:

@@ -6,8 +6,6 @@ mirror as it was; nothing is ever written into Nova's databases."""
 
 import datetime
 
-from keystoneauth1 import adapter as ks_adapter
-from keystoneauth1 import session as ks_session
 import pytest
 import sqlalchemy as sa
 
@@ -16,9 +14,7 @@ from scheduler.db import api as db_api
 from scheduler import host_cache
 from scheduler.nova import mirror
 from scheduler.nova import nova_reader
-from scheduler.nova import placement_client
 from scheduler.resources import request as request_mod
-from tests.functional import placement_harness
 from tests.unit.nova import nova_cloud
 
 CONF = conf.CONF
@@ -26,74 +22,10 @@ CONF = conf.CONF
 pytestmark = pytest.mark.filterwarnings(
     "ignore:'cgi' is deprecated:DeprecationWarning")
 
-MIRRORED = ('compute_nodes', 'compute_node_inventories',
-            'compute_node_traits', 'services', 'instances', 'aggregates',
-            'aggregate_hosts', 'aggregate_metadata')
-
-
-@pytest.fixture(scope='module')
-def running_placement():
-    with placement_harness.running() as client:
-        yield client
-
-
-@pytest.fixture
-def placement(running_placement):
-    placement_harness.wipe()
-    return running_placement
-
-
-class Switch:
-    """A PlacementClient that goes to the in-process Placement, or, when
-    ``away``, to a port nothing listens on."""
-
-    def __init__(self, adapter):
-        self.present = placement_client.PlacementClient(adapter)
-        self.absent = placement_client.PlacementClient(ks_adapter.Adapter(
-            ks_session.Session(), endpoint_override='http://127.0.0.1:9'))
-        self.away = False
-        self.gets = 0
-
-    def get(self, url, version, **kwargs):
-        self.gets += 1
-        client = self.absent if self.away else self.present
-        return client.get(url, version, **kwargs)
-
-
-@pytest.fixture
-def cloud(tmp_path, placement):
-    cloud = nova_cloud.NovaCloud(tmp_path, placement)
-    yield cloud
-    cloud.dispose()
-
-
-@pytest.fixture
-def switch(placement):
-    return Switch(placement.adapter)
-
-
-@pytest.fixture
-def synced(config, cloud, switch, tmp_path):
-    """The mirror configured as a Nova mode scheduler does (nova.conf's
-    [database] and [api_database] are Nova's)."""
-    config.config(connection=cloud.cell_url, group='database')
-    config.config(connection=cloud.api_url, group='api_database')
-    config.config(mirror_connection='sqlite:///%s' % (
-        tmp_path / 'mirror.sqlite'), group='nova_backend')
-    the_mirror = mirror.configure(CONF, client_factory=lambda: switch)
-    yield the_mirror
-    mirror.reset()
-    db_api.dispose_engine()
-
-
-def by_host(table):
-    return {state.host: state for state in table.states}
-
-
-def mirror_rows():
-    with db_api.reader() as session:
-        return {name: sorted(tuple(row) for row in session.execute(
-            sa.text('SELECT * FROM %s' % name))) for name in MIRRORED}
+def fresh_hosts():
+    """``{host: HostState}`` of a new HostManager's first load."""
+    return nova_cloud.by_host(
+        host_cache.HostManager(auto_refresh=False).refresh(full=True))
 
 
 def ask(resources, required=(), member_of=()):
@@ -131,7 +63,7 @@ def test_nova_hosts_reach_the_host_manager(synced, cloud):
 
     manager = host_cache.HostManager(auto_refresh=False)
     table = manager.refresh(full=True)
-    hosts = by_host(table)
+    hosts = nova_cloud.by_host(table)
     assert set(hosts) == {'host1', 'host2', 'nowhere'}
     host1, host2 = hosts['host1'], hosts['host2']
     assert host1.uuid == gold
@@ -164,7 +96,9 @@ def test_nova_hosts_reach_the_host_manager(synced, cloud):
     ok = placement.acceptable_roots(ask({'PCPU': 3}))
     assert not any(ok)
     assert synced.cell_uuid_of('host1') == cloud.cell1_uuid
-    assert mirror.cell_uuid_of('nowhere') is None
+    # The cell its node was found in, as Nova's scheduler says.
+    assert mirror.cell_uuid_of('nowhere') == cloud.cell1_uuid
+    assert mirror.cell_uuid_of('unknown') is None
 
 
 def test_changes_show_after_the_next_sync(synced, cloud, switch):
@@ -192,7 +126,7 @@ def test_changes_show_after_the_next_sync(synced, cloud, switch):
     assert switch.gets == 1 + 2 * 4
     assert written.instance_hosts == {'host1'}
 
-    hosts = by_host(manager.snapshot())
+    hosts = nova_cloud.by_host(manager.snapshot())
     assert hosts['host1'].vcpus_used == 5
     assert hosts['host1'].memory_mb_used == 2048
     assert hosts['host2'].service.disabled
@@ -203,7 +137,7 @@ def test_changes_show_after_the_next_sync(synced, cloud, switch):
     cloud.delete_compute('host3')
     written = synced.sync_into(manager)
     assert written.removed == 2
-    assert 'host3' not in by_host(manager.snapshot())
+    assert 'host3' not in nova_cloud.by_host(manager.snapshot())
 
 
 def service_row(host):
@@ -240,8 +174,7 @@ def test_dead_and_forced_down_services_are_judged_as_nova_does(
     cloud.update_service('forced', forced_down=True)
     cloud.add_compute('alive')
     synced.sync()
-    hosts = by_host(host_cache.HostManager(auto_refresh=False).refresh(
-        full=True))
+    hosts = fresh_hosts()
     assert not hosts['dead'].service.alive
     assert hosts['forced'].service.forced_down
     assert hosts['alive'].service.alive
@@ -251,14 +184,14 @@ def test_a_nova_database_away_leaves_the_mirror_as_it_was(
         synced, cloud, caplog):
     node = cloud.add_compute('host1')
     synced.sync()
-    before = mirror_rows()
+    before = nova_cloud.mirror_rows()
     cloud.allocate({node: {'VCPU': 1}})
     cloud.add_compute('host2')
     cloud.set_cell_connection('sqlite:////nonexistent/dir/cell1.sqlite')
     for _attempt in range(2):
         with pytest.raises(mirror.SyncFailed, match='cell cell1'):
             synced.sync()
-    assert mirror_rows() == before
+    assert nova_cloud.mirror_rows() == before
     warnings = [record for record in caplog.records
                 if record.levelname == 'WARNING'
                 and 'was not synced' in record.getMessage()]
@@ -267,8 +200,7 @@ def test_a_nova_database_away_leaves_the_mirror_as_it_was(
 
     cloud.set_cell_connection(cloud.cell_url)
     synced.sync()
-    hosts = by_host(host_cache.HostManager(auto_refresh=False).refresh(
-        full=True))
+    hosts = fresh_hosts()
     assert set(hosts) == {'host1', 'host2'}
     assert hosts['host1'].vcpus_used == 1
 
@@ -276,18 +208,17 @@ def test_a_nova_database_away_leaves_the_mirror_as_it_was(
 def test_placement_away_leaves_the_mirror_as_it_was(synced, cloud, switch):
     node = cloud.add_compute('host1')
     synced.sync()
-    before = mirror_rows()
+    before = nova_cloud.mirror_rows()
     cloud.allocate({node: {'VCPU': 2}})
     cloud.update_service('host1', disabled=True)
     switch.away = True
     with pytest.raises(mirror.SyncFailed, match='Placement is unreachable'):
         synced.sync()
     assert synced.sync_into(None) is None
-    assert mirror_rows() == before
+    assert nova_cloud.mirror_rows() == before
     switch.away = False
     synced.sync()
-    hosts = by_host(host_cache.HostManager(auto_refresh=False).refresh(
-        full=True))
+    hosts = fresh_hosts()
     assert hosts['host1'].vcpus_used == 2
     assert hosts['host1'].service.disabled
 
@@ -322,7 +253,7 @@ def test_the_periodic_task_syncs_at_the_configured_interval(
     task = mirror.periodic_task(manager)
     assert (task.name, task.spacing) == ('nova_mirror_sync', 7)
     task.func()
-    assert set(by_host(manager.snapshot())) == {'host1'}
+    assert set(nova_cloud.by_host(manager.snapshot())) == {'host1'}
 
 
 def test_cell_templates_are_filled_from_the_database_url():
