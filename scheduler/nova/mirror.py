@@ -186,7 +186,8 @@ def configure(conf_=None, client_factory=None):
     """Nova mode's start-up: remember Nova's ``[api_database]`` and
     ``[database]`` URLs for the reader, then point ``[database]
     connection`` at the mirror (``[nova_backend] mirror_connection``, or
-    a private SQLite file) and unset ``[api_database] connection``, so
+    a private SQLite file) and unset ``[database] slave_connection`` and
+    ``[api_database] connection``, so
     that Gantt's database layer and host cache use the mirror alone (one
     cell); build the mirror's schema. Call it before anything opens a
     database session. Returns the :class:`Mirror`.
@@ -206,6 +207,8 @@ def configure(conf_=None, client_factory=None):
             return placement_client.PlacementClient.from_conf(conf_)
     url = conf_.nova_backend.mirror_connection or _private_url()
     conf_.set_override('connection', url, group='database')
+    # Nova's replica, if nova.conf names one, is no replica of the mirror.
+    conf_.set_override('slave_connection', None, group='database')
     conf_.set_override('connection', None, group='api_database')
     db_api.dispose_engine()
     migration.db_sync()

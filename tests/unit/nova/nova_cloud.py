@@ -47,15 +47,17 @@ def utcnow():
 
 
 class NovaCloud:
-    """Nova's databases in ``directory`` (one API database, cell0 and
-    cell1) and providers in ``placement`` (a placement_harness Client)."""
+    """Nova's databases (one API database, cell0 and cell1: SQLite files
+    in ``directory``, or the empty databases at ``api_url`` and
+    ``cell_url``) and providers in ``placement`` (a placement_harness
+    Client)."""
 
-    def __init__(self, directory, placement):
+    def __init__(self, directory, placement, api_url=None, cell_url=None):
         self.placement = placement
         self.api_path = directory / 'nova_api.sqlite'
         self.cell_path = directory / 'nova_cell1.sqlite'
-        self.api_url = 'sqlite:///%s' % self.api_path
-        self.cell_url = 'sqlite:///%s' % self.cell_path
+        self.api_url = api_url or 'sqlite:///%s' % self.api_path
+        self.cell_url = cell_url or 'sqlite:///%s' % self.cell_path
         self.api = sa.create_engine(self.api_url)
         self.cell = sa.create_engine(self.cell_url)
         schema.API_METADATA.create_all(self.api)

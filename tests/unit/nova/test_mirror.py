@@ -34,8 +34,15 @@ def ask(resources, required=(), member_of=()):
         forbidden_traits=frozenset(), member_of=member_of),))
 
 
-def test_configure_points_gantt_at_the_mirror_alone(synced, cloud):
+@pytest.fixture
+def with_replica(config, cloud):
+    config.config(slave_connection=cloud.cell_url, group='database')
+
+
+def test_configure_points_gantt_at_the_mirror_alone(with_replica, synced,
+                                                    cloud):
     assert CONF.database.connection.endswith('mirror.sqlite')
+    assert CONF.database.slave_connection is None
     assert CONF.api_database.connection is None
     assert not db_api.api_database_configured()
 
