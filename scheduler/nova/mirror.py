@@ -39,6 +39,7 @@ import os
 import shutil
 import tempfile
 import threading
+import time
 
 from oslo_db import exception as db_exc
 from oslo_log import log as logging
@@ -58,6 +59,10 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 MIRROR_FILE = 'mirror.sqlite'
+# Seconds between two syncs that compare every part of the mirror with
+# Nova's state (the others skip the parts unchanged since their last
+# write: see mirror_write.write).
+FULL_COMPARE_INTERVAL = 300.0
 TASK_NAME = 'nova_mirror_sync'
 
 
@@ -82,6 +87,10 @@ class Mirror:
         # {host: cell uuid} at the last sync: the cell its nodes were
         # found in, else its host mapping's.
         self._host_cells = {}
+        # The Desired of the last write that committed, and when every
+        # part was last compared (monotonic).
+        self._previous = None
+        self._compared_at = 0.0
         self.stats = {'syncs': 0, 'failures': 0, 'last_changes': {}}
 
     def _provider_reader(self):
@@ -91,6 +100,7 @@ class Mirror:
             self._providers = placement_reader.ProviderReader(
                 self._client_factory())
             self._pid = os.getpid()
+            self._previous = None
         return self._providers
 
     def sync(self):
@@ -105,8 +115,13 @@ class Mirror:
                 providers = self._provider_reader()
                 state = self._nova.read()
                 wanted = mirror_rows.desired(state, providers.read())
+                now = time.monotonic()
+                compare_all = now - self._compared_at >= \
+                    FULL_COMPARE_INTERVAL
                 with db_api.writer() as session:
-                    written = mirror_write.write(session, wanted)
+                    written = mirror_write.write(
+                        session, wanted,
+                        None if compare_all else self._previous)
             except (nova_reader.NovaUnavailable,
                     placement_reader.PlacementError,
                     db_exc.DBError, sa.exc.SQLAlchemyError) as error:
@@ -117,10 +132,14 @@ class Mirror:
                                 'synced (%s); it stays as it was until a '
                                 'sync succeeds', reason)
                 self._failure = reason
+                self._previous = None
                 raise SyncFailed(reason) from error
             if self._failure is not None:
                 LOG.info('The mirror of Nova\'s hosts is synced again')
             self._failure = None
+            self._previous = wanted
+            if compare_all:
+                self._compared_at = now
             self._host_cells = {**state.host_cells, **state.node_cells}
             self.stats['syncs'] += 1
             self.stats['last_changes'] = dict(written.changes)

@@ -21,12 +21,16 @@ it, so that the host cache's incremental refresh sees it:
   ``updated_at`` now (the cache re-reads aggregates when their
   fingerprint, which includes it, moves).
 
-The comparison is with the mirror's rows as read in the transaction, not
-with a memory of the last sync: a sync that failed, or another process
-writing the same mirror, is caught up with::
+The comparison is with the mirror's rows as read in the transaction, so
+that a sync that failed, or another process writing the same mirror, is
+caught up with. A part (nodes with their extras, services, instances,
+aggregates) that is what the caller's ``previous`` successful write
+wrote is not read again (at 2,000 nodes and 50,000 instances, reading
+the mirror is most of a sync's cost); the caller passes None from time
+to time to compare everything::
 
     with db_api.writer() as session:
-        written = mirror_write.write(session, wanted)
+        written = mirror_write.write(session, wanted, previous)
 """
 
 import sqlalchemy as sa
@@ -66,14 +70,28 @@ class Written:
         return bool(self.changes)
 
 
-def write(session, wanted):
-    """Make the mirror's tables hold ``wanted``; the :class:`Written`."""
+# The parts of a Desired each writer makes the mirror hold.
+_PARTS = (('nodes', 'inventories', 'traits'), ('services',), ('instances',),
+          ('aggregates',))
+
+
+def write(session, wanted, previous=None):
+    """Make the mirror's tables hold ``wanted`` (a Desired); the
+    :class:`Written`. ``previous``: the Desired of the last write that
+    committed (its parts equal in ``wanted`` are not compared again), or
+    None."""
     written = Written()
     now = models.utcnow()
-    _write_nodes(session, wanted, written, now)
-    _write_services(session, wanted, written, now)
-    _write_instances(session, wanted, written)
-    _write_aggregates(session, wanted, written, now)
+    writers = (lambda: _write_nodes(session, wanted, written, now),
+               lambda: _write_services(session, wanted, written, now),
+               lambda: _write_instances(session, wanted, written),
+               lambda: _write_aggregates(session, wanted, written, now))
+    for names, writer in zip(_PARTS, writers):
+        if previous is not None and all(
+                getattr(previous, name) == getattr(wanted, name)
+                for name in names):
+            continue
+        writer()
     return written
 
 

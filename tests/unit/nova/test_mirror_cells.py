@@ -1,15 +1,18 @@
-"""The mirror over several of Nova's cells, aggregates that change, and
-the private mirror file of a process (see test_mirror.py for the
-fixtures' cloud)."""
+"""The mirror over several of Nova's cells, aggregates that change, the
+private mirror file of a process, and the periodic full compare (the
+fixtures are conftest.py's)."""
 
 import pathlib
 import subprocess
 import sys
 
 import pytest
+import sqlalchemy as sa
 
 from scheduler import conf
+from scheduler.db import api as db_api
 from scheduler import host_cache
+from scheduler.nova import mirror
 from tests.unit.nova import nova_cloud
 
 CONF = conf.CONF
@@ -91,3 +94,24 @@ def test_the_default_mirror_is_a_private_file_removed_at_exit(cloud):
     assert path.name == 'mirror.sqlite'
     assert path.parent.name.startswith('gantt-nova-mirror-')
     assert not path.parent.exists()
+
+
+def test_a_full_compare_restores_what_changed_behind_the_sync(
+        synced, cloud, monkeypatch):
+    cloud.add_compute('host1')
+    cloud.add_instance('host1')
+    synced.sync()
+    before = nova_cloud.mirror_rows()
+    # Another writer of the mirror (none should be) removes rows.
+    with db_api.writer() as session:
+        session.execute(sa.text('DELETE FROM instances'))
+    # Within FULL_COMPARE_INTERVAL an unchanged part is not read again...
+    assert not synced.sync()
+    assert nova_cloud.mirror_rows()['instances'] == []
+    # ...at the next full compare it is.
+    monkeypatch.setattr(mirror, 'FULL_COMPARE_INTERVAL', 0.0)
+    assert synced.sync().changes == {'instances added': 1}
+    after = nova_cloud.mirror_rows()
+    assert [row[1] for row in after.pop('instances')] == [
+        row[1] for row in before.pop('instances')]
+    assert after == before
