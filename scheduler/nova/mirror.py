@@ -132,11 +132,17 @@ class Mirror:
                                 'synced (%s); it stays as it was until a '
                                 'sync succeeds', reason)
                 self._failure = reason
-                self._previous = None
+                # The next sync compares every part.
+                self._compared_at = 0.0
                 raise SyncFailed(reason) from error
             if self._failure is not None:
                 LOG.info('The mirror of Nova\'s hosts is synced again')
             self._failure = None
+            changed, removed, hosts = mirror_rows.seen_changes(
+                self._previous, wanted)
+            written.seen = changed or bool(written)
+            written.removed = max(written.removed, removed)
+            written.instance_hosts |= hosts
             self._previous = wanted
             if compare_all:
                 self._compared_at = now
@@ -161,15 +167,16 @@ class Mirror:
 
     def sync_into(self, host_manager=None):
         """:meth:`sync`, then bring ``host_manager`` (a HostManager) up
-        to date with what changed at once: a refresh (a full one when
-        rows were deleted, which incremental refreshes do not see) and
-        the instances of the hosts whose instances changed. A failed
-        sync changes nothing (already logged)."""
+        to date with what changed at once (whether this sync or another
+        process's wrote it): a refresh (a full one when rows were
+        deleted, which incremental refreshes do not see) and the
+        instances of the hosts whose instances changed. A failed sync
+        changes nothing (already logged)."""
         try:
             written = self.sync()
         except SyncFailed:
             return None
-        if host_manager is not None and written:
+        if host_manager is not None and written.seen:
             host_manager.refresh(full=bool(written.removed))
             if written.instance_hosts:
                 host_manager.reload_host_instances(written.instance_hosts)

@@ -174,3 +174,29 @@ def desired(state, providers):
         wanted.aggregates[uuid] = (PLACEMENT_AGGREGATE_NAME % uuid, None,
                                    frozenset(hosts), {})
     return wanted
+
+
+_PARTS = ('nodes', 'inventories', 'traits', 'services', 'instances',
+          'aggregates')
+
+
+def seen_changes(previous, wanted):
+    """What changed from ``previous`` to ``wanted`` (two Desired; None:
+    nothing known before) as a host cache must hear of it, whoever wrote
+    the mirror (the forked workers of a scheduler share one):
+    ``(anything changed, nodes and services gone, hosts whose instances
+    changed)``."""
+    if previous is None:
+        return False, 0, set()
+    changed = any(getattr(previous, name) != getattr(wanted, name)
+                  for name in _PARTS)
+    removed = (len(previous.nodes.keys() - wanted.nodes.keys())
+               + len(previous.services.keys() - wanted.services.keys()))
+    hosts = set()
+    if previous.instances != wanted.instances:
+        for uuid in previous.instances.keys() | wanted.instances.keys():
+            old, new = previous.instances.get(uuid), wanted.instances.get(uuid)
+            if old != new:
+                hosts.update(instance['host'] for instance in (old, new)
+                             if instance and instance['host'])
+    return changed, removed, hosts

@@ -53,14 +53,19 @@ _STATE_COLUMNS = ('disabled', 'disabled_reason', 'forced_down')
 
 
 class Written:
-    """What one write changed: counts per table (``changes``), the node
-    and service rows deleted (``removed``: the host cache sees a deletion
-    at a full read), and the hosts whose instances changed."""
+    """What one write changed: counts per table (``changes``; the write
+    is true when there are any), the node and service rows deleted
+    (``removed``: the host cache sees a deletion at a full read), the
+    hosts whose instances changed, and ``seen``: the syncing process saw
+    a change since its previous sync (which another process sharing the
+    mirror may have written already; see :mod:`scheduler.nova.mirror`,
+    which adds those to ``removed`` and ``instance_hosts``)."""
 
     def __init__(self):
         self.changes = {}
         self.removed = 0
         self.instance_hosts = set()
+        self.seen = False
 
     def count(self, what, number=1):
         if number:

@@ -13,6 +13,7 @@ from scheduler import conf
 from scheduler.db import api as db_api
 from scheduler import host_cache
 from scheduler.nova import mirror
+from scheduler.nova import nova_reader
 from tests.unit.nova import nova_cloud
 
 CONF = conf.CONF
@@ -75,6 +76,7 @@ _PRIVATE = '''
 import os, sys
 from scheduler import conf
 from scheduler.nova import mirror
+from scheduler.nova import nova_reader
 CONF = conf.CONF
 CONF([], project='gantt', default_config_files=[])
 CONF.set_override('connection', sys.argv[1], group='api_database')
@@ -115,3 +117,28 @@ def test_a_full_compare_restores_what_changed_behind_the_sync(
     assert [row[1] for row in after.pop('instances')] == [
         row[1] for row in before.pop('instances')]
     assert after == before
+
+
+def test_a_worker_s_cache_hears_of_changes_another_worker_wrote(
+        synced, cloud, switch):
+    # Two syncs on one mirror, as the forked workers of a scheduler.
+    other = mirror.Mirror(nova_reader.NovaReader(cloud.api_url),
+                          lambda: switch)
+    cloud.add_compute('host1')
+    cloud.add_compute('host2')
+    server = cloud.add_instance('host1')
+    synced.sync()
+    other.sync()
+    manager = host_cache.HostManager(auto_refresh=False)
+    manager.refresh(full=True)
+
+    cloud.delete_compute('host2')
+    cloud.delete_instance(server)
+    assert other.sync().removed == 2
+    written = synced.sync_into(manager)
+    assert not written and written.seen
+    assert written.removed == 2 and written.instance_hosts == {'host1'}
+    hosts = nova_cloud.by_host(manager.snapshot())
+    assert set(hosts) == {'host1'}
+    assert hosts['host1'].instances == {}
+    other._nova.dispose()
