@@ -17,9 +17,15 @@ schema (the mirror), and points Gantt's database use at the mirror.
   one transaction, bumping generations and ``updated_at`` as Gantt's
   writers do (:mod:`scheduler.nova.mirror_write`).
 
-A sync that fails (a database of Nova's or Placement away, the mirror
-locked) writes nothing: the mirror stays as it was, one WARNING says why
-(once, until the reason changes), and the next sync catches up.
+A sync that fails (a database of Nova's, even one cell's, or Placement
+away, the mirror locked) writes nothing: the mirror stays as it was, one
+WARNING says why (once, until the reason changes), and the next sync
+catches up.
+
+:func:`configure` runs once, in the process that forks the workers: they
+share its mirror (the private file is removed when that process exits),
+and each syncs it from its own periodic task, which also tells its own
+host cache what changed, whoever wrote it.
 
 The scheduler's start-up in Nova mode::
 
