@@ -25,6 +25,7 @@ from scheduler.conf import default
 from scheduler.conf import filter_scheduler
 from scheduler.conf import metrics
 from scheduler.conf import notifications
+from scheduler.conf import nova_backend
 from scheduler.conf import pci
 from scheduler.conf import placement
 from scheduler.conf import scheduler
@@ -37,7 +38,7 @@ CONF = cfg.CONF
 for _module in (default, database, api_database, scheduler,
                 filter_scheduler, upgrade_levels, conductor, compute, metrics,
                 server_groups, notifications, pci, baremetal,
-                compute_resources, workarounds, placement):
+                compute_resources, workarounds, placement, nova_backend):
     _module.register_opts(CONF)
 # [oslo_reports]: where Guru Meditation Reports go (scheduler/reports.py).
 reports_opts.set_defaults(CONF)

@@ -16,6 +16,7 @@ from scheduler.conf import default
 from scheduler.conf import filter_scheduler
 from scheduler.conf import metrics
 from scheduler.conf import notifications
+from scheduler.conf import nova_backend
 from scheduler.conf import pci
 from scheduler.conf import placement
 from scheduler.conf import scheduler
@@ -26,7 +27,7 @@ from scheduler.conf import workarounds
 _MODULES = (default, database, api_database, scheduler, filter_scheduler,
             upgrade_levels, conductor, compute, metrics, server_groups,
             notifications, pci, baremetal, compute_resources, workarounds,
-            placement)
+            placement, nova_backend)
 
 
 def list_opts():
