@@ -51,13 +51,17 @@ def check_database():
 
 
 def run_daemon(binary, topic, make_manager, workers=None,
-               uses_database=True, make_reporter=None, argv=None):
+               uses_database=True, make_reporter=None, argv=None,
+               prepare=None):
     """Parse the config, check dependencies, then serve until stopped.
 
     ``make_manager()`` builds the RPC endpoint in this (parent) process,
     so plugin errors surface before workers fork. ``make_reporter(manager)``
-    returns the heartbeat callable; by default services with a database
-    write their own row.
+    returns the heartbeat callable (None: no heartbeat); by default
+    services with a database write their own row. ``prepare()`` runs
+    once the broker is checked, before the database is: Nova mode points
+    ``[database]`` at its mirror there (a GanttException it raises stops
+    start-up with its message).
     """
     config.parse_args(argv or sys.argv, description='The %s daemon' % binary)
     # Before anything else can take a while: from here on SIGUSR2 gives a
@@ -90,6 +94,8 @@ def run_daemon(binary, topic, make_manager, workers=None,
         quorum_queues.check(CONF, CONF.transport_url,
                             [topic, '%s.%s' % (topic, CONF.host)])
         notifications.init(CONF)
+        if prepare is not None:
+            prepare()
         if uses_database:
             check_database()
         manager = make_manager()

@@ -11,9 +11,11 @@ from oslo_messaging import opts as messaging_opts
 from scheduler.cmd import common
 from scheduler import conf
 from scheduler import config
+from scheduler import exception
 from scheduler import host_cache
 from scheduler import manager
 from scheduler import rpcapi
+from scheduler import service
 
 CONF = conf.CONF
 
@@ -45,10 +47,43 @@ def make_manager():
     return manager.SchedulerManager()
 
 
+def prepare_nova_mode():
+    """In Nova mode, before anything opens ``[database]``: keep Nova's
+    database URLs for the host mirror's reader, point ``[database]`` at
+    the mirror, and fill it once (Nova's databases and Placement must be
+    readable: start-up stops with the reason otherwise). Nothing in
+    Gantt's own mode."""
+    if CONF.scheduler.backend != 'nova':
+        return
+    from scheduler.nova import manager as nova_manager
+    from scheduler.nova import mirror
+    from scheduler.nova import nova_reader
+    # Before the mirror is made: a wrong exchange stops start-up at once.
+    nova_manager.check_control_exchange()
+    try:
+        the_mirror = mirror.configure(CONF)
+        the_mirror.sync()
+    except (nova_reader.NovaUnavailable, mirror.SyncFailed) as error:
+        raise exception.ConfigError(
+            reason='[scheduler] backend = nova: cannot read Nova\'s state: '
+            '%s' % error)
+
+
+def make_reporter(manager):
+    """The heartbeat: Gantt's own services row; none in Nova mode, where
+    the services table is Nova's (and the database a private mirror)."""
+    if CONF.scheduler.backend == 'nova':
+        return None
+    return service.db_reporter(CONF.host, 'gantt-scheduler',
+                               rpcapi.RPC_TOPIC)
+
+
 def main():
     set_defaults()
     # The daemon's process is its own: its host cache may be frozen out
     # of the garbage collector's passes.
     host_cache.freeze_collector()
     common.run_daemon('gantt-scheduler', rpcapi.RPC_TOPIC, make_manager,
-                      workers=lambda: CONF.scheduler.workers)
+                      workers=lambda: CONF.scheduler.workers,
+                      prepare=prepare_nova_mode,
+                      make_reporter=make_reporter)

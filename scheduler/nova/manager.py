@@ -51,6 +51,7 @@ from scheduler.notifications import nova_mode as nova_notes
 from scheduler.nova import errors
 from scheduler.nova import host_updates
 from scheduler.nova import legacy_spec
+from scheduler.nova import mirror
 from scheduler.nova import placement_claims
 from scheduler.nova import placement_client
 from scheduler.nova import primitives
@@ -100,13 +101,43 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
                  ratios_of=None):
         check_control_exchange()
         super().__init__()
-        self.encoder = selections.Encoder(cell_of, availability_zone_of,
-                                          ratios_of)
+        # By default the lookups read the host mirror (the cell a host
+        # was read from) and the host cache (its zone and ratios).
+        self._mirror = mirror.get() if mirror.configured() else None
+        if cell_of is None and self._mirror is not None:
+            cell_of = self._mirror.cell_uuid_of
+        self.encoder = selections.Encoder(
+            cell_of, availability_zone_of or self._zone_of,
+            ratios_of or self._ratios_of)
         self.rpc_serializer = wire.NovaSerializer()
 
+    def _state_of(self, host, nodename=None):
+        """The cached HostState of ``host`` (its node ``nodename``), or
+        None."""
+        table = self.driver.host_manager.snapshot()
+        for row in table.rows_by_host.get(host, ()):
+            state = table.states[row]
+            if nodename is None or state.nodename == nodename:
+                return state
+        return None
+
+    def _zone_of(self, host):
+        state = self._state_of(host)
+        return None if state is None else state.availability_zone
+
+    def _ratios_of(self, host, nodename):
+        state = self._state_of(host, nodename)
+        if state is None:
+            return None
+        return state.cpu_allocation_ratio, state.ram_allocation_ratio
+
     def periodic_tasks(self):
-        # No host discovery: it would write Nova's host mappings.
-        return [
+        # No host discovery: it would write Nova's host mappings. The
+        # mirror's sync is the only periodic writer, of the mirror alone.
+        tasks = []
+        if self._mirror is not None:
+            tasks.append(mirror.periodic_task(self.driver.host_manager))
+        return tasks + [
             service.PeriodicTask(
                 '_run_periodic_tasks',
                 CONF.scheduler.periodic_task_interval,
@@ -152,9 +183,9 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
             field = 'request_spec'
             spec_obj = legacy_spec.to_nova_spec(request_spec,
                                                 filter_properties)
-        for field, value in (('return_objects', return_objects),
-                             ('return_alternates', return_alternates)):
-            validation.choice(field, value, (True, False))
+        for flag, value in (('return_objects', return_objects),
+                            ('return_alternates', return_alternates)):
+            validation.choice(flag, value, (True, False))
         spec = nova_spec.from_nova(spec_obj, field)
         spec = self._validated_spec(spec)
         instance_uuids = self._validated_uuids(instance_uuids, spec)

@@ -248,6 +248,11 @@ def configure(conf_=None, client_factory=None):
     return _mirror
 
 
+def configured():
+    """Whether :func:`configure` made this process's mirror."""
+    return _mirror is not None
+
+
 def get():
     """The :class:`Mirror` :func:`configure` made.
 
@@ -278,7 +283,8 @@ def periodic_task(host_manager=None):
     mirror = get()
     return service.PeriodicTask(
         TASK_NAME, CONF.nova_backend.sync_interval,
-        lambda: mirror.sync_into(host_manager))
+        # The service calls its tasks with an admin context.
+        lambda _context=None: mirror.sync_into(host_manager))
 
 
 def reset():

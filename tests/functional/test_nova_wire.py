@@ -11,6 +11,8 @@ conductor receives them before its own serializer reads them.
 
 import copy
 import json
+import math
+import textwrap
 import time
 
 import oslo_messaging as messaging
@@ -24,8 +26,10 @@ from scheduler import service
 from scheduler.drivers import claimers
 from scheduler.nova import placement_client
 from tests.functional import cluster as cluster_mod
+from tests.functional import placement_server
 from tests.functional import test_placement_claims as claims_tests
 from tests.functional import test_placement_claims_driver as driver_tests
+from tests.unit.nova import nova_cloud
 from tests.unit.nova import wire_fixtures
 from tests.unit.scheduler import fakes
 
@@ -171,31 +175,40 @@ def test_fanout_cast_reaches_the_host_manager(nova_wire):
         time.sleep(0.1)
 
 
-NOVA_MODE = '''\
-[DEFAULT]
-control_exchange = nova
-[scheduler]
-backend = nova
-'''
+def _nova_mode_conf(cloud, placement):
+    return textwrap.dedent('''\
+        [DEFAULT]
+        control_exchange = nova
+        [scheduler]
+        backend = nova
+        [nova_backend]
+        sync_interval = 1
+        [api_database]
+        connection = %s
+        ''') % cloud.api_url + placement.conf_section()
 
 
 @pytest.fixture(scope='module')
 def nova_daemon(tmp_path_factory):
-    """gantt-scheduler in Nova mode (two workers) beside Gantt's own
-    conductor and computes, which report the hosts (on exchange gantt;
-    the scheduler hears none of their calls)."""
-    with cluster_mod.Cluster(tmp_path_factory.mktemp('nova-wire'),
-                             'postgresql') as running:
-        running.start_conductor()
-        computes = ('cmp-a', 'cmp-b')
-        for host in computes:
-            running.start_compute(host, vcpus=16, memory_mb=32768,
-                                  local_gb=500)
-        running.wait_for_computes(computes)
-        running.discover_hosts()
-        running.scheduler = running.start_scheduler(
-            workers=2, extra_conf=NOVA_MODE)
+    """gantt-scheduler in Nova mode (two workers) over a Nova cloud: Nova's
+    API and cell databases (SQLite files with Nova's tables and names),
+    and the real Placement over HTTP, where its claims go."""
+    workdir = tmp_path_factory.mktemp('nova-wire')
+    with placement_server.serving(workdir) as placement, \
+            cluster_mod.Cluster(workdir, 'sqlite') as running:
+        cloud = nova_cloud.NovaCloud(workdir, placement.client)
+        running.nodes = {
+            host: cloud.add_compute(host, vcpus=16, memory_mb=32768,
+                                    disk_gb=500)
+            for host in ('cmp-a', 'cmp-b')}
+        running.cloud = cloud
+        running.placement = placement
+        running.scheduler = running.start(
+            'gantt-scheduler', 'scheduler',
+            '[DEFAULT]\nhost = nova-sched\n[scheduler]\nworkers = 2\n'
+            + _nova_mode_conf(cloud, placement))
         yield running
+        cloud.dispose()
 
 
 @pytest.fixture
@@ -210,31 +223,76 @@ def nova_client(nova_daemon, config):
     rpc.cleanup()
 
 
+def _call_when_served(daemon, client, version, ctxt, args, timeout=60):
+    """The daemon's answer, once it consumes its queue (a call sent
+    before is lost with no queue to hold it, and times out)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        assert daemon.scheduler.alive(), daemon.scheduler.log()[-3000:]
+        try:
+            return client.prepare(version=version, timeout=5).call(
+                ctxt, 'select_destinations', **args)
+        except messaging.MessagingTimeout:
+            assert time.monotonic() < deadline, \
+                daemon.scheduler.log()[-3000:]
+
+
 def test_daemon_answers_novas_4_4_call(nova_daemon, nova_client):
     ctxt, message = _recorded('select_destinations_4_4')
     _plain(message['args']['spec_obj'])
     message['args']['instance_uuids'] = [
         '7c1d2e3f-4a5b-4c6d-8e7f-9a0b1c2d3e4f',
         '8d2e3f4a-5b6c-4d7e-9f8a-0b1c2d3e4f5a']
-    answer = nova_client.prepare(version='4.4').call(
-        ctxt, 'select_destinations', **message['args'])
+    answer = _call_when_served(nova_daemon, nova_client, '4.4', ctxt,
+                               message['args'])
     assert len(answer) == 2
     assert {dest['host'] for dest in answer} <= {'cmp-a', 'cmp-b'}
 
 
-def test_daemon_refuses_a_host_without_a_cell_as_novas_no_valid_host(
+def test_daemon_claims_in_placement_and_names_novas_cell(
         nova_daemon, nova_client):
-    # Gantt's own hosts have no cell here (no [api_database]); Nova's
-    # conductor cannot read a Selection without one (the host source of
-    # Nova mode gives every host its cell).
     ctxt, message = _recorded('select_destinations_4_5')
-    _plain(message['args']['spec_obj'])
-    message['args']['instance_uuids'] = [
-        '9e3f4a5b-6c7d-4e8f-8a9b-1c2d3e4f5a6b',
-        'af4a5b6c-7d8e-4f9a-9b0c-2d3e4f5a6b7c']
-    with pytest.raises(messaging.RemoteError) as info:
-        nova_client.prepare(version='4.5').call(
-            ctxt, 'select_destinations', **message['args'])
-    assert info.value.exc_type == 'NoValidHost'
-    assert 'its cell is not known' in info.value.value
+    spec = _plain(message['args']['spec_obj'])
+    flavor = spec['nova_object.data']['flavor']['nova_object.data']
+    instances = ['9e3f4a5b-6c7d-4e8f-8a9b-1c2d3e4f5a6b',
+                 'af4a5b6c-7d8e-4f9a-9b0c-2d3e4f5a6b7c']
+    message['args']['instance_uuids'] = instances
+    answer = _call_when_served(nova_daemon, nova_client, '4.5', ctxt,
+                               message['args'])
+    placement = nova_daemon.placement.client
+    for uuid, alternates in zip(instances, answer):
+        chosen = alternates[0]['nova_object.data']
+        # The cell Nova's mappings give the host, as Nova's scheduler says.
+        assert chosen['cell_uuid'] == nova_daemon.cloud.cell1_uuid
+        node = nova_daemon.nodes[chosen['service_host']]
+        assert chosen['compute_node_uuid'] == node
+        held = placement.get('/allocations/%s' % uuid)['allocations']
+        assert held == {node: {
+            'generation': held[node]['generation'],
+            'resources': {'VCPU': flavor['vcpus'],
+                          'MEMORY_MB': flavor['memory_mb'],
+                          # Nova counts swap (MiB) in DISK_GB, rounded up.
+                          'DISK_GB': flavor['root_gb']
+                          + flavor['ephemeral_gb']
+                          + math.ceil(flavor['swap'] / 1024)}}}
+    # Nothing was written into Nova's databases (the scheduler has a
+    # mirror of its own, in its private directory).
     assert nova_daemon.scheduler.alive()
+
+
+def test_start_up_stops_when_placement_is_away(tmp_path):
+    with cluster_mod.Cluster(tmp_path, 'sqlite') as running:
+        with placement_server.serving(tmp_path) as placement:
+            cloud = nova_cloud.NovaCloud(tmp_path, placement.client)
+            cloud.add_compute('cmp-a')
+            conf_text = _nova_mode_conf(cloud, placement)
+        # Placement has stopped: its port refuses.
+        process = running.start('gantt-scheduler', 'scheduler',
+                                '[DEFAULT]\nhost = nova-sched\n'
+                                + conf_text)
+        assert process.popen.wait(60) != 0
+        cloud.dispose()
+        log = process.log()
+        assert "cannot read Nova's state" in log
+        assert 'Placement is unreachable' in log
+        assert 'Traceback' not in log
