@@ -268,7 +268,9 @@ class GanttObjectSerializer(ovo_base.VersionedObjectSerializer):
                 'served: %s' % (objname, error.kwargs.get('objver'),
                                 served_versions(objname)))
         except (ovo_exception.VersionedObjectsException, ValueError,
-                TypeError, KeyError) as error:
+                TypeError, KeyError, AttributeError) as error:
+            # AttributeError: a dict field given a number, say (the
+            # field's from_primitive calls its items()).
             raise exception.InvalidRequest(
                 reason='cannot read the payload as a Gantt object: %s: %s'
                 % (type(error).__name__, error))

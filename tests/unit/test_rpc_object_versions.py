@@ -105,3 +105,15 @@ def test_the_versions_served_are_named():
     assert base.served_versions('Destination') == '1.0 to 1.1'
     assert base.served_versions('RequestSpec') == '1.0 to 1.1'
     assert base.served_versions('NoSuchObject') == 'none'
+
+
+@pytest.mark.parametrize('hints', [5, True, 'zone'])
+def test_a_dict_field_given_something_else_is_an_invalid_request(hints):
+    # Found by the fuzz test: a number where scheduler_hints' dict goes
+    # made the field's own reader fail with an AttributeError.
+    primitive = base.GanttObjectSerializer().serialize_entity(None, _spec())
+    primitive['gantt_object.data']['scheduler_hints'] = hints
+    primitive['gantt_object.changes'] = ['scheduler_hints']
+    with pytest.raises(exception.InvalidRequest,
+                       match='cannot read the payload as a Gantt object'):
+        base.GanttObjectSerializer().deserialize_entity(None, primitive)
