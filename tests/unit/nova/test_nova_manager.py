@@ -88,7 +88,10 @@ def _plain_spec(**flavor):
     data['flavor']['nova_object.data'].update(flavor)
     data['image']['nova_object.data']['properties']['nova_object.data'] = {}
     data['network_metadata']['nova_object.data']['physnets'] = []
-    for name in ('instance_group', 'requested_destination', 'retry'):
+    # The recorded flavor is pinned: its NUMA topology goes with the
+    # extra specs (a NUMA request would get NUMA limits).
+    for name in ('instance_group', 'requested_destination', 'retry',
+                 'numa_topology'):
         data[name] = None
     data['scheduler_hints'] = {}
     data['ignore_hosts'] = None
@@ -275,13 +278,40 @@ def test_limits_primitive_matches_nova():
     assert primitives.decode(ours, 'limits').version == (1, 0)
 
 
+def _numa_spec():
+    """A plain spec of one instance with the recorded NUMA topology."""
+    spec = _plain_spec()
+    spec['nova_object.data']['num_instances'] = 1
+    spec['nova_object.data']['numa_topology'] = copy.deepcopy(
+        wire_fixtures.args('select_destinations_4_5')['spec_obj'][
+            'nova_object.data']['numa_topology'])
+    return spec
+
+
+def test_numa_limits_default_to_the_cached_hosts_ratios(database, nova_mode,
+                                                        placement):
+    mgr = make_endpoint(placement, ('compute-1',))
+    try:
+        answer = _call(mgr, 'select_destinations', {
+            'spec_obj': _numa_spec(), 'instance_uuids': INSTANCES[:1],
+            'return_objects': True, 'return_alternates': False})
+    finally:
+        mgr.cleanup_host()
+    state = mgr._state_of('compute-1')
+    assert state.cpu_allocation_ratio == 1.0
+    limits = answer[0][0]['nova_object.data']['limits'][
+        'nova_object.data']['numa_topology']['nova_object.data']
+    assert (limits['cpu_allocation_ratio'],
+            limits['ram_allocation_ratio']) == (
+        state.cpu_allocation_ratio, state.ram_allocation_ratio)
+
+
 def test_numa_request_carries_the_hosts_ratios(database, nova_mode,
                                                placement):
     mgr = make_endpoint(placement, ('compute-1',),
                         ratios_of=lambda host, node: (16.0, 1.5))
     try:
-        spec = _plain_spec()
-        spec['nova_object.data']['num_instances'] = 1
+        spec = _numa_spec()
         spec['nova_object.data']['network_metadata'][
             'nova_object.data']['physnets'] = ['physnet1']
         answer = _call(mgr, 'select_destinations', {
