@@ -102,7 +102,42 @@ def _checked_cpu_info(value, where):
     return value
 
 
+# Providers whose classic units were said not to be honoured, and the
+# units said: one warning per provider and change.
+_UNITS_WARNED = {}
+
+
+def _warn_units(provider):
+    """The host table keeps VCPU, MEMORY_MB and DISK_GB as columns, with
+    Placement's default units (min_unit 1, max_unit the total, step_size
+    1), which Nova's virt drivers report. Other units are not honoured by
+    the candidates (Placement still refuses a claim beyond them: the
+    scheduler then tries its next host): say so, once."""
+    odd = {}
+    for name in CLASSIC:
+        inventory = provider.inventories.get(name)
+        if inventory is None:
+            continue
+        units = (inventory.get('min_unit', 1),
+                 inventory.get('max_unit', inventory['total']),
+                 inventory.get('step_size', 1))
+        if units != (1, inventory['total'], 1):
+            odd[name] = units
+    if odd and _UNITS_WARNED.get(provider.uuid) != odd:
+        LOG.warning(
+            'Provider %(uuid)s has %(classes)s: Gantt\'s host table assumes '
+            'min_unit 1, max_unit the total and step_size 1 for these '
+            'classes, so it may offer the node for a request Placement '
+            'then refuses (the claim moves on to the next host)',
+            {'uuid': provider.uuid, 'classes': ', '.join(
+                '%s (min_unit %d, max_unit %d, step_size %d)'
+                % ((name,) + units) for name, units in sorted(odd.items()))})
+    if odd:
+        _UNITS_WARNED[provider.uuid] = odd
+
+
 def _classic_columns(provider):
+    _warn_units(provider)
     columns = {}
     for name, (total, reserved, ratio, used) in CLASSIC.items():
         inventory = provider.inventories.get(name)

@@ -103,10 +103,12 @@ class NovaCloud:
 
     def add_compute(self, host, vcpus=8, memory_mb=8192, disk_gb=100,
                     mapped=True, provider=True, heartbeat=None,
-                    cell='cell1', **extra):
+                    cell='cell1', node_uuid=None, **extra):
         """A compute host: its node, nova-compute service, host mapping
-        and root provider with inventory; the node's uuid."""
-        node_uuid = str(uuid_mod.uuid4())
+        and root provider with inventory; the node's uuid (``node_uuid``
+        if given: a provider the test made itself, with ``provider``
+        False)."""
+        node_uuid = node_uuid or str(uuid_mod.uuid4())
         now = utcnow()
         cell_id, _uuid, engine = self.cells[cell]
         with engine.begin() as connection:
@@ -125,11 +127,15 @@ class NovaCloud:
                 connection.execute(sa.insert(schema.HOST_MAPPINGS).values(
                     cell_id=cell_id, host=host))
         if provider:
-            inventories = {'VCPU': {'total': vcpus,
+            # max_unit the total, as Nova's virt drivers report them
+            # (Placement's own default is 2**31 - 1).
+            inventories = {'VCPU': {'total': vcpus, 'max_unit': vcpus,
                                     'allocation_ratio': 4.0},
                            'MEMORY_MB': {'total': memory_mb,
+                                         'max_unit': memory_mb,
                                          'reserved': 512},
-                           'DISK_GB': {'total': disk_gb}}
+                           'DISK_GB': {'total': disk_gb,
+                                       'max_unit': disk_gb}}
             inventories.update(extra)
             self.placement.post('/resource_providers',
                                 {'uuid': node_uuid, 'name': host})
