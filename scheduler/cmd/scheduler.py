@@ -11,6 +11,7 @@ from oslo_messaging import opts as messaging_opts
 from scheduler.cmd import common
 from scheduler import conf
 from scheduler import config
+from scheduler.conf import filter_scheduler as filter_scheduler_conf
 from scheduler import exception
 from scheduler import host_cache
 from scheduler import manager
@@ -60,6 +61,7 @@ def prepare_nova_mode():
     from scheduler.nova import nova_reader
     # Before the mirror is made: a wrong exchange stops start-up at once.
     nova_manager.check_control_exchange()
+    filter_scheduler_conf.set_nova_mode_defaults(CONF)
     try:
         the_mirror = mirror.configure(CONF)
         the_mirror.sync()

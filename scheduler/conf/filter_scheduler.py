@@ -21,6 +21,29 @@ DEFAULT_ENABLED_FILTERS = [
     'ServerGroupAffinityFilter',
 ]
 
+# Nova mode's default (``[scheduler] backend = nova``): Nova 34's own
+# list, where Placement checks RAM, CPU and disk, plus the zone filter,
+# which stands for Nova's zone request filter (Nova maps a zone to
+# Placement aggregates instead).
+NOVA_MODE_ENABLED_FILTERS = [
+    'AvailabilityZoneFilter',
+    'ComputeFilter',
+    'ComputeCapabilitiesFilter',
+    'ImagePropertiesFilter',
+    'ServerGroupAntiAffinityFilter',
+    'ServerGroupAffinityFilter',
+]
+
+
+def set_nova_mode_defaults(conf):
+    """Nova mode's defaults: a nova.conf that does not list its filters
+    gets Nova's, not Gantt's (whose RamFilter, CoreFilter and DiskFilter
+    read what Nova's computes report of their disks, which Placement
+    already checks from their inventories). A list the files set wins."""
+    conf.set_default('enabled_filters', NOVA_MODE_ENABLED_FILTERS,
+                     group=filter_scheduler_group.name)
+
+
 # CPU architecture names the scheduler knows (Nova's list).
 ARCHITECTURES = (
     'alpha', 'armv6', 'armv7l', 'armv7b', 'aarch64', 'cris', 'i686', 'ia64',

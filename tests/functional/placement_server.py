@@ -68,15 +68,18 @@ class Server:
 
 
 @contextlib.contextmanager
-def serving(directory):
+def serving(directory, connection=None):
     """A :class:`Server` of a new Placement whose files are in
-    ``directory``."""
+    ``directory``; its database a SQLite file there, or ``connection``
+    (an empty database of the caller's)."""
     conf_dir = directory / 'placement-etc'
     conf_dir.mkdir(parents=True, exist_ok=True)
+    connection = connection or 'sqlite:///%s' % (
+        directory / 'placement.sqlite')
     (conf_dir / 'placement.conf').write_text(
         '[api]\nauth_strategy = noauth2\n'
-        '[placement_database]\nconnection = sqlite:///%s\n'
-        'sync_on_startup = true\n' % (directory / 'placement.sqlite'))
+        '[placement_database]\nconnection = %s\n'
+        'sync_on_startup = true\n' % connection)
     port_file = directory / 'placement.port'
     log_path = directory / 'placement.log'
     env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=str(conf_dir))

@@ -39,3 +39,21 @@ def test_unreachable_placement_is_named():
     with pytest.raises(placement_client.PlacementUnreachable,
                        match='Placement is unreachable'):
         client.get('/resource_providers', version='1.14')
+
+
+def test_nova_mode_defaults_to_novas_filters_unless_the_file_says(tmp_path):
+    from scheduler.conf import filter_scheduler as filter_conf
+
+    def filters(text):
+        path = tmp_path / 'nova.conf'
+        path.write_text(text)
+        conf = cfg.ConfigOpts()
+        filter_conf.register_opts(conf)
+        conf(['--config-file', str(path)], project='gantt')
+        filter_conf.set_nova_mode_defaults(conf)
+        return conf.filter_scheduler.enabled_filters
+
+    assert filters('') == filter_conf.NOVA_MODE_ENABLED_FILTERS
+    assert 'DiskFilter' not in filters('')
+    assert filters('[filter_scheduler]\nenabled_filters = RamFilter\n') == [
+        'RamFilter']

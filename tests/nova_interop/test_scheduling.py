@@ -1,0 +1,75 @@
+"""Nova 34's conductor and computes scheduling through Nova's own
+scheduler and through Gantt's in Nova mode: the same scenarios, the same
+expectations (see conftest.py and environment.py)."""
+
+import pytest
+
+from tests.nova_interop import conftest
+
+pytestmark = [
+    pytest.mark.functional,
+    pytest.mark.filterwarnings("ignore:'cgi' is deprecated"),
+]
+
+
+def _expect_active(env, states, flavor):
+    providers = env.providers()
+    hosts = set()
+    for state in states:
+        assert (state['cell'], state['vm_state'], state['task_state']) == (
+            'cell1', 'active', None), state
+        hosts.add(state['host'])
+        # The instance's allocation in Placement is its flavor's, on its
+        # compute's provider.
+        allocations = env.allocations(state['uuid'])
+        assert {uuid: held['resources']
+                for uuid, held in allocations.items()} == {
+            providers[state['node']]: {'VCPU': flavor[0],
+                                       'MEMORY_MB': flavor[1],
+                                       'DISK_GB': flavor[2]}}, state
+    return hosts
+
+
+def test_boots_end_active_with_their_allocations(scheduler):
+    kind, env = scheduler
+    tiny = (1, 512, 1)
+    one = env.nova_side('boot', 'm1.tiny', 1)['uuids']
+    states = env.nova_side('wait', *one, timeout=180)['states']
+    _expect_active(env, states, tiny)
+    ten = env.nova_side('boot', 'm1.tiny', 1, 10)['uuids']
+    states = env.nova_side('wait', *ten, timeout=180)['states']
+    _expect_active(env, states, tiny)
+    twenty = env.nova_side('boot', 'm1.tiny', 20)['uuids']
+    states = env.nova_side('wait', *twenty, timeout=240)['states']
+    hosts = _expect_active(env, states, tiny)
+    # The weighers spread a multi-create over both computes.
+    assert hosts == {'cmp1', 'cmp2'}, (kind, hosts)
+    everyone = one + ten + twenty
+    env.nova_side('delete', *everyone)
+    states = env.nova_side('wait', *everyone, timeout=180)['states']
+    assert all(state.get('deleted') for state in states), states
+    for instance_uuid in everyone:
+        env.wait_until(lambda uuid=instance_uuid: not env.allocations(uuid),
+                       'the allocation of %s is gone' % instance_uuid,
+                       timeout=60)
+    audit = env.manage('placement', 'audit', '--verbose', check=False)
+    assert audit.returncode == 0, audit.stdout + audit.stderr
+
+
+def test_no_valid_host_buries_the_instance_in_cell0(scheduler):
+    kind, env = scheduler
+    (uuid,) = env.nova_side('boot', 'm1.huge', 1)['uuids']
+    (state,) = env.nova_side('wait', uuid, timeout=120)['states']
+    assert (state['cell'], state['vm_state']) == ('cell0', 'error'), state
+    assert 'No valid host was found' in (state['fault'] or ''), state
+    assert env.allocations(uuid) == {}
+    assert env.scheduler.alive()
+
+
+def test_decision_latency(scheduler):
+    kind, env = scheduler
+    answer = env.nova_side('select', 'm1.tiny', 30)
+    assert set(answer['hosts']) <= {'cmp1', 'cmp2'}
+    # The first calls warm up both sides; the rest are measured.
+    conftest.LATENCIES.setdefault(kind, {})[
+        'one instance, claimed, with alternates'] = answer['seconds'][5:]
