@@ -61,9 +61,17 @@ _OPTIONS = ('limit_tenants_to_placement_aggregate',
             'image_metadata_prefilter')
 
 
+def _nova_mode():
+    """Nova's scheduler asks Placement for every request, even one of a
+    flavor's sizes only: in Nova mode the stage always runs (it stands
+    for Placement's allocation candidates, and Nova's default filters do
+    not check RAM, CPU or disk)."""
+    return CONF.scheduler.backend == 'nova'
+
+
 def _may_need(spec):
     options = CONF.scheduler
-    if any(getattr(options, name) for name in _OPTIONS):
+    if _nova_mode() or any(getattr(options, name) for name in _OPTIONS):
         return True
     extra_specs = spec.flavor.obj_get('extra_specs', {}) or {}
     if any(key.startswith(_SPEC_PREFIXES) for key in extra_specs):
@@ -123,7 +131,8 @@ class Plan:
             self.fallback, _ran = request_filters.apply(
                 spec, self.fallback, aggregates)
         self.needed = (
-            self.fallback is not None
+            _nova_mode()
+            or self.fallback is not None
             or not _classic_only(first, spec)
             or any(name not in _ALWAYS for name, _ in self.stages[1:]))
         # Rows where the first request (PCPU) fits, from the last cut.

@@ -111,6 +111,26 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
             ratios_of or self._ratios_of)
         self.rpc_serializer = wire.NovaSerializer()
 
+    def _cell_as_hosts(self, spec):
+        """A move Nova keeps in its cell (``requested_destination.cell``
+        without ``allow_cross_cell_move``): the mirror's host table is
+        one database whose rows carry no cell, so the cell becomes the
+        hosts of other cells ignored (none when every host is in it,
+        the usual single-cell cloud)."""
+        dest = spec.obj_get('requested_destination')
+        cell = None if dest is None else dest.obj_get('cell')
+        if cell is None or self._mirror is None:
+            return
+        dest.cell = None
+        if dest.obj_get('allow_cross_cell_move'):
+            return
+        table = self.driver.host_manager.snapshot()
+        elsewhere = {state.host for state in table.states
+                     if self._mirror.cell_uuid_of(state.host) != cell.uuid}
+        if elsewhere:
+            spec.ignore_hosts = sorted(
+                set(spec.obj_get('ignore_hosts') or ()) | elsewhere)
+
     def _state_of(self, host, nodename=None):
         """The cached HostState of ``host`` (its node ``nodename``), or
         None."""
@@ -188,6 +208,7 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
             validation.choice(flag, value, (True, False))
         spec = nova_spec.from_nova(spec_obj, field)
         spec = self._validated_spec(spec)
+        self._cell_as_hosts(spec)
         instance_uuids = self._validated_uuids(instance_uuids, spec)
         notify = functools.partial(
             nova_notes.select_destinations,

@@ -161,6 +161,11 @@ class Environment:
             driver = noop
             [quota]
             recheck_quota = false
+            # The NoValidHost scenario leaves an instance of 100,000
+            # cores in cell0, which counts in the project's quota.
+            cores = -1
+            ram = -1
+            instances = -1
             [conductor]
             workers = 1
             [scheduler]
@@ -186,6 +191,7 @@ class Environment:
             'the computes report their providers')
         self.manage('cell_v2', 'discover_hosts')
         self.nova_side('flavor', 'm1.tiny', 1, 512, 1)
+        self.nova_side('flavor', 'm1.small', 2, 1024, 1)
         self.nova_side('flavor', 'm1.huge', 100000, 512, 1)
 
     # -- processes ------------------------------------------------------------

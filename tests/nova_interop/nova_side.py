@@ -10,6 +10,8 @@ document::
     python nova_side.py --config-file nova.conf wait UUID... --timeout 120
     python nova_side.py --config-file nova.conf delete UUID...
     python nova_side.py --config-file nova.conf select m1.tiny 20
+    python nova_side.py --config-file nova.conf resize UUID [m1.small]
+    python nova_side.py --config-file nova.conf confirm UUID
 
 ``boot`` builds what nova-api builds for a server create (a BuildRequest,
 a RequestSpec and an InstanceMapping per instance, in Nova's API
@@ -196,7 +198,8 @@ def wait(ctxt, *uuids, timeout=120):
         states = [_state(ctxt, instance_uuid) for instance_uuid in uuids]
         settled = [state for state in states
                    if state.get('deleted') or state.get('vm_state') in (
-                       'active', 'error') and not state.get('task_state')]
+                       'active', 'error', 'resized')
+                   and not state.get('task_state')]
         if len(settled) == len(states) or time.time() > deadline:
             return {'states': states, 'at': time.time()}
         time.sleep(0.2)
@@ -217,6 +220,52 @@ def delete(ctxt, *uuids):
             instance = objects.Instance.get_by_uuid(cctxt, instance_uuid)
             api.delete(cctxt, instance)
     return {'deleted': list(uuids)}
+
+
+def _instance_of(ctxt, instance_uuid):
+    from nova import context as nova_context
+    from nova import objects
+
+    mapping = objects.InstanceMapping.get_by_instance_uuid(
+        ctxt, instance_uuid)
+    cctxt = nova_context.RequestContext(
+        user_id=USER, project_id=PROJECT, is_admin=True)
+    nova_context.set_target_cell(cctxt, mapping.cell_mapping)
+    return cctxt, objects.Instance.get_by_uuid(
+        cctxt, instance_uuid, expected_attrs=['flavor'])
+
+
+def resize(ctxt, instance_uuid, flavor_name=None):
+    """Resize to ``flavor_name`` as nova-api does, or cold-migrate
+    without one; the migration's uuid once the conductor made it."""
+    from nova.compute import api as compute_api
+    from nova import objects
+
+    cctxt, instance = _instance_of(ctxt, instance_uuid)
+    flavor_id = None
+    if flavor_name:
+        flavor_id = objects.Flavor.get_by_name(ctxt, flavor_name).flavorid
+    compute_api.API().resize(cctxt, instance, flavor_id=flavor_id)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        migrations = objects.MigrationList.get_by_filters(
+            cctxt, {'instance_uuid': instance_uuid})
+        fresh = [migration for migration in migrations
+                 if migration.status not in ('confirmed', 'reverted',
+                                             'error', 'failed')]
+        if fresh:
+            return {'migration': fresh[0].uuid,
+                    'source': fresh[0].source_node}
+        time.sleep(0.2)
+    raise RuntimeError('no migration of %s appeared' % instance_uuid)
+
+
+def confirm(ctxt, instance_uuid):
+    from nova.compute import api as compute_api
+
+    cctxt, instance = _instance_of(ctxt, instance_uuid)
+    compute_api.API().confirm_resize(cctxt, instance)
+    return {'confirmed': instance_uuid}
 
 
 def select(ctxt, flavor_name, calls):
@@ -252,7 +301,7 @@ def select(ctxt, flavor_name, calls):
 
 
 COMMANDS = {'flavor': flavor, 'boot': boot, 'wait': wait, 'delete': delete,
-            'select': select}
+            'select': select, 'resize': resize, 'confirm': confirm}
 
 
 def main(argv=None):

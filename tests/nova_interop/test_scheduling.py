@@ -73,3 +73,39 @@ def test_decision_latency(scheduler):
     # The first calls warm up both sides; the rest are measured.
     conftest.LATENCIES.setdefault(kind, {})[
         'one instance, claimed, with alternates'] = answer['seconds'][5:]
+
+
+def _resources(env, consumer):
+    return {uuid: held['resources']
+            for uuid, held in env.allocations(consumer).items()}
+
+
+@pytest.mark.parametrize('flavor', [None, 'm1.small'],
+                         ids=['cold migration', 'resize'])
+def test_moves_hold_the_source_as_the_migration(scheduler, flavor):
+    kind, env = scheduler
+    (uuid,) = env.nova_side('boot', 'm1.tiny', 1)['uuids']
+    (state,) = env.nova_side('wait', uuid, timeout=120)['states']
+    assert state['vm_state'] == 'active', state
+    providers = env.providers()
+    source = providers[state['node']]
+    moving = env.nova_side('resize', uuid, *([flavor] if flavor else []))
+    (state,) = env.nova_side('wait', uuid, timeout=180)['states']
+    assert state['vm_state'] == 'resized', state
+    target = providers[state['node']]
+    assert target != source
+    new = (2, 1024, 1) if flavor else (1, 512, 1)
+    # As Nova's conductor and scheduler make them: the migration holds
+    # the source (the old flavor), the instance the destination.
+    assert _resources(env, moving['migration']) == {source: {
+        'VCPU': 1, 'MEMORY_MB': 512, 'DISK_GB': 1}}
+    assert _resources(env, uuid) == {target: {
+        'VCPU': new[0], 'MEMORY_MB': new[1], 'DISK_GB': new[2]}}
+    env.nova_side('confirm', uuid)
+    env.wait_until(lambda: not env.allocations(moving['migration']),
+                   'the migration\'s allocation is gone', timeout=120)
+    assert _resources(env, uuid) == {target: {
+        'VCPU': new[0], 'MEMORY_MB': new[1], 'DISK_GB': new[2]}}
+    env.nova_side('delete', uuid)
+    env.wait_until(lambda: not env.allocations(uuid),
+                   'the allocation of %s is gone' % uuid, timeout=120)

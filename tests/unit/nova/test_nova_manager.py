@@ -24,6 +24,7 @@ from scheduler.nova import primitives
 from scheduler.nova import request_spec
 from scheduler.nova import selections
 from scheduler.nova import wire
+from scheduler.objects import request_spec as spec_objects
 from scheduler.objects import selection as selection_obj
 from scheduler import placement_types
 from scheduler import rpc
@@ -179,6 +180,10 @@ def test_no_valid_host_reaches_nova_as_its_own(endpoint):
         nova_made['module'], nova_made['class'])
     assert failure['message'].startswith('No valid host was found.')
     assert set(failure['kwargs']) <= set(nova_made['kwargs'])
+    # As Placement's candidates would: the resources stage refused every
+    # host, and no claim was tried.
+    assert 'resources' in failure['message'], failure['message']
+    assert endpoint.driver.stats['claim_retries'] == 0
     assert isinstance(failure['kwargs']['reason'], str)
     assert len(failure['args']) == 1
 
@@ -402,3 +407,30 @@ def test_a_request_sends_novas_notifications(endpoint, config):
         ('scheduler.select_destinations.start', publisher, 'm1.notified'),
         ('scheduler.select_destinations.end', publisher, 'm1.notified'),
         ('scheduler.select_destinations.start', publisher, flavor)]
+
+
+def test_a_move_kept_in_its_cell_ignores_the_hosts_of_others(
+        synced, cloud, nova_mode):
+    cell2 = cloud.add_cell('cell2')
+    cloud.add_compute('here-1')
+    cloud.add_compute('here-2')
+    cloud.add_compute('there', cell='cell2')
+    synced.sync()
+    mgr = nova_manager.NovaSchedulerManager()
+    try:
+        def restricted(cell, cross_cell=False):
+            spec = request_spec.from_nova(
+                primitives.decode(_plain_spec(), 'spec_obj'))
+            spec.requested_destination = spec_objects.Destination(
+                cell=spec_objects.CellMapping(uuid=cell),
+                allow_cross_cell_move=cross_cell)
+            spec.ignore_hosts = ['here-2']
+            mgr._cell_as_hosts(spec)
+            assert spec.requested_destination.cell is None
+            return spec.ignore_hosts
+
+        assert restricted(cloud.cell1_uuid) == ['here-2', 'there']
+        assert restricted(cell2) == ['here-1', 'here-2']
+        assert restricted(cell2, cross_cell=True) == ['here-2']
+    finally:
+        mgr.cleanup_host()
