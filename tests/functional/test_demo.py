@@ -82,7 +82,9 @@ def test_a_terminated_demo_removes_its_queues_too():
         finally:
             if demo.poll() is None:
                 demo.kill()
-                demo.wait()
+                # Its pipes closed here (left open, a later test would
+                # report them).
+                demo.communicate()
         assert demo.returncode == 128 + signal.SIGTERM
         assert 'gantt-demo: terminated (signal 15)' in err
         assert out.splitlines()[-1].startswith('The demo removed its queues')
