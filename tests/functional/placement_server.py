@@ -68,10 +68,11 @@ class Server:
 
 
 @contextlib.contextmanager
-def serving(directory, connection=None):
+def serving(directory, connection=None, extra=''):
     """A :class:`Server` of a new Placement whose files are in
     ``directory``; its database a SQLite file there, or ``connection``
-    (an empty database of the caller's)."""
+    (an empty database of the caller's); ``extra``: more of its
+    placement.conf."""
     conf_dir = directory / 'placement-etc'
     conf_dir.mkdir(parents=True, exist_ok=True)
     connection = connection or 'sqlite:///%s' % (
@@ -79,7 +80,7 @@ def serving(directory, connection=None):
     (conf_dir / 'placement.conf').write_text(
         '[api]\nauth_strategy = noauth2\n'
         '[placement_database]\nconnection = %s\n'
-        'sync_on_startup = true\n' % connection)
+        'sync_on_startup = true\n' % connection + extra)
     port_file = directory / 'placement.port'
     log_path = directory / 'placement.log'
     env = dict(os.environ, OS_PLACEMENT_CONFIG_DIR=str(conf_dir))

@@ -42,6 +42,9 @@ BIN = os.path.dirname(sys.executable)
 NOVA_SIDE = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                          'nova_side.py')
 COMPUTES = ('cmp1', 'cmp2')
+QUARTER_MB = 199000
+PLACEMENT_NO_INNER_RETRY = ('[placement]\n'
+                            'allocation_conflict_retry_count = 1\n')
 START_TIMEOUT = 120
 
 
@@ -105,6 +108,7 @@ class Environment:
         self.directory = directory
         self.processes = []
         self.scheduler = None
+        self.schedulers = []
         self._stack = contextlib.ExitStack()
 
     # -- set-up ---------------------------------------------------------------
@@ -133,8 +137,15 @@ class Environment:
         self.vhost = self.transport_url.rsplit('/', 1)[1]
         api_url, cell0_url, cell1_url, placement_url = (
             self._database() for _ in range(4))
+        # Placement retries a provider generation conflict inside the
+        # request's own transaction, whose reads may predate the other
+        # writer's: concurrent claims then overfill a provider (seen here
+        # on PostgreSQL and MariaDB). Without that retry the conflict
+        # reaches the scheduler, which claims again from fresh state.
         self.placement = self._stack.enter_context(
-            placement_server.serving(directory, placement_url))
+            placement_server.serving(
+                directory, placement_url,
+                extra=PLACEMENT_NO_INNER_RETRY))
         neutron = NoPorts()
         threading.Thread(target=neutron.serve_forever, daemon=True).start()
         self._stack.callback(neutron.server_close)
@@ -192,6 +203,8 @@ class Environment:
         self.manage('cell_v2', 'discover_hosts')
         self.nova_side('flavor', 'm1.tiny', 1, 512, 1)
         self.nova_side('flavor', 'm1.small', 2, 1024, 1)
+        # Four fit on a fake compute's 800,000 MB (512 reserved).
+        self.nova_side('flavor', 'm1.quarter', 1, QUARTER_MB, 1)
         self.nova_side('flavor', 'm1.huge', 100000, 512, 1)
 
     # -- processes ------------------------------------------------------------
@@ -251,34 +264,42 @@ class Environment:
                 return int(fields[1])
         return 0
 
-    def start_scheduler(self, kind):
-        """Nova's nova-scheduler, or gantt-scheduler in Nova mode (the
-        same nova.conf, then Gantt's file); once it consumes its queue."""
+    def _scheduler_process(self, kind, number):
+        name = '%s-scheduler-%d' % (kind, number)
+        extra = self.directory / ('%s.conf' % name)
         if kind == 'nova':
-            process = self.start('nova-scheduler', 'nova-scheduler')
-        else:
-            extra = self.directory / 'gantt-nova-mode.conf'
-            extra.write_text(textwrap.dedent('''\
-                [DEFAULT]
-                control_exchange = nova
-                host = gantt-scheduler
-                [scheduler]
-                backend = nova
-                [nova_backend]
-                sync_interval = 1
-                '''))
-            process = self.start('gantt-scheduler', 'gantt-scheduler',
-                                 extra)
-        self.scheduler = process
-        self.wait_until(lambda: self._consumers('scheduler') > 0,
-                        '%s consumes its queue' % process.name)
-        return process
+            extra.write_text('[DEFAULT]\nhost = %s\n' % name)
+            return self.start('nova-scheduler', name, extra)
+        extra.write_text(textwrap.dedent('''\
+            [DEFAULT]
+            control_exchange = nova
+            host = %s
+            [scheduler]
+            backend = nova
+            [nova_backend]
+            sync_interval = 1
+            ''') % name)
+        return self.start('gantt-scheduler', name, extra)
+
+    def start_scheduler(self, kind, count=1):
+        """``count`` of Nova's nova-scheduler, or of gantt-scheduler in
+        Nova mode (the same nova.conf, then Gantt's file), on the same
+        queue; once each consumes it."""
+        for number in range(1, count + 1):
+            process = self._scheduler_process(kind, number)
+            self.schedulers.append(process)
+            self.wait_until(lambda at_least=number: self._consumers(
+                                'scheduler') >= at_least,
+                            '%s consumes its queue' % process.name)
+        self.scheduler = self.schedulers[0]
+        return self.scheduler
 
     def stop_scheduler(self):
-        if self.scheduler is not None:
-            self.scheduler.stop()
-            self.processes.remove(self.scheduler)
-            self.scheduler = None
+        for process in self.schedulers:
+            process.stop()
+            self.processes.remove(process)
+        self.schedulers = []
+        self.scheduler = None
 
     # -- Placement ------------------------------------------------------------
 

@@ -5,6 +5,7 @@ expectations (see conftest.py and environment.py)."""
 import pytest
 
 from tests.nova_interop import conftest
+from tests.nova_interop import environment
 
 pytestmark = [
     pytest.mark.functional,
@@ -109,3 +110,45 @@ def test_moves_hold_the_source_as_the_migration(scheduler, flavor):
     env.nova_side('delete', uuid)
     env.wait_until(lambda: not env.allocations(uuid),
                    'the allocation of %s is gone' % uuid, timeout=120)
+
+
+def test_two_schedulers_racing_never_overfill(scheduler):
+    """Two schedulers of the kind on one queue and twelve requests at
+    once for a flavor of which four fit a compute: no provider ends
+    with more than it holds, every instance with an allocation is
+    ACTIVE where it is, and the rest are in cell0."""
+    kind, env = scheduler
+    env.stop_scheduler()
+    env.start_scheduler(kind, count=2)
+    try:
+        uuids = env.nova_side('boot', 'm1.quarter', 1, 12)['uuids']
+        states = env.nova_side('wait', *uuids, timeout=240)['states']
+    finally:
+        env.stop_scheduler()
+        env.start_scheduler(kind)
+    providers = env.providers()
+    placed = {name: 0 for name in providers}
+    for state in states:
+        if state['cell'] == 'cell1':
+            assert state['vm_state'] == 'active', state
+            assert _resources(env, state['uuid']) == {
+                providers[state['node']]: {
+                    'VCPU': 1, 'MEMORY_MB': environment.QUARTER_MB,
+                    'DISK_GB': 1}}, state
+            placed[state['host']] += 1
+        else:
+            assert (state['cell'], state['vm_state']) == ('cell0',
+                                                          'error'), state
+            assert env.allocations(state['uuid']) == {}
+    for name, provider in providers.items():
+        usages = env.placement.client.get(
+            '/resource_providers/%s/usages' % provider)['usages']
+        assert usages['MEMORY_MB'] == placed[name] * environment.QUARTER_MB
+        assert placed[name] <= 4, (kind, placed)
+    # Contended, but not refused wholesale.
+    assert sum(placed.values()) >= 6, (kind, placed)
+    env.nova_side('delete', *uuids)
+    for instance_uuid in uuids:
+        env.wait_until(lambda uuid=instance_uuid: not env.allocations(uuid),
+                       'the allocation of %s is gone' % instance_uuid,
+                       timeout=120)
