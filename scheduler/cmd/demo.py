@@ -273,9 +273,17 @@ def _run_demo(rng):
         _wait_for(done, CONF.timeout, 'the servers to finish building')
         return _report(uuids, flavors, time.monotonic() - begin)
     finally:
-        # The conductor goes last: computes and the scheduler call it.
-        service.stop_all(started[1:])
-        service.stop_all(started[:1])
+        # Each stops before what it calls, so that the requests it has in
+        # flight can end (a call to a stopped service would wait its
+        # rpc_response_timeout): the computes call the conductor, which
+        # calls the scheduler, which calls neither.
+        by_binary = {}
+        for server in started:
+            by_binary.setdefault(server.binary, []).append(server)
+        service.stop_all(by_binary.pop(compute_manager.BINARY, []))
+        service.stop_all(by_binary.pop('gantt-conductor', []))
+        service.stop_all([server for servers in by_binary.values()
+                          for server in servers])
         notifications.cleanup()
         rpc.cleanup()
         db_api.dispose_engine()
