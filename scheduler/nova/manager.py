@@ -262,16 +262,8 @@ class NovaSchedulerManager(gantt_manager.SchedulerManager):
             return gantt_manager._dropped('update_instance_info', error)
         self.driver.host_manager.update_instance_info(host_name, found)
 
-    @rpc.expose
-    def delete_instance_info(self, ctxt, host_name, instance_uuid):
-        """Fanout from a compute (4.2): an instance left it."""
-        try:
-            validation.name('host_name', host_name)
-            validation.uuid('instance_uuid', instance_uuid)
-        except exception.InvalidRequest as error:
-            return gantt_manager._dropped('delete_instance_info', error)
-        self.driver.host_manager.delete_instance_info(host_name,
-                                                      instance_uuid)
+    # delete_instance_info (4.2) is Gantt's own endpoint's, inherited:
+    # the same arguments and checks.
 
     @rpc.expose
     def sync_instance_info(self, ctxt, host_name, instance_uuids):
