@@ -121,6 +121,12 @@ def latency(backend, hosts, calls, options=()):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _grouped(stopped):
+    batches = rig.Rig.counter(stopped, 'claim_batches')
+    batched = rig.Rig.counter(stopped, 'claims_batched')
+    return '%d claims sent in %d group commits' % (batched, batches)
+
+
 def _ranked_ahead(stopped):
     """How many requests took a ranking made ahead of them
     ([filter_scheduler] rank_ahead)."""
@@ -177,13 +183,13 @@ def throughput(backend, hosts, placements, callers, workers_list,
                 status, _output = cloud.db_check()
                 errors = _errors(selects + echoes)
                 notes.append('%d worker(s): %d placed of %d, %s, claim '
-                             'retries %d; ratio per round %s%s; %s' % (
+                             'retries %d; ratio per round %s%s; %s; %s' % (
                                  workers, placed, len(selects),
                                  _check(cloud, status),
                                  rig.Rig.claim_retries(stopped)[0],
                                  ' '.join('%.2fx' % r for r in ratios),
                                  '; errors: ' + errors if errors else '',
-                                 _ranked_ahead(stopped)))
+                                 _ranked_ahead(stopped), _grouped(stopped)))
             print('throughput: %d hosts, %s, %d concurrent callers in %d '
                   'processes, %d calls of each kind per row; %s'
                   % (hosts, backend, callers, min(callers, processes),

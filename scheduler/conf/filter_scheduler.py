@@ -134,6 +134,27 @@ Related options:
 
 * ``enabled_filters``, ``weight_classes``
 """),
+    cfg.BoolOpt('claim_group_commit',
+                default=True,
+                mutable=True,
+                help="""
+Send the claims a worker has ready at the same time in one transaction.
+
+Under load, a worker's requests reach their claims while the claim
+before them still waits for the database. With this option, the claims
+that arrive meanwhile wait for it and are then sent together: one round
+trip, one transaction and one commit for all of them, each with its own
+outcome (a claim that does not fit changes nothing and the others are
+made; a batch that fails is made again claim by claim). A claim that
+finds none under way is sent at once, so a quiet worker answers as
+fast as without it. Gantt's own claims on PostgreSQL through psycopg2
+only; on other databases each claim is its own transaction.
+
+Possible values:
+
+* True (the default): group concurrent claims.
+* False: every claim is its own transaction.
+"""),
     cfg.BoolOpt('shuffle_best_same_weighed_hosts',
                 default=False,
                 mutable=True,

@@ -383,7 +383,7 @@ _ALLOC_INSERT = sa.insert(_ALLOC)
 
 
 def _fresh_update(checked, refuse_settled):
-    """The conditional UPDATE of :func:`_claim_fresh`, with bind
+    """The conditional UPDATE of :func:`claim_fresh`, with bind
     parameters ``node``, ``consumer`` and ``claim_<resource>``.
 
     It changes no indexed column (not ``updated_at``: the host caches
@@ -504,7 +504,10 @@ class _OneTrip(collections.namedtuple(
         db_api.prepare_on(connection, self.prepares)
 
 
-def _one_trip_sql(checked, refuse_settled, dialect):
+def one_trip_sql(checked, refuse_settled, dialect):
+    """psycopg2: the fresh claim (its resources ``checked`` against
+    capacity, settled consumers refused or not) as the instance's lock
+    and the claim, prepared (an :class:`_OneTrip`)."""
     statement = _fresh_select(checked, refuse_settled)
     found = _one_trip_sqls.get(statement)
     if found is not None:
@@ -554,7 +557,13 @@ def _mysql_trip(checked, refuse_settled, dialect):
     return found
 
 
-def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
+def fresh_claim_possible(resources):
+    """Whether a claim of ``resources`` may take the fresh path (no
+    negative amount: the full path refuses those, saying why)."""
+    return not any(amount < 0 for amount in resources)
+
+
+def claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
                  report=None, kept=None):
     """The common claim in one statement and an INSERT: a consumer that
     holds nothing yet (and, with ``refuse_settled``, is not settled).
@@ -566,7 +575,7 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
     ``kept`` (a :class:`db_api.KeptConnection`) the claim runs on the
     connection it keeps.
     """
-    if any(amount < 0 for amount in resources):
+    if not fresh_claim_possible(resources):
         return False    # the full path says why
     checked = tuple(amount > 0 for amount in resources)
     now = models.utcnow()
@@ -575,7 +584,7 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
         params['claim_' + field] = amount
     engine = db_api.get_engine()
     if engine.dialect.driver == 'psycopg2':
-        trip = _one_trip_sql(checked, refuse_settled, engine.dialect)
+        trip = one_trip_sql(checked, refuse_settled, engine.dialect)
         arguments = dict(trip.defaults, **params)
         if kept is None:
             with db_api.autocommit_connection() as connection:
@@ -604,7 +613,7 @@ def _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
 
 def _claim_fresh_core(node_id, consumer_uuid, resources, checked,
                       refuse_settled, params):
-    """:func:`_claim_fresh` through SQLAlchemy's execution, for the
+    """:func:`claim_fresh` through SQLAlchemy's execution, for the
     drivers without a query string of their own (SQLite, psycopg 3,
     mysqlclient)."""
     with db_api.write_connection() as connection:
@@ -630,7 +639,7 @@ def _claim_fresh_core(node_id, consumer_uuid, resources, checked,
 @db_api.retry_on_db_error
 def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
                  host=None, refuse_settled=False, hardware=None,
-                 report=None, kept=None, extra=None):
+                 report=None, kept=None, extra=None, batch=None):
     """One claim in its own transaction: True if the node had room, else
     False, or a :class:`GroupConflict` (which is
     false too) when ``group_uuid``'s hard policy forbids ``host``.
@@ -670,19 +679,26 @@ def claim_in_sql(node_id, consumer_uuid, resources, group_uuid=None,
     runs on (one caller at a time), instead of a connection taken from
     the pool and given back (the scheduler's claim slots keep one each).
 
+    ``batch``: a :class:`scheduler.drivers.group_commit.GroupCommit`
+    that makes the usual claim, with others ready at the same time, in
+    one transaction (see :mod:`scheduler.db.claim_batches`); ``kept`` is
+    then unused.
+
     The instance's row is locked first (:func:`lock_instance`): claims
     for one instance never run side by side. The usual claim (no group
     policy, a consumer holding nothing yet) is then one conditional
-    UPDATE, the allocation's INSERT and the COMMIT (:func:`_claim_fresh`;
+    UPDATE, the allocation's INSERT and the COMMIT (:func:`claim_fresh`;
     on PostgreSQL the UPDATE and INSERT are one statement); only when that
     UPDATE matches nothing does the full path run, to tell a full node
     from a consumer to refuse or to move.
     """
     if report is not None:
         report.pop('generation', None)
-    if group_uuid is None and hardware is None and not extra and \
-            _claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
-                         report, kept):
+    if group_uuid is None and hardware is None and not extra and (
+            batch.claim(node_id, consumer_uuid, resources, refuse_settled,
+                        report) if batch is not None else
+            claim_fresh(node_id, consumer_uuid, resources, refuse_settled,
+                        report, kept)):
         return True
     try:
         with _group_lock(group_uuid) as group_check, \

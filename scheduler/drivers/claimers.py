@@ -44,6 +44,7 @@ from oslo_log import log as logging
 from scheduler import cells
 from scheduler import conf
 from scheduler.db import claims
+from scheduler.drivers import group_commit
 from scheduler import host_cache
 from scheduler.nova import allocations
 from scheduler.nova import placement_claims
@@ -69,6 +70,9 @@ class SqlClaimer:
 
     def __init__(self, driver):
         self._driver = driver
+        # {cell uuid: GroupCommit} of the driver's claim slots.
+        self._groups = {}
+        self._groups_lock = threading.Lock()
 
     def claim(self, host_state, consumer_uuid, resources, report,
               group_uuid=None, hardware=None, extra=None, owner=None):
@@ -77,18 +81,54 @@ class SqlClaimer:
         host_manager = self._driver.host_manager
         try:
             cell = host_manager.cell_of(host_state.id)
-            with self._driver._claim_slots[cell.uuid].slot() as kept, \
-                    cells.target(cell):
-                return claims.claim_in_sql(
-                    host_cache.node_id(host_state.id), consumer_uuid,
-                    resources, group_uuid, host_state.host,
-                    refuse_settled=True, hardware=hardware, report=report,
-                    kept=kept, extra=extra)
+            slots = self._driver._claim_slots[cell.uuid]
+            with cells.target(cell):
+                group = self._group(cell.uuid, slots)
+                if group is not None and group_uuid is None and \
+                        hardware is None and not extra:
+                    # The group commit takes a slot when it sends; the
+                    # full path (if the claim takes it) a pooled
+                    # connection.
+                    return claims.claim_in_sql(
+                        host_cache.node_id(host_state.id), consumer_uuid,
+                        resources, group_uuid, host_state.host,
+                        refuse_settled=True, report=report, batch=group)
+                with slots.slot() as kept:
+                    return claims.claim_in_sql(
+                        host_cache.node_id(host_state.id), consumer_uuid,
+                        resources, group_uuid, host_state.host,
+                        refuse_settled=True, hardware=hardware,
+                        report=report, kept=kept, extra=extra)
         except db_exc.DBDuplicateEntry:
             LOG.warning('Instance %(uuid)s already holds an allocation on '
                         'node %(node)s; not claiming there again',
                         {'uuid': consumer_uuid, 'node': host_state.uuid})
             return False
+
+    def _group(self, cell_uuid, slots):
+        """The cell's GroupCommit over ``slots`` (the driver's current
+        ones), or None when claims there are not grouped
+        (``[filter_scheduler] claim_group_commit``, the database's
+        driver). Within the cell's target."""
+        if not (CONF.filter_scheduler.claim_group_commit
+                and group_commit.supported()):
+            return None
+        with self._groups_lock:
+            group = self._groups.get(cell_uuid)
+            if group is None or not group.uses(slots):
+                group = self._groups[cell_uuid] = \
+                    group_commit.GroupCommit(slots,
+                                             count=self._driver.count)
+            return group
+
+    def group_stats(self):
+        """``{counter: value}`` of the group commits, summed over cells
+        (``batches``, ``claims``, ``batched``, ``batches_failed``)."""
+        total = collections.Counter()
+        with self._groups_lock:
+            for group in self._groups.values():
+                total.update(group.stats)
+        return dict(total)
 
     def release(self, claimed):
         """Remove the claims ``[(consumer_uuid, cache id)]``."""

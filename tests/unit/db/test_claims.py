@@ -800,3 +800,8 @@ def test_without_the_option_a_node_without_ratio_has_the_initial_one(
     node = make_node(vcpus=4, reserved_vcpus=0, cpu_allocation_ratio=None)
     assert sql_claim(node, (12, 1, 1)) is True
     assert sql_claim(node, (1, 1, 1)) is False
+
+
+def used_vcpus(node_id):
+    """The node's vCPUs in use, as its row says."""
+    return node_state(node_id)['vcpus_used']

@@ -78,6 +78,9 @@ def test_concurrent_claims_wait_for_a_pooled_connection(
         server_database, config, make_driver):
     config.config(max_pool_size=3, group='database')
     config.config(host_state_refresh_interval=3600, group='scheduler')
+    # Each claim its own transaction: the slots alone bound them (a group
+    # commit sends one batch at a time, on one slot).
+    config.config(claim_group_commit=False, group='filter_scheduler')
     db_api.dispose_engine()
     cloud = fakes.Cloud()
     for number in range(4):
