@@ -154,7 +154,7 @@ class StallWatch(threading.Thread):
         frame = sys._current_frames().get(thread.ident)
         if frame is None:
             return 'refresh thread idle'
-        return ' <- '.join('%s:%d %s' % (os.path.basename(entry.filename),
+        return ' <- '.join('%s:%s %s' % (os.path.basename(entry.filename),
                                          entry.lineno, entry.name)
                            for entry in reversed(
                                traceback.extract_stack(frame)[-4:]))
