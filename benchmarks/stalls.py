@@ -24,12 +24,6 @@ thread that sleeps 1 ms saw, with where the refresh thread was then (a
 hint of what held the interpreter)::
 
     python benchmarks/stalls.py --hosts 100000 --seconds 60
-
-``--million`` instead fills the database with 1,000,000 hosts through
-``COPY`` and measures the host cache's cold start, memory per host and
-filter+weigh p50 (no heartbeats, no claims timed)::
-
-    python benchmarks/stalls.py --million
 """
 
 import argparse
