@@ -89,8 +89,8 @@ class Applying:
                              in self._consumed_at.items() if seq > seen_seq}
         ratios = refresh_changes.default_ratios()
         if rebuild:
-            self._rebuild(fresh, changed_hosts, raced, ratios,
-                          changes.extras)
+            self._defer_build(self._rebuilt_states(
+                fresh, changed_hosts, raced, ratios, changes.extras))
             return
         table = self._table
         replaced = {table.row_by_id[node_id]: self._make_state(
@@ -100,20 +100,25 @@ class Applying:
                 state = table.states[position]
                 if state.id not in fresh and state.id not in raced:
                     replaced[position] = self._restated(state, ratios)
-        self._put_states(replaced)
+        if not changes.full or not replaced:
+            self._put_states(replaced)
+            return
+        # A full read: a new table, built off the lock and swapped in
+        # whole (see _defer_build), never rows written into the one
+        # requests hold.
+        states = list(table.states)
+        for position, state in replaced.items():
+            states[position] = state
+        self._defer_build(states)
 
     def _apply_services(self, changes):
         """Update the cached services; return the hosts that changed."""
+        if not changes.services_compared:
+            self._compare_services(changes)
         changed = set()
-        seen = set()
         cached = self._services
         window = (changes.alive_since, changes.alive_until)
-        for row in changes.services:
-            seen.add(row.host)
-            # Rows read again within the slack, and the heartbeats of the
-            # full read, mostly change nothing the filters see: compare
-            # before building anything. (A cached last_seen_up is the one
-            # of the row's last change; ``alive`` is what counts.)
+        for row in changes.services_changed:
             alive = host_state.heartbeat_within(row, *window)
             old = cached.get(row.host)
             if old is not None and old.alive == alive and \
@@ -122,11 +127,39 @@ class Applying:
             self._cache_service(row.host,
                                 host_state.service_info(row, alive))
             changed.add(row.host)
-        if changes.full:
-            for host in set(cached) - seen:
+        for host in changes.services_gone:
+            if host in cached:
                 changed.add(host)
                 self._cache_service(host, None)
         return changed
+
+    def _compare_services(self, changes):
+        """Put in ``changes.services_changed`` the rows that change a
+        cached service, and the hosts whose service is gone (a full
+        read) in ``changes.services_gone``. The refresh calls it before
+        it takes the lock: a full read's 100,000 services would hold
+        the lock, and the claims that wait on it, for tens of ms. Only
+        the refresh (which holds the refresh lock) writes services but
+        for :meth:`refresh_nodes`, whose newer rows a stale comparison
+        here cannot undo (a row judged unchanged is not written)."""
+        cached = self._services
+        window = (changes.alive_since, changes.alive_until)
+        kept = []
+        for row in changes.services:
+            # Rows read again within the slack, and the heartbeats of the
+            # full read, mostly change nothing the filters see: compare
+            # before building anything. (A cached last_seen_up is the one
+            # of the row's last change; ``alive`` is what counts.)
+            old = cached.get(row.host)
+            if old is not None and old[:6] == tuple(row[:6]) and \
+                    old.alive == host_state.heartbeat_within(row, *window):
+                continue
+            kept.append(row)
+        if changes.full:
+            changes.services_gone = set(cached).difference(
+                row.host for row in changes.services)
+        changes.services_changed = kept
+        changes.services_compared = True
 
     def _cache_service(self, host, service):
         """Cache the host's ServiceInfo (None: forget it), keeping the
@@ -248,10 +281,12 @@ class Applying:
         self._table = host_table.HostTable.build(states, self._aggregates)
         self.stats['full_builds'] += 1
 
-    def _rebuild(self, fresh, changed_hosts, keep_ids, ratios, extras):
-        """A new table over every known node: from ``fresh`` rows where
-        given, else from the old table's state (kept as it is for
-        ``keep_ids``, raced by a claim; restated for the others)."""
+    def _rebuilt_states(self, fresh, changed_hosts, keep_ids, ratios,
+                        extras):
+        """The states of a new table over every known node: from
+        ``fresh`` rows where given, else from the old table's state (kept
+        as it is for ``keep_ids``, raced by a claim; restated for the
+        others)."""
         old = self._table
         states = []
         for node_id in sorted(self._generations):
@@ -263,5 +298,56 @@ class Applying:
             if node_id not in keep_ids:
                 state = self._restated(state, ratios)
             states.append(state)
-        self._table = host_table.HostTable.build(states, self._aggregates)
-        self.stats['full_builds'] += 1
+        return states
+
+    # -- a new table, built off the lock and swapped in -------------------
+
+    def _defer_build(self, states):
+        """Called with the lock held: the table over ``states`` is to be
+        built once the lock is released (:meth:`_swap_in_built`), while
+        requests go on with the current one and claims take the lock;
+        what is put in the current table meanwhile is kept
+        (``_captured``) and put in the new one before it is swapped in."""
+        self._pending = (self._table, states, self._aggregates)
+        self._captured = {}
+
+    def _swap_in_built(self):
+        """Build the table :meth:`_defer_build` asked for (without the
+        lock: NumPy columns and indexes over every host), then, under the
+        lock, put in it the states written in the current table since
+        (claims, instances, nodes read again) and make it the current
+        table, whole; return it (None: nothing was pending). A table
+        replaced meanwhile (aggregates, a state that changed identity)
+        has its states restated with what the cache holds now, under
+        the lock (rare: a fanout within a build's few hundred ms)."""
+        pending = self._pending
+        if pending is None:
+            return None
+        base, states, aggregates = pending
+        try:
+            table = host_table.HostTable.build(states, aggregates)
+        except BaseException:
+            with self._lock:
+                self._pending = self._captured = None
+                # The generations say rows are held that no table
+                # holds: the next refresh reads every node again.
+                self._generations = dict.fromkeys(self._generations, -1)
+                self._last_full_read = 0.0
+            raise
+        with self._lock:
+            self._pending = None
+            captured, self._captured = self._captured, None
+            if self._table is not base or self._aggregates is not \
+                    aggregates:
+                ratios = refresh_changes.default_ratios()
+                table = host_table.HostTable.build(
+                    [self._restated(state, ratios) for state in states],
+                    self._aggregates)
+            puts = {table.row_by_id[node_id]: state
+                    for node_id, state in captured.items()
+                    if node_id in table.row_by_id}
+            if puts and not table.update_in_place(puts):
+                table = table.replace(puts)
+            self._table = table
+            self.stats['full_builds'] += 1
+            return table

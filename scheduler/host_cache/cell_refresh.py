@@ -162,6 +162,7 @@ def refresh(manager, changes, full, known, reread, dead, began, seen_seq):
     # Only refreshes change which nodes the table holds, and this one
     # holds the refresh lock: the cells it holds hosts of are known now.
     gone = _cells_left_out(manager, answered)
+    manager._compare_services(changes)
     with manager._lock:
         if gone:
             changes.removed.extend(

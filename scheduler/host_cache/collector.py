@@ -3,14 +3,17 @@
 In the ``gantt-scheduler`` daemon (:func:`freeze_collector`, called by
 its ``main``; not where a HostManager is a library in someone else's
 process), each full read (the first load, then every
-``FULL_READ_INTERVAL`` seconds) ends with one pass of the cyclic garbage
-collector over everything, counted in that refresh's time, and the
-objects left are frozen (``gc.freeze``), out of its later passes.
+``FULL_READ_INTERVAL`` seconds) freezes the objects there are
+(``gc.freeze``), out of the cyclic garbage collector's later passes;
+the first load, and a full read after the process grew by a quarter,
+first passes the collector over everything, counted in that refresh's
+time.
 Without it the collector's oldest generation holds the host cache, and
 each of its passes, every few thousand requests, stopped the process for
 90-140 ms at 10,000 hosts (4.5-11 ms frozen; ``benchmarks/README.md``,
-session 22). What is frozen is thawed and collected at the next full
-read, so garbage cycles among frozen objects wait at most that long.
+session 22). What is frozen is thawed and collected once the process
+grew by a quarter, so garbage cycles among frozen objects cost at most
+that much memory (a pass at every full read stalled requests: issue 53).
 In every process, the collector is paused while a full read builds the
 cache, for :data:`PAUSE_LIMIT` seconds at most (:func:`paused`).
 
@@ -25,6 +28,7 @@ full read runs under :func:`paused` and ends with
 
 import contextlib
 import gc
+import sys
 import threading
 import time
 
@@ -46,11 +50,33 @@ def freeze_collector():
     _freezing = True
 
 
+# How much the allocated blocks may grow past those left by the last
+# collection before a full read thaws and collects again (see
+# after_full_read): CPython's own rule for its oldest generation.
+GROWTH_BEFORE_COLLECT = 0.25
+# The blocks allocated after the last collection (None: none yet).
+_blocks_after_collect = None
+
+
 def after_full_read():
-    """The end of a full read: collect and freeze, in a process that
-    asked for it (:func:`freeze_collector`)."""
-    if _freezing:
+    """The end of a full read, in a process that asked for it
+    (:func:`freeze_collector`): freeze what is new, out of the
+    collector's passes (``gc.freeze`` moves lists: no pass over the
+    objects); and only when the process's allocated blocks grew by a
+    quarter since the last collection (cyclic garbage among frozen
+    objects, or a cache grown), thaw, collect and freeze again. That
+    collection walks every object holding the interpreter (150-190 ms
+    at 100,000 hosts, issue 53): done at every full read, it stalled
+    the requests running then."""
+    global _blocks_after_collect
+    if not _freezing:
+        return
+    if (_blocks_after_collect is None or sys.getallocatedblocks()
+            > _blocks_after_collect * (1 + GROWTH_BEFORE_COLLECT)):
         _collect_and_freeze()
+        _blocks_after_collect = sys.getallocatedblocks()
+        return
+    gc.freeze()
 
 
 # The longest a full read keeps the collector paused: a read held up by
@@ -121,5 +147,5 @@ def _collect_and_freeze():
     gc.unfreeze()
     found = gc.collect()
     gc.freeze()
-    LOG.debug('Collected %d unreachable object(s) and froze %d in %.3fs',
-              found, gc.get_freeze_count(), time.perf_counter() - started)
+    LOG.debug('Collected %d unreachable object(s) and froze the rest in '
+              '%.3fs', found, time.perf_counter() - started)

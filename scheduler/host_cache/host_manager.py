@@ -124,8 +124,16 @@ class HostManager(refreshing.Refreshing, applying.Applying,
                       'services_read': 0, 'refresh_failures': 0,
                       'aggregate_updates': 0, 'instance_updates': 0,
                       'instance_resyncs': 0, 'claims_taken_as_read': 0,
-                      'last_refresh_seconds': 0.0}
+                      'last_refresh_seconds': 0.0, 'full_reads': 0,
+                      'last_full_read_seconds': 0.0}
+        # Seconds between full reads (see refreshing.FULL_READ_INTERVAL);
+        # a benchmark shortens it to see several in a minute.
+        self.full_read_interval = refreshing.FULL_READ_INTERVAL
         self._table = None
+        # A table to build off the lock, and the states put in the
+        # current one meanwhile (see Applying._defer_build).
+        self._pending = None
+        self._captured = None
         # {node id: generation} of every node the cache knows (-1: read it
         # again). Node rows are not kept: HostStates carry their values.
         self._generations = {}

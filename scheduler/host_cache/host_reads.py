@@ -58,10 +58,17 @@ def read_services(session, since=None, hosts=None, dead_before=None):
     if since is None and hosts is None and dead_before is None:
         connection = session.connection()
         if connection.dialect.driver == 'psycopg2':
+            # In batches from a server-side cursor: fetching 100,000
+            # rows at once is one call that holds the interpreter for
+            # 100-150 ms (issue 53), stalling the requests.
             query, params, processors = _driver_read(
                 connection.dialect, 'services', ServiceRow)
-            return list(map(ServiceRow._make, _typed(
-                db_api.driver_rows(connection, query, params), processors)))
+            rows = []
+            for batch in db_api.driver_batches(connection, query, params,
+                                               compute_nodes.STREAM_BATCH):
+                rows.extend(map(ServiceRow._make, _typed(batch,
+                                                         processors)))
+            return rows
     return named_rows(ServiceRow, session.execute(
         _select_services(since, hosts, dead_before)).all())
 

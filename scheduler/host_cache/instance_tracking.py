@@ -195,5 +195,9 @@ class InstanceTracking:
         HostTable.update_in_place, and its ``claim_only``), else in a
         new table."""
         table = self._table
+        if replaced and self._captured is not None:
+            # A new table is being built: it gets these too.
+            self._captured.update((state.id, state)
+                                  for state in replaced.values())
         if replaced and not table.update_in_place(replaced, claim_only):
             self._table = table.replace(replaced)

@@ -55,6 +55,12 @@ class Changes:
         self.nodes = []
         self.removed = []
         self.services = []
+        # Whether the services were compared with the cached ones
+        # (Applying._compare_services): the rows that change the cache,
+        # and the hosts whose service a full read no longer found.
+        self.services_compared = False
+        self.services_changed = []
+        self.services_gone = set()
         # Services whose last heartbeat lies between these are alive.
         self.alive_since = self.alive_until = None
         # A full read: ``nodes`` holds the rows whose generation changed,

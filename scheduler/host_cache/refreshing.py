@@ -65,7 +65,8 @@ class Refreshing:
             now = time.monotonic()
             began = models.utcnow()
             full = (full or self._watermark is None
-                    or now - self._last_full_read >= FULL_READ_INTERVAL)
+                    or now - self._last_full_read
+                    >= self.full_read_interval)
             changes = refresh_changes.Changes()
             changes.alive_since, changes.alive_until = (
                 refresh_changes.alive_window(began))
@@ -89,12 +90,16 @@ class Refreshing:
                     table = self._read_one_cell(changes, first_load, full,
                                                 known, reread, dead,
                                                 seen_seq, recent)
+                table = self._swap_in_built() or table
             self._watermark = began
             self._watermark_monotonic = now
             if full:
                 self._last_full_read = now
                 collector.after_full_read()
             elapsed = time.perf_counter() - started
+            if full:
+                self.stats['full_reads'] += 1
+                self.stats['last_full_read_seconds'] = elapsed
             self.stats['refreshes'] += 1
             self.stats['nodes_read'] += len(changes.nodes)
             self.stats['services_read'] += len(changes.services)
@@ -155,6 +160,7 @@ class Refreshing:
         return the table. ``recent``: see :meth:`_recent_pairs`."""
         if recent is not None and not (first_load or full):
             self._read_changes_at_once(changes, reread, dead, recent)
+            self._compare_services(changes)
             with self._lock:
                 self._apply(changes, seen_seq)
                 return self._table
@@ -186,6 +192,7 @@ class Refreshing:
                         changes.nodes, None if full else self._generations))
                 self._read_instances_and_aggregates(session, changes)
         if not first_load:
+            self._compare_services(changes)
             with self._lock:
                 self._apply(changes, seen_seq)
                 table = self._table

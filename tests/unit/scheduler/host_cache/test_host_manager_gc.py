@@ -32,6 +32,7 @@ def _tracked(obj):
 @pytest.fixture
 def freezing(monkeypatch):
     monkeypatch.setattr(collector, '_freezing', True)
+    monkeypatch.setattr(collector, '_blocks_after_collect', None)
     yield
     gc.unfreeze()
 
@@ -49,8 +50,8 @@ def test_a_full_read_freezes_what_the_collector_keeps(cloud, freezing,
     assert _tracked(later)
 
 
-def test_frozen_garbage_is_collected_at_the_next_full_read(
-        cloud, freezing, make_host_manager):
+def test_frozen_garbage_is_collected_once_the_process_grew(
+        cloud, freezing, make_host_manager, monkeypatch):
     cloud.add_node('a')
     cycle = _Cyclic()
     gone = weakref.ref(cycle)
@@ -60,8 +61,17 @@ def test_frozen_garbage_is_collected_at_the_next_full_read(
     del cycle
     gc.collect()
     assert gone() is not None   # the collector no longer looks at it
+    # A full read in a process that did not grow freezes what is new,
+    # and collects nothing (a pass over everything stalls requests).
+    later = _Cyclic()
+    manager.refresh(full=True)
+    assert gone() is not None
+    assert not _tracked(later)
+    # Once the allocated blocks grew by a quarter, it thaws and collects.
+    monkeypatch.setattr(collector, '_blocks_after_collect', 1)
     manager.refresh(full=True)
     assert gone() is None
+    assert collector._blocks_after_collect > 1
 
 
 def test_nothing_is_frozen_outside_the_daemon(cloud, make_host_manager):

@@ -1,0 +1,275 @@
+"""Stalls: the tail of requests while the host cache reads everything.
+
+Issue 53's "no stalls": against a database of its own on the local
+PostgreSQL holding N compute nodes with live services (100,000 by
+default), one scheduler process's FilterScheduler serves requests back
+to back for ``--seconds``, as ``gantt-scheduler`` runs it (each full
+read of the host cache ends with a pass of the garbage collector and a
+freeze: ``host_cache.freeze_collector``), while:
+
+* another process writes the computes' heartbeats at the rate N
+  computes send them (one each every ``[DEFAULT] report_interval``
+  seconds: 10,000/s at 100,000 hosts), in batches every 0.1 s, as the
+  conductor's batcher writes them;
+* the background refresh runs at ``[scheduler]
+  host_state_refresh_interval``, and a full read every
+  ``--full-read-interval`` seconds (300 in the service; shortened here
+  so that several happen within the run).
+
+Printed: select (filter+weigh) and claim p50 and p99 and their ratios
+beside the target (p99 at most 3x p50), the full reads that happened
+within the measured run, and the refresh durations (incremental p50 and
+max, each full read). ``--stalls`` also prints the longest pauses a
+thread that sleeps 1 ms saw, with where the refresh thread was then (a
+hint of what held the interpreter)::
+
+    python benchmarks/stalls.py --hosts 100000 --seconds 60
+"""
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+import host_cache as host_cache_bench  # noqa: E402
+import select_destinations  # noqa: E402
+
+from scheduler import conf  # noqa: E402
+from scheduler.db import api as db_api  # noqa: E402
+from scheduler.db import migration  # noqa: E402
+from scheduler.db import services as db_services  # noqa: E402
+from scheduler.drivers import filter_scheduler  # noqa: E402
+from scheduler import host_cache  # noqa: E402
+from scheduler import objects  # noqa: E402
+from scheduler.sim import metrics  # noqa: E402
+
+CONF = conf.CONF
+# Issue 53: each p99 at most this many times its p50.
+TARGET_RATIO = 3.0
+# How often the heartbeat writer writes a batch (s).
+HEARTBEAT_TICK = 0.1
+
+
+def write_heartbeats(url, hosts, rate, seconds):
+    """The heartbeat writer's process: ``rate`` heartbeats a second,
+    round the hosts in turn, for ``seconds``; prints how many it wrote
+    and how many ticks it fell behind."""
+    CONF([], project='gantt')
+    CONF.set_override('connection', url, group='database')
+    names = ['compute-%06d' % number for number in range(hosts)]
+    per_tick = max(1, int(rate * HEARTBEAT_TICK))
+    written = late = at = 0
+    started = time.monotonic()
+    tick = started
+    while time.monotonic() - started < seconds:
+        batch = [names[(at + offset) % hosts] for offset in range(per_tick)]
+        at = (at + per_tick) % hosts
+        with db_api.writer() as session:
+            db_services.heartbeat_many(session, 'gantt-compute', 'compute',
+                                       batch)
+        written += len(batch)
+        tick += HEARTBEAT_TICK
+        pause = tick - time.monotonic()
+        if pause > 0:
+            time.sleep(pause)
+        else:
+            late += 1
+    elapsed = time.monotonic() - started
+    print('%d %.3f %d' % (written, elapsed, late), flush=True)
+
+
+def start_heartbeats(url, hosts, rate, seconds):
+    return subprocess.Popen(
+        [sys.executable, os.path.abspath(__file__), '--heartbeat-writer',
+         url, str(hosts), str(rate), str(seconds)],
+        stdout=subprocess.PIPE, text=True, env=dict(
+            os.environ, PYTHONPATH=os.pathsep.join(
+                filter(None, [ROOT, os.environ.get('PYTHONPATH')]))))
+
+
+class RefreshLog:
+    """The duration of each refresh of ``manager``, and whether it was a
+    full read (the manager's ``refresh`` wrapped on the instance)."""
+
+    def __init__(self, manager):
+        self.manager = manager
+        self.incremental, self.full = [], []
+        self.thread = None
+        inner = manager.refresh
+
+        def refresh(full=False):
+            self.thread = threading.current_thread()
+            before = manager.stats['full_reads']
+            started = time.perf_counter()
+            try:
+                return inner(full=full)
+            finally:
+                elapsed = (time.perf_counter() - started) * 1000
+                if manager.stats['full_reads'] > before:
+                    self.full.append(elapsed)
+                else:
+                    self.incremental.append(elapsed)
+        manager.refresh = refresh
+
+
+class StallWatch(threading.Thread):
+    """Sleeps 1 ms in a loop; a wake-up late by more than ``limit``
+    seconds is a stall, recorded with where the refresh thread was."""
+
+    def __init__(self, refresh_log, limit=0.015):
+        super().__init__(daemon=True, name='stall-watch')
+        self.refresh_log = refresh_log
+        self.limit = limit
+        self.stalls = []
+        self.stop = threading.Event()
+
+    def run(self):
+        last = time.perf_counter()
+        while not self.stop.is_set():
+            time.sleep(0.001)
+            now = time.perf_counter()
+            if now - last > self.limit:
+                self.stalls.append((now - last, self._where()))
+            last = now
+
+    def _where(self):
+        thread = self.refresh_log.thread
+        if thread is None:
+            return '?'
+        frame = sys._current_frames().get(thread.ident)
+        if frame is None:
+            return 'refresh thread idle'
+        return ' <- '.join('%s:%s %s' % (os.path.basename(entry.filename),
+                                         entry.lineno, entry.name)
+                           for entry in reversed(
+                               traceback.extract_stack(frame)[-4:]))
+
+
+def ratio_row(figure, values):
+    p50 = statistics.median(values)
+    p99 = metrics.percentile(values, 0.99)
+    verdict = 'ok' if p99 <= TARGET_RATIO * p50 else 'MISSED'
+    print('  %-14s p50 %7.2f ms  p99 %7.2f ms  max %7.2f ms  p99/p50 %5.2fx'
+          '  (target <= %.0fx: %s)' % (figure, p50, p99, max(values),
+                                       p99 / p50, TARGET_RATIO, verdict))
+
+
+def spec_of(rng):
+    _kind, spec = select_destinations.make_spec(rng)
+    spec.availability_zone = None
+    return spec
+
+
+def run(args):
+    rng = random.Random(7)
+    from tests.fixtures import databases
+    url = databases.create_database('postgresql')
+    CONF.set_override('connection', url, group='database')
+    db_api.dispose_engine()
+    driver = writer = None
+    try:
+        migration.db_sync()
+        started = time.perf_counter()
+        host_cache_bench.bulk_populate(args.hosts, rng)
+        setup = time.perf_counter() - started
+        driver = filter_scheduler.FilterScheduler()
+        manager = driver.host_manager
+        manager.full_read_interval = args.full_read_interval
+        log = RefreshLog(manager)
+        started = time.perf_counter()
+        driver.start()
+        load = time.perf_counter() - started
+        rate = args.heartbeats
+        if rate is None:
+            rate = args.hosts / CONF.report_interval
+        warm = 5.0
+        writer = start_heartbeats(url, args.hosts, rate,
+                                  args.seconds + warm)
+        watch = StallWatch(log)
+        if args.stalls:
+            watch.start()
+        deadline = time.monotonic() + warm
+        while time.monotonic() < deadline:
+            select_destinations.select(driver, spec_of(rng))
+        del log.incremental[:], log.full[:], watch.stalls[:]
+        fulls = manager.stats['full_reads']
+        select, claim = [], []
+        failed = 0
+        deadline = time.monotonic() + args.seconds
+        while time.monotonic() < deadline:
+            failed += not select_destinations.select(driver, spec_of(rng))
+            select.append(driver.last_timings['filter_weigh'] * 1000)
+            claim.append(driver.last_timings['claim'] * 1000)
+        fulls = manager.stats['full_reads'] - fulls
+        watch.stop.set()
+        full, incremental = list(log.full), list(log.incremental)
+        stalls = list(watch.stalls)
+        written, elapsed, late = writer.communicate()[0].split()
+        writer = None
+        print('%d hosts on postgresql (set-up %.1f s, cache load %.2f s), '
+              '%d requests in %.0f s (no valid host %d)'
+              % (args.hosts, setup, load, len(select), args.seconds, failed))
+        print('  heartbeats written by another process: %.0f/s (target '
+              '%.0f/s, %s ticks of %.1f s late)'
+              % (int(written) / float(elapsed), rate, late, HEARTBEAT_TICK))
+        ratio_row('select', select)
+        ratio_row('claim', claim)
+        incremental = incremental or [0.0]
+        print('  full reads during the run: %d (every %.0f s); each took %s '
+              'ms' % (fulls, args.full_read_interval,
+                      ', '.join('%.0f' % value for value in full)))
+        print('  incremental refreshes: %d, p50 %.1f ms, max %.1f ms'
+              % (len(incremental), statistics.median(incremental),
+                 max(incremental)))
+        if args.stalls:
+            print('  longest stalls of a 1 ms sleeper:')
+            for stall, where in sorted(stalls, reverse=True)[:8]:
+                print('    %6.1f ms  %s' % (stall * 1000, where))
+        sys.stdout.flush()
+    finally:
+        if writer is not None:
+            writer.kill()
+            writer.wait()
+        if driver is not None:
+            driver.stop()
+        db_api.dispose_engine()
+        databases.drop_database(url)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ['--heartbeat-writer']:
+        url, hosts, rate, seconds = argv[1:5]
+        write_heartbeats(url, int(hosts), float(rate), float(seconds))
+        return
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--hosts', type=int, default=100000)
+    parser.add_argument('--seconds', type=float, default=60.0)
+    parser.add_argument('--full-read-interval', type=float, default=20.0,
+                        help='seconds between full reads (300 in the '
+                        'service)')
+    parser.add_argument('--heartbeats', type=float, default=None,
+                        help='heartbeats a second (default: every host '
+                        'every [DEFAULT] report_interval)')
+    parser.add_argument('--stalls', action='store_true',
+                        help='also print the longest pauses of a thread '
+                        'that sleeps 1 ms')
+    args = parser.parse_args(argv)
+    CONF([], project='gantt')
+    objects.register_all()
+    # As the daemon's main does.
+    host_cache.freeze_collector()
+    run(args)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,141 @@
+"""A full read swaps in a complete table while requests go on (issue 53).
+
+Readers hold snapshots while full reads take rows that changed on every
+node at once (one transaction): each snapshot a reader holds must be
+one table throughout, all of its rows of one write and its columns
+agreeing with its states, never a table half written in place.
+"""
+
+import sys
+import threading
+
+import sqlalchemy as sa
+
+from scheduler.db import api as db_api
+from scheduler.db import models
+
+NODES = 400
+ROUNDS = 12
+
+
+def _populate(count):
+    now = models.utcnow()
+    with db_api.writer() as session:
+        session.execute(sa.insert(models.ComputeNode.__table__), [{
+            'uuid': '00000000-0000-0000-0000-%012d' % number,
+            'host': 'host-%04d' % number,
+            'hypervisor_hostname': 'host-%04d' % number,
+            'vcpus': 16, 'memory_mb': 1000, 'local_gb': 100,
+            'mapped': True, 'generation': 1, 'created_at': now,
+            'updated_at': now} for number in range(count)])
+        session.execute(sa.insert(models.Service.__table__), [{
+            'host': 'host-%04d' % number, 'binary': 'gantt-compute',
+            'topic': 'compute', 'disabled': False, 'forced_down': False,
+            'last_seen_up': now, 'report_count': 1, 'created_at': now,
+            'updated_at': now} for number in range(count)])
+
+
+def _write_every_node(memory_mb):
+    """Every node reports ``memory_mb``, in one transaction."""
+    nodes = models.ComputeNode.__table__
+    with db_api.writer() as session:
+        session.execute(sa.update(nodes).values(
+            memory_mb=memory_mb, generation=nodes.c.generation + 1,
+            updated_at=models.utcnow()))
+
+
+def _problems(table):
+    """What is wrong with ``table`` as one complete table of one write:
+    read twice, with a switch of threads between, as a request reads it
+    over its filters and weighers."""
+    problems = []
+    for _ in range(2):
+        states = list(table.states)
+        column = table.columns['ram_total'].copy()
+        if len(states) != NODES or len(column) != NODES:
+            problems.append('%d states, %d rows' % (len(states),
+                                                    len(column)))
+            continue
+        values = {state.total_usable_ram_mb for state in states}
+        if len(values) != 1:
+            problems.append('states of several writes: %s' % values)
+        if set(column.tolist()) != values:
+            problems.append('columns %s, states %s'
+                            % (set(column.tolist()), values))
+        if any(table.row_by_id[state.id] != row
+               for row, state in enumerate(states)):
+            problems.append('rows out of place')
+        first = (values, set(column.tolist()))
+        threading.Event().wait(0.0005)
+        if ({state.total_usable_ram_mb for state in table.states},
+                set(table.columns['ram_total'].tolist())) != first:
+            problems.append('the table changed under its reader')
+    return problems
+
+
+def test_requests_never_see_half_a_table(database, make_host_manager):
+    _populate(NODES)
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    stop = threading.Event()
+    problems, checked = [], [0]
+
+    def request():
+        while not stop.is_set():
+            table = manager.snapshot()
+            found = _problems(table)
+            problems.extend(found)
+            checked[0] += 1
+
+    interval = sys.getswitchinterval()
+    # Switch threads as often as the interpreter can: a table written
+    # in place is then caught half written.
+    sys.setswitchinterval(1e-6)
+    readers = [threading.Thread(target=request) for _ in range(3)]
+    try:
+        for reader in readers:
+            reader.start()
+        for number in range(ROUNDS):
+            _write_every_node(2000 + number)
+            table = manager.refresh(full=True)
+            assert {state.total_usable_ram_mb for state in table.states} == {
+                2000 + number}
+    finally:
+        stop.set()
+        for reader in readers:
+            reader.join()
+        sys.setswitchinterval(interval)
+    assert checked[0] > ROUNDS
+    assert problems == []
+    assert manager.stats['full_reads'] == ROUNDS + 1  # and the load
+
+
+def test_claims_during_a_build_reach_the_new_table(database,
+                                                   make_host_manager):
+    """A claim recorded while a full read builds its table off the lock
+    is in the table swapped in (the claim's node is then read again)."""
+    from scheduler.db import claims
+    _populate(4)
+    manager = make_host_manager(auto_refresh=False)
+    table = manager.snapshot()
+    node_id = table.states[0].id
+    _write_every_node(3000)
+    build = manager._swap_in_built
+
+    def claim_then_build():
+        # The claim lands after the full read's states were taken.
+        manager.consume(node_id, claims.Resources(1, 512, 1))
+        return build()
+    manager._swap_in_built = claim_then_build
+    table = manager.refresh(full=True)
+    state = table.states[table.row_by_id[node_id]]
+    assert state.total_usable_ram_mb == 1000           # the claim's row, kept
+    assert state.memory_mb_used == 512
+    assert table.columns['ram_used'][table.row_by_id[node_id]] == 512
+    others = [other.total_usable_ram_mb for other in table.states
+              if other.id != node_id]
+    assert others == [3000, 3000, 3000]
+    del manager._swap_in_built
+    # Read again at the next refresh, as after any raced claim.
+    table = manager.refresh()
+    assert table.states[table.row_by_id[node_id]].total_usable_ram_mb == 3000
