@@ -128,14 +128,16 @@ def _grouped(stopped):
 
 
 def _ranked_ahead(stopped):
-    """How many requests took a ranking made ahead of them
-    ([filter_scheduler] rank_ahead)."""
+    """How many requests took a ranking made ahead of them, or patched
+    the one the request before them left under load ([filter_scheduler]
+    rank_ahead)."""
     return ('ranked ahead %d times (%d of them patched), used by %d of '
-            '%d requests'
+            '%d requests; %d patched the ranking left before them'
             % (rig.Rig.counter(stopped, 'ranked_ahead'),
                rig.Rig.counter(stopped, 'ranked_ahead_patched'),
                rig.Rig.counter(stopped, 'ranked_ahead_used'),
-               rig.Rig.counter(stopped, 'requests')))
+               rig.Rig.counter(stopped, 'requests'),
+               rig.Rig.counter(stopped, 'rankings_reused')))
 
 
 def _check(cloud, status):

@@ -287,10 +287,12 @@ class Ahead:
             return True
         return first.matches(second)
 
-    def _patched(self, shape, table, now_us):
+    def _patched(self, shape, table, now_us, in_place=True):
         """The ranking held, patched (see ``patch``), if it was made for
         ``shape`` on ``table``, which was written since, and no host's
-        liveness changed since; else None."""
+        liveness changed since; else None. ``in_place=False``: the
+        ranking held is left as it is (a request may still read it),
+        the patch is a copy."""
         held = self._held
         if (self._patch is None or held is None
                 or held.table() is not table
@@ -301,7 +303,10 @@ class Ahead:
         # no longer held, whatever comes of it.
         self._held = None
         try:
-            return self._patch(shape, table, held.ranked, held.writes)
+            if in_place:
+                return self._patch(shape, table, held.ranked, held.writes)
+            return self._patch(shape, table, held.ranked, held.writes,
+                               in_place=False)
         except Exception:
             # Patching is an optimisation: rank from scratch (the ranking
             # was dropped above: nothing is patched until one made so is
@@ -309,6 +314,51 @@ class Ahead:
             LOG.exception('Could not patch the ranking made ahead; '
                           'ranking again')
             return None
+
+    # -- under load: each request leaves its ranking to the next ---------
+
+    def mark(self, shape, table):
+        """Before a request ranks ``shape`` on ``table`` in its turn:
+        what :meth:`keep` needs to hold that ranking after (the table's
+        write count and the next liveness change, read before ranking)."""
+        now_us = host_cache.now_us_utc()
+        return (shape, weakref.ref(table), table.writes,
+                table.liveness_changes_at(shape.down_time, now_us))
+
+    def keep(self, mark, ranked):
+        """Hold ``ranked``, which a request made in its turn since
+        ``mark``, for the next request of its shape to patch
+        (:meth:`reuse`). Skipped while a ranking is made ahead."""
+        if not self._ranking.acquire(blocking=False):
+            return
+        try:
+            shape, table, writes, until = mark
+            self._held = _Held(shape, table, writes, until, ranked)
+        finally:
+            self._ranking.release()
+
+    def reuse(self, shape, table):
+        """In a request's turn, when requests of one shape come while
+        others are in flight (no ranking is made ahead then): the
+        ranking the request before it left (:meth:`keep`), patched for
+        the rows written since (its reservation, mostly: see ``patch``),
+        a copy, held in turn for the next request; None when there is
+        none to patch or it cannot be patched (the request ranks, and
+        keeps its ranking)."""
+        if not self._ranking.acquire(blocking=False):
+            return None
+        try:
+            now_us = host_cache.now_us_utc()
+            writes = table.writes
+            until = table.liveness_changes_at(shape.down_time, now_us)
+            ranked = self._patched(shape, table, now_us, in_place=False)
+            if ranked is None:
+                return None
+            self._held = _Held(shape, weakref.ref(table), writes, until,
+                               ranked)
+            return ranked
+        finally:
+            self._ranking.release()
 
     def rank(self):
         """Rank the last shape given on the current host table, unless

@@ -94,6 +94,14 @@ def patch_rows(hosts):
     return max(1, hosts // PATCH_HOSTS_PER_ROW)
 
 
+def _same_but(totals, before, positions):
+    """Whether ``totals`` (a copy of ``before`` written at ``positions``,
+    or summed again) equals ``before`` outside ``positions``."""
+    others = np.ones(len(before), dtype=bool)
+    others[positions] = False
+    return bool(np.array_equal(totals[others], before[others]))
+
+
 def restrict_candidates(table, spec, plan=None, explain=False):
     """Apply requested_destination, ignore_hosts and force_hosts/nodes,
     then the placement stage (``plan``, a
@@ -327,7 +335,7 @@ class FilterScheduler(base.Scheduler):
                 shape.spec, table.aggregates))
         return held[1]
 
-    def _patch_shape(self, shape, table, ranked, writes):
+    def _patch_shape(self, shape, table, ranked, writes, in_place=True):
         """``ranked``, made by :meth:`_rank_shape` for ``shape`` on
         ``table`` when its write count was ``writes``, brought up to the
         table as it is now: :meth:`_Request.rank_first`'s answer, or None
@@ -378,14 +386,18 @@ class FilterScheduler(base.Scheduler):
                 self._plugins[0], table, changed, spec):
             return None
         totals = weighed.totals
-        # In place: Ahead dropped the ranking before asking for its patch.
+        # In place: Ahead dropped the ranking before asking for its patch
+        # (unless a request may still read it: a copy then).
         weighed = self.weight_handler.reweighed(weighed, table, positions,
-                                                spec, in_place=True)
+                                                spec, in_place=in_place)
         if weighed is None:
             return None
-        if weighed.totals is totals:
+        if weighed.totals is totals or (
+                not in_place and _same_but(weighed.totals, totals,
+                                           positions)):
             # Only the totals at ``positions`` changed.
-            patched = ranking.patched(totals, positions, shape.need)
+            patched = ranking.patched(weighed.totals, positions,
+                                     shape.need)
         else:
             patched = ranking_mod.Ranking(rows, weighed.totals, ranking.need,
                                           table.ids, self.tie_breaks)
@@ -630,6 +642,26 @@ class _Request:
             if ranked is not None:
                 self.driver.count('ranked_ahead_used')
                 return ranked
+            if self.repeats and self.claiming and self.driver._busy():
+                # Under load (other requests in flight: none is ranked
+                # ahead): the ranking the request before this one left,
+                # patched (see ahead.Ahead.reuse); else rank, and leave
+                # this one to the next.
+                ranked = self.driver.ahead.reuse(self.shape, self.table)
+                if ranked is not None:
+                    self.driver.count('rankings_reused')
+                    return ranked
+                keep = self.driver.ahead.mark(self.shape, self.table)
+                self.keep_weighed = True
+                ranked = self._rank_all(index, mask, steps, skip_filters)
+                self.keep_weighed = False
+                self.driver.ahead.keep(keep, ranked)
+                return ranked
+        return self._rank_all(index, mask, steps, skip_filters)
+
+    def _rank_all(self, index, mask, steps, skip_filters):
+        """Filter every candidate and weigh those that pass: ``(result,
+        ranking)``."""
         started = time.perf_counter()
         need = self.need
         if skip_filters:

@@ -743,3 +743,47 @@ def test_take_trusts_the_comparison_note_made_of_the_same_two_shapes():
     assert keeper.take(late, table) == ('ranked', 'small')
     assert made.compared == 2
     assert keeper.take(other, table) is None
+
+
+def test_under_load_each_request_patches_the_ranking_left_before_it(
+        cloud, make_driver, make_host_manager, config):
+    # Other requests in flight all along: nothing is ranked ahead, but
+    # each request of a run leaves its ranking to the next, which
+    # patches it for the rows written since (the reservation before it).
+    config.config(max_attempts=3, group='scheduler')
+    _cloud(cloud)
+    loaded = _driver(make_driver, make_host_manager)
+    loaded._busy = lambda: True
+    under_load, claimed = _place(loaded, cloud, MEMORIES)
+    loaded.release(claimed)
+    assert loaded.stats.get('ranked_ahead_used', 0) == 0
+    # Every request of a run but its first two (the second is the first
+    # to repeat a shape, and ranks) patched the ranking left before it.
+    assert loaded.stats['rankings_reused'] == len(MEMORIES) - 8
+
+    config.config(rank_ahead=False, group='filter_scheduler')
+    plain = _driver(make_driver, make_host_manager)
+    without, _claimed = _place(plain, cloud, MEMORIES)
+    assert under_load == without
+    assert len({hosts[0] for hosts in without}) < len(MEMORIES)
+
+
+def test_a_ranking_reused_under_load_is_the_one_made_from_scratch(
+        cloud, make_driver, make_host_manager):
+    _cloud(cloud)
+    driver = _driver(make_driver, make_host_manager)
+    driver._busy = lambda: True
+    _place(driver, cloud, [2048] * 4)
+    assert driver.stats['rankings_reused'] == 2
+    table = driver.host_manager.current_table()
+    request = filter_scheduler._Request(
+        driver, fakes.spec(memory_mb=2048), fakes.uuids(1), True, table)
+    shape = request.ahead_shape()
+    # Written since (the last request's reservation): patched, a copy.
+    assert driver.ahead.take(shape, table) is None
+    result, ranking = driver.ahead.reuse(shape, table)
+    fresh_result, fresh_ranking = request.rank_first()
+    assert np.array_equal(result.mask, fresh_result.mask)
+    assert np.array_equal(ranking.head, fresh_ranking.head)
+    assert np.array_equal(ranking.head_weights, fresh_ranking.head_weights)
+    assert ranking.rest() == fresh_ranking.rest()
