@@ -112,7 +112,9 @@ compute service's heartbeat crossing ``service_down_time``, no reload of
 the filters, weighers or options), it uses that ranking and still draws
 its pick among the best hosts when it arrives: the same answer, without
 its filtering and weighing time. No ranking is made while other
-requests are in flight, and one under way stops when a request arrives.
+requests are in flight, and one under way stops when a request arrives;
+under load, each request of a repeated shape leaves the ranking it made
+to the next one instead, which patches it (below).
 When the cache was written only in a few hosts since the last ranking
 (the claim of the request that used it), that ranking is patched: those
 hosts alone are filtered and weighed again, which gives the same
