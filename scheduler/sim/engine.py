@@ -17,8 +17,16 @@ it sees only its own claims: that is where concurrent decisions lose
 quality and claims conflict. A request's latency is the time from the
 round's start until its worker answered it.
 
-Usage is kept here as the truth (the SQL claims decide, this follows
-them) and sampled over time for the report::
+Claims: by default in memory (:mod:`scheduler.sim.memory_claims`: the
+same checks as the SQL claim, against what the SQL rows would hold, and
+the workers' host caches re-read nodes from there), so that a decision
+costs what filtering, weighing and claiming cost in process, not a
+SQLite round trip. ``sql_claims=True``, or a cloud with NUMA cells, PCI
+devices or other resource classes (which only the SQL claims fit), keeps
+the real SQL claims and re-reads.
+
+Usage is also kept by :class:`metrics.Recorder` (following the claims'
+outcomes) and sampled over time for the report::
 
     sim = engine.Simulation(cloud, requests, seed=1)
     result = sim.run()
@@ -38,9 +46,9 @@ from scheduler.db import claims
 from scheduler.db import instance_groups
 from scheduler.drivers import filter_scheduler
 from scheduler import exception
-from scheduler import host_cache
 from scheduler.objects import request_spec
 from scheduler.sim import cloud as sim_cloud
+from scheduler.sim import memory_claims
 from scheduler.sim import metrics
 
 CONF = conf.CONF
@@ -55,10 +63,11 @@ class Simulation:
     """One run of a workload; see the module docstring."""
 
     def __init__(self, cloud, requests, seed=0, callers=1, workers=1,
-                 samples=SAMPLES, checkpoint=None):
+                 samples=SAMPLES, checkpoint=None, sql_claims=False):
         """``checkpoint()``: called between two events of the replay (a
         round of decisions, a deletion); what it raises ends the run
-        there, no decision cut short."""
+        there, no decision cut short. ``sql_claims``: claim in SQL even
+        where :func:`memory_claims.suits` the cloud."""
         self.cloud = cloud
         self.checkpoint = checkpoint or (lambda: None)
         self.requests = requests
@@ -68,12 +77,15 @@ class Simulation:
         # Each worker breaks ties its own way, the same way every run of
         # the seed.
         self.drivers = [filter_scheduler.FilterScheduler(
-            host_manager=host_cache.HostManager(auto_refresh=False),
+            host_manager=memory_claims.SimHostManager(auto_refresh=False),
             tie_breaks=random.Random('%d/%d' % (seed, worker)))
             for worker in range(workers)]
         self.horizon = max((r.start for r in requests), default=0.0)
         self.samples = samples
         self._dirty = [set() for _ in self.drivers]
+        self.in_memory = not sql_claims and memory_claims.suits(cloud)
+        # The truth of usage when claims are in memory (set on loading).
+        self.usage = None
 
     # -- set-up ------------------------------------------------------------
 
@@ -86,6 +98,11 @@ class Simulation:
         self.names = [state.host for state in table.states]
         capacity = np.stack([np.asarray(table.capacity[r], dtype=float)
                              for r in RESOURCES])
+        if self.in_memory:
+            self.usage = memory_claims.Usage(table)
+            for driver in self.drivers:
+                driver.claimer = self.usage
+                driver.host_manager.usage = self.usage
         return metrics.Recorder(capacity, self.cloud.most_common_flavor(),
                                 self.horizon, self.samples, self.names)
 
@@ -160,9 +177,8 @@ class Simulation:
             self._sync(worker)
         for index, request in enumerate(batch):
             worker = index % len(self.drivers)
-            started = time.perf_counter()
-            instances = self._decide(self.drivers[worker], request)
-            busy[worker] += time.perf_counter() - started
+            instances, took = self._decide(self.drivers[worker], request)
+            busy[worker] += took
             self.recorder.decided(busy[worker], request, instances,
                                   self.drivers[worker].last_no_valid_host)
             if instances:
@@ -195,38 +211,46 @@ class Simulation:
             project_id=request.tenant)
         if request.policy:
             group_uuid = self._new_uuid()
-            with db_api.api_writer() as session:
-                group = instance_groups.create(
-                    session, request.id, request.policy,
-                    project_id=request.tenant, uuid=group_uuid)
-                instance_groups.add_members(session, group.id, uuids)
+            if self.usage is not None:
+                self.usage.add_group(group_uuid, request.policy)
+            else:
+                with db_api.api_writer() as session:
+                    group = instance_groups.create(
+                        session, request.id, request.policy,
+                        project_id=request.tenant, uuid=group_uuid)
+                    instance_groups.add_members(session, group.id, uuids)
             spec.instance_group = request_spec.InstanceGroup(
                 uuid=group_uuid, name=request.id, policy=request.policy,
                 members=[], hosts=[])
         return spec
 
     def _decide(self, driver, request):
-        """Place ``request``; its ``[(uuid, row)]``, or [] if no valid
-        host."""
+        """Place ``request``: ``([(uuid, row)], seconds)``, [] if no
+        valid host; the seconds are those of ``select_destinations``."""
         uuids = [self._new_uuid() for _ in range(request.count)]
         spec = self._spec(request, uuids)
         driver.last_no_valid_host = None
+        started = time.perf_counter()
         try:
             selections = driver.select_destinations(None, spec, uuids)
         except exception.NoValidHost:
-            return []
+            return [], time.perf_counter() - started
+        took = time.perf_counter() - started
         instances = []
         for instance_uuid, alternatives in zip(uuids, selections):
             row = self.row_by_uuid[alternatives[0].compute_node_uuid]
             self.recorder.take(row, request, 1)
             instances.append((instance_uuid, row))
-        return instances
+        return instances, took
 
     def _delete(self, placed):
         request, instances = placed
         pairs = [(instance_uuid, int(self.node_ids[row]))
                  for instance_uuid, row in instances]
-        claims.release_in_sql(pairs)
+        if self.usage is not None:
+            self.usage.release(pairs)
+        else:
+            claims.release_in_sql(pairs)
         for driver in self.drivers:
             driver.host_manager.forget_instances(pairs)
         for _uuid, row in instances:
