@@ -44,6 +44,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 
 from oslo_config import cfg
 import sqlalchemy as sa
@@ -228,6 +229,7 @@ def run_once(cloud, requests, path, args, ctrl_c=None):
     ``ctrl_c`` (a :class:`CtrlC` handling SIGINT) an interrupt ends the
     run between two phases or two decisions."""
     ctrl_c = ctrl_c or CtrlC()
+    started = time.perf_counter()
     _configure(path)
     _use_cloud_aliases(cloud)
     workdir = tempfile.mkdtemp(prefix='gantt-sim-')
@@ -243,7 +245,10 @@ def run_once(cloud, requests, path, args, ctrl_c=None):
                                        sql_claims=bool(
                                            args.sql_claims
                                            or args.database_url))
-        return simulation.run()
+        result = simulation.run()
+        result.setup_seconds = (time.perf_counter() - started
+                                - result.wall_seconds)
+        return result
     finally:
         # Normal end, error or Ctrl-C: the scratch database goes.
         CONF.clear_override('alias', group='pci')
@@ -279,6 +284,7 @@ def _say_interrupted():
 
 
 def main(argv=None):
+    started = time.perf_counter()
     args = _parser().parse_args(argv)
     objects.register_all()
     try:
@@ -311,7 +317,19 @@ def main(argv=None):
         from scheduler.sim import plots
         for written in plots.draw_all(args.output, results):
             print('wrote %s' % written)
+    print(_total(time.perf_counter() - started, results,
+                 not args.no_plots))
     return 0
+
+
+def _total(seconds, results, plotted):
+    """The line that says what the whole command cost, per simulated
+    day (of all its runs together)."""
+    days = sum(result.horizon for _label, result in results) / metrics.DAY
+    return ('gantt-sim: %.1f s of wall time in all (%d run(s)%s), %.1f s '
+            'per simulated day' % (seconds, len(results),
+                                   ', plots included' if plotted else '',
+                                   seconds / days if days else 0.0))
 
 
 if __name__ == '__main__':
