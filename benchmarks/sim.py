@@ -44,8 +44,10 @@ def run(source, argv, sql_claims):
     if sql_claims:
         command.append('--sql-claims')
     started = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True,
-                          text=True, check=False)
+    # In the source's directory: ``-m`` puts the working directory first
+    # on sys.path, and the example configurations are read from there.
+    done = subprocess.run(command, cwd=source, env=env,
+                          capture_output=True, text=True, check=False)
     wall = time.perf_counter() - started
     if done.returncode:
         sys.exit('%s failed (%d):\n%s' % (' '.join(argv), done.returncode,

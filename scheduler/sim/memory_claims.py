@@ -37,7 +37,7 @@ included)::
 import copy
 
 from scheduler.db import group_claims
-from scheduler.host_cache import host_manager
+from scheduler import host_cache
 from scheduler import placement_types
 
 FIELDS = placement_types.Resources._fields
@@ -160,7 +160,7 @@ class Usage:
         return state
 
 
-class SimHostManager(host_manager.HostManager):
+class SimHostManager(host_cache.HostManager):
     """A host cache whose node re-reads come from :attr:`usage` (a
     :class:`Usage`) when it is set, from SQL otherwise."""
 
