@@ -34,6 +34,9 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LATENCY = re.compile(r'decision latency: p50 ([\d.]+) ms, p99 ([\d.]+) ms')
 PER_DAY = re.compile(r'([\d.]+) s per simulated day')
+BY_COUNT = re.compile(r'one-instance request\(s\): p50 ([\d.]+) ms, p99 '
+                      r'([\d.]+) ms; \d+ of several instances: p50 '
+                      r'([\d.]+) ms, p99 ([\d.]+) ms')
 SIMULATED = re.compile(r'simulated ([\d.]+) h in ([\d.]+) s of replay')
 
 
@@ -70,6 +73,9 @@ def report(name, wall, target, out):
                  ', '.join(PER_DAY.findall(out)) or 'nothing'))
     for p50, p99 in LATENCY.findall(out):
         print('%-34s decisions p50 %s ms, p99 %s ms' % ('', p50, p99))
+    for figures in BY_COUNT.findall(out):
+        print('%-34s one instance p50 %s ms, p99 %s ms; several p50 %s '
+              'ms, p99 %s ms' % (('',) + figures))
 
 
 def main():

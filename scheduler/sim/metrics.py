@@ -62,6 +62,8 @@ class Result:
     hosts_in_use: int = 0
     # {request id: [host of each instance]}; [] for no valid host.
     placements: dict = dataclasses.field(default_factory=dict)
+    # Instances each request of ``latencies`` asked for, in its order.
+    counts: list = dataclasses.field(default_factory=list)
     # Wall seconds before the replay (the cloud written and loaded).
     setup_seconds: float = 0.0
 
@@ -102,6 +104,7 @@ class Recorder:
         self.rows = []
         self.clock = 0.0
         self.latencies = []
+        self.counts = []
         self.requests = self.placed = self.deleted = 0
         self.no_valid_host = collections.Counter()
         self.first_no_valid_host = None
@@ -157,6 +160,7 @@ class Recorder:
     def decided(self, latency, request, instances, last_filter):
         self.requests += 1
         self.latencies.append(latency)
+        self.counts.append(request.count)
         self.placements[request.id] = [self.names[row]
                                        for _uuid, row in instances]
         if not instances:
@@ -179,6 +183,7 @@ class Recorder:
             hosts=self.capacity.shape[1], horizon=self.horizon,
             times=self.times[:len(self.rows)], utilisation=utilisation,
             stranded=stranded, heat=heat, latencies=self.latencies,
+            counts=self.counts,
             requests=self.requests, placed=self.placed,
             deleted=self.deleted, no_valid_host=dict(self.no_valid_host),
             first_no_valid_host=self.first_no_valid_host,
@@ -197,6 +202,23 @@ def _percent(values):
 
 def _hours(seconds):
     return '%.1f h' % (seconds / 3600.0)
+
+
+def _latency_by_count(result):
+    """The latency of one-instance requests apart from the others', which
+    place several instances in one decision."""
+    one = [latency for latency, count in zip(result.latencies,
+                                             result.counts) if count == 1]
+    several = [latency for latency, count in zip(result.latencies,
+                                                 result.counts) if count > 1]
+    if not one or not several:
+        return []
+    return ['  %d one-instance request(s): p50 %.2f ms, p99 %.2f ms; %d '
+            'of several instances: p50 %.2f ms, p99 %.2f ms' % (
+                len(one), 1000 * percentile(one, 0.5),
+                1000 * percentile(one, 0.99), len(several),
+                1000 * percentile(several, 0.5),
+                1000 * percentile(several, 0.99))]
 
 
 def summary(result, label='', timings=True):
@@ -239,6 +261,7 @@ def summary(result, label='', timings=True):
     lines.append('decision latency: p50 %.2f ms, p99 %.2f ms' % (
         1000 * percentile(result.latencies, 0.5),
         1000 * percentile(result.latencies, 0.99)))
+    lines.extend(_latency_by_count(result))
     lines.append('simulated %s in %.1f s of replay: %.0fx real time'
                  % (_hours(result.horizon), result.wall_seconds,
                     result.speedup))

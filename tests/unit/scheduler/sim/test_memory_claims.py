@@ -40,6 +40,10 @@ def test_memory_claims_place_as_the_sql_claims_did(config):
                                       sql.no_valid_host, sql.claim_retries)
     assert metrics.summary(memory, timings=False) == metrics.summary(
         sql, timings=False)
+    # The latencies apart by instances asked for, one count a request.
+    assert len(memory.counts) == memory.requests
+    assert sorted(set(memory.counts)) == [1, 2, 3, 4]
+    assert ' one-instance request(s): p50 ' in metrics.summary(memory)
 
 
 def test_no_host_ends_over_capacity_and_usage_agrees_with_metrics(
