@@ -22,6 +22,7 @@ from scheduler.sim import providers
 
 RESOURCES = ('vcpus', 'memory_mb', 'disk_gb')
 LABELS = ('CPU', 'RAM', 'disk')
+DAY = 86400.0
 # Host bins of the heat map (hosts are averaged in consecutive groups
 # above this many).
 HEAT_BINS = 200
@@ -61,6 +62,18 @@ class Result:
     hosts_in_use: int = 0
     # {request id: [host of each instance]}; [] for no valid host.
     placements: dict = dataclasses.field(default_factory=dict)
+    # Instances each request of ``latencies`` asked for, in its order.
+    counts: list = dataclasses.field(default_factory=list)
+    # Wall seconds before the replay (the cloud written and loaded).
+    setup_seconds: float = 0.0
+
+    @property
+    def seconds_per_day(self):
+        """Wall seconds of the run (set-up and replay) per simulated
+        day."""
+        days = self.horizon / DAY
+        return (self.setup_seconds + self.wall_seconds) / days if days \
+            else 0.0
 
     @property
     def speedup(self):
@@ -77,6 +90,10 @@ class Recorder:
         self.capacity = capacity
         self.capacity_total = np.maximum(capacity.sum(axis=1), 1e-9)
         self.used = np.zeros_like(capacity)
+        # self.used summed over the hosts, kept as claims come and go.
+        self.used_total = np.zeros(len(RESOURCES))
+        # {(vcpus, memory_mb, disk_gb, extra specs): what one takes}
+        self._amounts = {}
         # Instances per host (a baremetal node's take no RAM).
         self.instances = np.zeros(capacity.shape[1], dtype=int)
         self.flavor = np.array([flavor.vcpus, flavor.memory_mb,
@@ -87,6 +104,7 @@ class Recorder:
         self.rows = []
         self.clock = 0.0
         self.latencies = []
+        self.counts = []
         self.requests = self.placed = self.deleted = 0
         self.no_valid_host = collections.Counter()
         self.first_no_valid_host = None
@@ -116,22 +134,33 @@ class Recorder:
         -1: released."""
         # What the claim takes: a baremetal flavor's resources:VCPU=0...
         # takes no vCPUs, RAM or disk of the host.
-        amounts = np.array(providers.classic_amounts(
-            request.vcpus, request.memory_mb, request.disk_gb,
-            request.extra_specs), dtype=float)
+        amounts = self._amounts_of(request)
         self.used[:, row] += sign * amounts
+        self.used_total += sign * amounts
         self.instances[row] += sign
         if sign > 0:
             self.placed += 1
             if self.first_no_valid_host is None:
                 self.peak = np.maximum(
-                    self.peak, self.used.sum(axis=1) / self.capacity_total)
+                    self.peak, self.used_total / self.capacity_total)
         else:
             self.deleted += 1
+
+    def _amounts_of(self, request):
+        key = (request.vcpus, request.memory_mb, request.disk_gb,
+               tuple(sorted(request.extra_specs.items())))
+        amounts = self._amounts.get(key)
+        if amounts is None:
+            amounts = self._amounts[key] = np.array(
+                providers.classic_amounts(request.vcpus, request.memory_mb,
+                                          request.disk_gb,
+                                          request.extra_specs), dtype=float)
+        return amounts
 
     def decided(self, latency, request, instances, last_filter):
         self.requests += 1
         self.latencies.append(latency)
+        self.counts.append(request.count)
         self.placements[request.id] = [self.names[row]
                                        for _uuid, row in instances]
         if not instances:
@@ -154,6 +183,7 @@ class Recorder:
             hosts=self.capacity.shape[1], horizon=self.horizon,
             times=self.times[:len(self.rows)], utilisation=utilisation,
             stranded=stranded, heat=heat, latencies=self.latencies,
+            counts=self.counts,
             requests=self.requests, placed=self.placed,
             deleted=self.deleted, no_valid_host=dict(self.no_valid_host),
             first_no_valid_host=self.first_no_valid_host,
@@ -172,6 +202,23 @@ def _percent(values):
 
 def _hours(seconds):
     return '%.1f h' % (seconds / 3600.0)
+
+
+def _latency_by_count(result):
+    """The latency of one-instance requests apart from the others', which
+    place several instances in one decision."""
+    one = [latency for latency, count in zip(result.latencies,
+                                             result.counts) if count == 1]
+    several = [latency for latency, count in zip(result.latencies,
+                                                 result.counts) if count > 1]
+    if not one or not several:
+        return []
+    return ['  %d one-instance request(s): p50 %.2f ms, p99 %.2f ms; %d '
+            'of several instances: p50 %.2f ms, p99 %.2f ms' % (
+                len(one), 1000 * percentile(one, 0.5),
+                1000 * percentile(one, 0.99), len(several),
+                1000 * percentile(several, 0.5),
+                1000 * percentile(several, 0.99))]
 
 
 def summary(result, label='', timings=True):
@@ -214,7 +261,13 @@ def summary(result, label='', timings=True):
     lines.append('decision latency: p50 %.2f ms, p99 %.2f ms' % (
         1000 * percentile(result.latencies, 0.5),
         1000 * percentile(result.latencies, 0.99)))
+    lines.extend(_latency_by_count(result))
     lines.append('simulated %s in %.1f s of replay: %.0fx real time'
                  % (_hours(result.horizon), result.wall_seconds,
                     result.speedup))
+    lines.append('wall time: %.1f s (set-up %.1f s, replay %.1f s), %.1f s '
+                 'per simulated day' % (
+                     result.setup_seconds + result.wall_seconds,
+                     result.setup_seconds, result.wall_seconds,
+                     result.seconds_per_day))
     return '\n'.join(lines)

@@ -331,7 +331,8 @@ def test_ctrl_c_inside_a_claim_ends_the_run_after_that_decision(files):
     """SIGINT arrives while a claim's transaction is open: the claim
     commits, the run stops before the next decision (a claim cut short
     kept SQLite locked, and the clean-up after it waited)."""
-    argv = ['--cloud', files['cloud.toml'], '--trace', files['trace.csv']]
+    argv = ['--cloud', files['cloud.toml'], '--trace', files['trace.csv'],
+            '--sql-claims']
     args = sim._parser().parse_args(argv)
     cloud, requests, _runs = sim._inputs(args)
     events = []
