@@ -200,7 +200,23 @@ def row(figure, value, unit, target):
            + ('  target %s' % target if target else '')).rstrip())
 
 
-def measure(url, hosts, requests, seed, profile):
+def _print_memory_sites(snapshot, hosts, count):
+    """The ``count`` lines that allocated the most of what the load
+    left, in bytes per host."""
+    print('where the memory the load kept was allocated (bytes per host, '
+          'tracemalloc):')
+    stats = snapshot.statistics('lineno')
+    total = sum(stat.size for stat in stats)
+    for stat in stats[:count]:
+        frame = stat.traceback[0]
+        print('  %7.1f  %s:%d' % (stat.size / hosts,
+                                  os.path.relpath(frame.filename, ROOT),
+                                  frame.lineno))
+    print('  %7.1f  in all (%d blocks)' % (
+        total / hosts, sum(stat.count for stat in stats)))
+
+
+def measure(url, hosts, requests, seed, profile, memory_sites):
     """In the child: the cold start, its memory and the filter+weigh
     times, printed."""
     import select_destinations
@@ -215,6 +231,9 @@ def measure(url, hosts, requests, seed, profile):
     # As the daemon's main does.
     host_cache.freeze_collector()
     driver = filter_scheduler.FilterScheduler()
+    if memory_sites:
+        import tracemalloc
+        tracemalloc.start()
     before, peak_before = _status_kb('VmRSS'), _status_kb('VmHWM')
     started = time.perf_counter()
     if profile:
@@ -227,6 +246,10 @@ def measure(url, hosts, requests, seed, profile):
     cold = time.perf_counter() - started
     grown = (_status_kb('VmRSS') - before) * 1024.0 / hosts
     peak = (_status_kb('VmHWM') - peak_before) * 1024.0 / hosts
+    if memory_sites:
+        _print_memory_sites(tracemalloc.take_snapshot(), hosts,
+                            memory_sites)
+        tracemalloc.stop()
     try:
         rng = random.Random(seed)
         filter_weigh, claim, _kinds, failed = (
@@ -234,9 +257,12 @@ def measure(url, hosts, requests, seed, profile):
                                               'default'))
     finally:
         driver.stop()
+    under = ' (cold start under %s)' % (
+        'cProfile' if profile else 'tracemalloc') if (
+            profile or memory_sites) else ''
     print('%d hosts on PostgreSQL, %d filters, %d weighers, %d requests%s'
           % (hosts, len(driver.enabled_filters), len(driver.weighers),
-             requests, ' (cold start under cProfile)' if profile else ''))
+             requests, under))
     row('cold start (first full load)', cold, 's',
         '<= %.0f s at 1M' % TARGET_COLD_START_S)
     row('memory per host (RSS growth / N)', grown / 1024, 'KB',
@@ -255,7 +281,7 @@ def measure(url, hosts, requests, seed, profile):
 # -- the parent --------------------------------------------------------------
 
 
-def run(hosts, requests, seed, profile):
+def run(hosts, requests, seed, profile, memory_sites):
     from tests.fixtures import databases
 
     url = databases.create_database('postgresql')
@@ -269,11 +295,15 @@ def run(hosts, requests, seed, profile):
               '%.1f s' % (hosts, time.perf_counter() - started))
         sys.stdout.flush()
         db_api.dispose_engine()
-        command = [sys.executable, os.path.abspath(__file__), '--child',
-                   url, '--hosts', str(hosts), '--requests', str(requests),
-                   '--seed', str(seed)]
+        command = [sys.executable]
+        command += ['-W' + option for option in sys.warnoptions]
+        command += [os.path.abspath(__file__), '--child', url,
+                    '--hosts', str(hosts), '--requests', str(requests),
+                    '--seed', str(seed)]
         if profile:
             command += ['--profile', '%s.%d' % (profile, hosts)]
+        if memory_sites:
+            command += ['--memory-sites', str(memory_sites)]
         subprocess.run(command, check=True)
     finally:
         db_api.dispose_engine()
@@ -291,18 +321,23 @@ def main(argv=None):
     parser.add_argument('--seed', type=int, default=42)
     parser.add_argument('--profile', metavar='FILE',
                         help='cProfile the cold start into FILE.<hosts>')
+    parser.add_argument('--memory-sites', type=int, metavar='K',
+                        help='trace the cold start with tracemalloc and '
+                        'print the K lines that allocated most of what it '
+                        'kept (slows the load)')
     parser.add_argument('--child', metavar='URL', help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         measure(args.child, args.hosts[0], args.requests, args.seed,
-                args.profile)
+                args.profile, args.memory_sites)
         return
     # A SIGTERM unwinds as Ctrl-C does: the database is dropped.
     signal.signal(signal.SIGTERM, _interrupted)
     CONF([], project='gantt')
     objects.register_all()
     for hosts in args.hosts:
-        run(hosts, args.requests, args.seed, args.profile)
+        run(hosts, args.requests, args.seed, args.profile,
+            args.memory_sites)
 
 
 if __name__ == '__main__':
