@@ -134,9 +134,8 @@ _NO_STATS = {}
 # One int object per distinct size a node row reports (RAM, disk,
 # reserved RAM, hypervisor version: above 256, where CPython shares no
 # int): a cloud has few hardware models, and the driver makes a new
-# 28-byte object for each value of each row (about 100 bytes a host,
-# 5% of the host cache at a million hosts, for 0.3-0.4 us a row; issue
-# 53).
+# 28-byte object for each value of each row (about 100 bytes a host, 5%
+# of the host cache at a million hosts, for 0.3-0.4 us a row; issue 53).
 # Emptied when it grows past _SIZES_LIMIT (values that are not the sizes
 # of a few models).
 _sizes = {}
