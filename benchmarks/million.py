@@ -3,12 +3,12 @@ filter+weigh.
 
 For each host count a database of its own on the local PostgreSQL
 (``gantt_t_<random>``, schema from the migrations, dropped at the end,
-on failure and on Ctrl-C too) is filled with ``COPY ... FROM STDIN``
+on failure, Ctrl-C and SIGTERM too) is filled with ``COPY ... FROM STDIN``
 (psycopg2's ``copy_expert``): N mapped compute nodes of varied sizes,
 their compute services, and four availability-zone aggregates holding
-every host. INSERT batches (``host_cache.py``'s ``bulk_populate``) take
-minutes at a million rows; COPY keeps the fill off the critical path,
-and its time is printed apart.
+every host. COPY, not INSERT batches (``host_cache.py``'s
+``bulk_populate``), so that the fill is not what a run waits on; its
+time is printed apart.
 
 Then a fresh child process, so that the resident memory it measures is
 the host cache's and nothing the fill left, does what ``gantt-scheduler``
@@ -27,12 +27,14 @@ target of issue 53:
 
 Without ``--hosts`` it runs 100,000 hosts, or a million with
 ``GANTT_BENCH_MILLION=1`` (as ``tox -e bench`` runs it: the million
-takes 3-4 minutes and 2-3 GB here, most of it the fill and the load).
+takes 2-4 minutes and 2 GB here, most of it the fill and the load).
 
 The child sets ``[DEFAULT] service_down_time`` to an hour: at a million
 hosts the fill and the load outlast the default 60 s, and nothing
 heartbeats here. ``--profile FILE`` writes a cProfile of the cold start
-(``python -m pstats FILE``).
+(``python -m pstats FILE``); ``--memory-sites K`` prints the K source
+lines that allocated most of what the load kept (tracemalloc, bytes per
+host).
 """
 
 import argparse
@@ -64,8 +66,8 @@ CONF = conf.CONF
 # text at a time.
 COPY_ROWS = 100000
 ZONES = ('az1', 'az2', 'az3', 'az4')
-# Set to 1: without --hosts, run at a million hosts (some 3-4 minutes and
-# 2-3 GB; a run at 100,000 hosts otherwise).
+# Set to 1: without --hosts, run at a million hosts (some 2-4 minutes and
+# 2 GB; a run at 100,000 hosts otherwise).
 MILLION_FLAG = 'GANTT_BENCH_MILLION'
 # Issue 53's targets at 1,000,000 hosts.
 TARGET_FILTER_WEIGH_MS = 5.0
