@@ -1,0 +1,50 @@
+"""HostState.from_node shares the int objects of the sizes node rows
+report (memory per host at a million hosts, issue 53), and keeps each
+node's own values whatever the number of distinct sizes."""
+
+import datetime
+
+from scheduler.host_cache import host_reads
+from scheduler.host_cache import host_state
+
+_RATIOS = {'cpu_allocation_ratio': 16.0, 'ram_allocation_ratio': 1.5,
+           'disk_allocation_ratio': 1.0}
+
+
+def _row(node_id, **values):
+    fields = dict.fromkeys(host_reads.NODE_FIELDS)
+    fields.update(
+        id=node_id, uuid='uuid-%d' % node_id, host='host-%d' % node_id,
+        hypervisor_hostname='host-%d' % node_id, vcpus=32,
+        memory_mb=int('131072'), local_gb=int('2000'), vcpus_used=0,
+        memory_mb_used=0, local_gb_used=0, reserved_vcpus=0,
+        reserved_memory_mb=int('512'), reserved_disk_gb=0,
+        hypervisor_version=int('8001000'), num_instances=0, io_workload=0,
+        mapped=True, generation=1,
+        updated_at=datetime.datetime(2026, 1, 1))
+    fields.update(values)
+    return host_reads.NodeRow(**fields)
+
+
+def _state(row):
+    return host_state.HostState.from_node(row, None, (), _RATIOS, 'nova')
+
+
+def test_nodes_of_one_model_share_their_sizes():
+    first, second = _state(_row(1)), _state(_row(2))
+    for name in ('total_usable_ram_mb', 'total_usable_disk_gb',
+                 'reserved_memory_mb', 'hypervisor_version'):
+        assert getattr(first, name) == getattr(second, name)
+        assert getattr(first, name) is getattr(second, name), name
+
+
+def test_each_node_keeps_its_own_sizes_past_the_limit():
+    count = host_state._SIZES_LIMIT * 2 + 10
+    states = [_state(_row(number, memory_mb=1000000 + number,
+                          local_gb=5000 + number))
+              for number in range(count)]
+    assert [state.total_usable_ram_mb for state in states] == [
+        1000000 + number for number in range(count)]
+    assert [state.total_usable_disk_gb for state in states] == [
+        5000 + number for number in range(count)]
+    assert len(host_state._sizes) <= host_state._SIZES_LIMIT + 1
