@@ -7,10 +7,12 @@ for ~15 ms every ``[scheduler] host_state_refresh_interval`` and for
 about a second at each full read, while a request's claim gives the GIL
 up at each SQL round trip: the refresh thread took it then, and the
 claim waited out the interval to have it back, at each round trip.
-That, not the manager's lock nor the database, made the claim's tail in
-``benchmarks/stalls.py`` (issue 53): claims during a refresh took ~4 ms
-more at p50 than the others, their wait for the lock stayed under
-0.1 ms at p99.
+In ``benchmarks/stalls.py`` (issue 53) that, not the manager's lock
+(claims waited under 0.1 ms for it at p99), made the claims made during
+a refresh slow: 3-4 ms more at p50 than the others, and on a loaded
+machine a p99 of 130-770 ms (64-78 ms with the short interval). The
+rest of the claim's tail is the database's commit
+(``benchmarks/README.md``).
 
 :func:`shorten_switch_interval` (the daemon's ``main`` calls it, as it
 calls :func:`scheduler.host_cache.collector.freeze_collector`: a library
