@@ -5,7 +5,8 @@ PostgreSQL holding N compute nodes with live services (100,000 by
 default), one scheduler process's FilterScheduler serves requests back
 to back for ``--seconds``, as ``gantt-scheduler`` runs it (each full
 read of the host cache ends with a pass of the garbage collector and a
-freeze: ``host_cache.freeze_collector``), while:
+freeze: ``host_cache.freeze_collector``; the interpreter's switch
+interval is the daemon's: ``host_cache.shorten_switch_interval``), while:
 
 * another process writes the computes' heartbeats at the rate N
   computes send them (one each every ``[DEFAULT] report_interval``
@@ -21,9 +22,15 @@ beside the target (p99 at most 3x p50), the full reads that happened
 within the measured run, and the refresh durations (incremental p50 and
 max, each full read). ``--stalls`` also prints the longest pauses a
 thread that sleeps 1 ms saw, with where the refresh thread was then (a
-hint of what held the interpreter)::
+hint of what held the interpreter). ``--split`` also prints where the
+claims' time went: the wait for the host manager's lock, the rest of
+``consume`` and ``settle`` (the reservation in the host cache and its
+settling), the SQL claim (``claimer.claim``), over all claims and over
+the slowest 1%, and the claims made while a refresh ran apart from the
+others. ``--switch-interval 0.005`` runs with CPython's default switch
+interval instead of the daemon's::
 
-    python benchmarks/stalls.py --hosts 100000 --seconds 60
+    python benchmarks/stalls.py --hosts 100000 --seconds 60 --split
 """
 
 import argparse
@@ -154,6 +161,120 @@ class StallWatch(threading.Thread):
                                traceback.extract_stack(frame)[-4:]))
 
 
+class TimedLock:
+    """The manager's ``_lock`` with the time the measuring thread waited
+    for it, and how long other threads held it."""
+
+    def __init__(self, lock, split):
+        self.lock = lock
+        self.split = split
+        self.acquired = 0.0
+
+    def __enter__(self):
+        started = time.perf_counter()
+        self.lock.acquire()
+        self.acquired = now = time.perf_counter()
+        if threading.get_ident() == self.split.ident:
+            self.split.parts['lock wait'] += now - started
+        return self
+
+    def __exit__(self, *exc):
+        held = time.perf_counter() - self.acquired
+        if threading.get_ident() != self.split.ident:
+            self.split.holds.append(
+                (held * 1000, sys._getframe(1).f_code.co_name))
+        self.lock.release()
+
+    def acquire(self, *args, **kwargs):
+        return self.lock.acquire(*args, **kwargs)
+
+    def release(self):
+        self.lock.release()
+
+
+class ClaimSplit:
+    """Where each request's claim time went: the host cache's
+    ``consume`` and ``settle`` (their wait for the manager's lock
+    apart), and the SQL claim (``claimer.claim``); and whether a refresh
+    was running meanwhile."""
+
+    PARTS = ('lock wait', 'consume', 'sql', 'settle')
+
+    def __init__(self, driver, refresh_log):
+        self.ident = threading.get_ident()
+        self.parts = dict.fromkeys(self.PARTS, 0.0)
+        self.rows = []
+        self.holds = []
+        self.busy = False
+        manager = driver.host_manager
+        manager._lock = TimedLock(manager._lock, self)
+        self._time(manager, 'consume', 'consume')
+        self._time(manager, 'settle', 'settle')
+        self._time(driver.claimer, 'claim', 'sql')
+        inner = refresh_log.manager.refresh
+
+        def refresh(full=False):
+            self.busy = True
+            try:
+                return inner(full=full)
+            finally:
+                self.busy = False
+        refresh_log.manager.refresh = refresh
+
+    def _time(self, owner, name, part):
+        inner = getattr(owner, name)
+        parts = self.parts
+
+        def timed(*args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                parts[part] += time.perf_counter() - started
+        setattr(owner, name, timed)
+
+    def begin(self):
+        for part in self.PARTS:
+            self.parts[part] = 0.0
+        self.busy_at_start = self.busy
+
+    def end(self, claim_ms):
+        parts = self.parts
+        # consume and settle without their wait for the lock.
+        waited = parts['lock wait']
+        self.rows.append((claim_ms, waited * 1000,
+                          (parts['consume'] + parts['settle'] - waited)
+                          * 1000, parts['sql'] * 1000,
+                          self.busy_at_start or self.busy))
+
+    def report(self):
+        claims = sorted(self.rows)
+        tail = claims[int(len(claims) * 0.99):]
+        print('  claim split (ms): part  p50 / p99 over all claims;  mean '
+              'over the slowest 1%')
+        for index, name in ((1, 'lock wait'), (2, 'consume+settle'),
+                            (3, 'sql')):
+            values = [row[index] for row in claims]
+            print('    %-15s %6.2f / %6.2f;  %6.2f' % (
+                name, statistics.median(values),
+                metrics.percentile(values, 0.99),
+                statistics.mean(row[index] for row in tail)))
+        busy = [row[0] for row in claims if row[4]]
+        idle = [row[0] for row in claims if not row[4]]
+        for label, values in (('refresh running', busy),
+                              ('refresh idle', idle)):
+            if values:
+                print('    claims with %-16s %6d: p50 %6.2f p99 %6.2f' % (
+                    label, len(values), statistics.median(values),
+                    metrics.percentile(values, 0.99)))
+        print('    of the slowest 1%%, with a refresh running: %d of %d'
+              % (sum(row[4] for row in tail), len(tail)))
+        holds = sorted(self.holds, reverse=True)
+        print('    the lock held by the refresh: %d times, longest %s' % (
+            len(holds), ', '.join('%.1f ms (%s)' % hold
+                                  for hold in holds[:6])))
+
+
 def ratio_row(figure, values):
     p50 = statistics.median(values)
     p99 = metrics.percentile(values, 0.99)
@@ -200,15 +321,20 @@ def run(args):
         deadline = time.monotonic() + warm
         while time.monotonic() < deadline:
             select_destinations.select(driver, spec_of(rng))
+        split = ClaimSplit(driver, log) if args.split else None
         del log.incremental[:], log.full[:], watch.stalls[:]
         fulls = manager.stats['full_reads']
         select, claim = [], []
         failed = 0
         deadline = time.monotonic() + args.seconds
         while time.monotonic() < deadline:
+            if split is not None:
+                split.begin()
             failed += not select_destinations.select(driver, spec_of(rng))
             select.append(driver.last_timings['filter_weigh'] * 1000)
             claim.append(driver.last_timings['claim'] * 1000)
+            if split is not None:
+                split.end(claim[-1])
         fulls = manager.stats['full_reads'] - fulls
         watch.stop.set()
         full, incremental = list(log.full), list(log.incremental)
@@ -218,6 +344,7 @@ def run(args):
         print('%d hosts on postgresql (set-up %.1f s, cache load %.2f s), '
               '%d requests in %.0f s (no valid host %d)'
               % (args.hosts, setup, load, len(select), args.seconds, failed))
+        print('  switch interval %.1f ms' % (sys.getswitchinterval() * 1000))
         print('  heartbeats written by another process: %.0f/s (target '
               '%.0f/s, %s ticks of %.1f s late)'
               % (int(written) / float(elapsed), rate, late, HEARTBEAT_TICK))
@@ -230,6 +357,8 @@ def run(args):
         print('  incremental refreshes: %d, p50 %.1f ms, max %.1f ms'
               % (len(incremental), statistics.median(incremental),
                  max(incremental)))
+        if split is not None:
+            split.report()
         if args.stalls:
             print('  longest stalls of a 1 ms sleeper:')
             for stall, where in sorted(stalls, reverse=True)[:8]:
@@ -263,11 +392,21 @@ def main(argv=None):
     parser.add_argument('--stalls', action='store_true',
                         help='also print the longest pauses of a thread '
                         'that sleeps 1 ms')
+    parser.add_argument('--split', action='store_true',
+                        help="also print where the claims' time went "
+                        '(lock wait, host cache, SQL)')
+    parser.add_argument('--switch-interval', type=float, default=None,
+                        help="the interpreter's switch interval (s; "
+                        "default: the daemon's, 0.0005; CPython's is "
+                        '0.005)')
     args = parser.parse_args(argv)
     CONF([], project='gantt')
     objects.register_all()
     # As the daemon's main does.
     host_cache.freeze_collector()
+    host_cache.shorten_switch_interval()
+    if args.switch_interval is not None:
+        sys.setswitchinterval(args.switch_interval)
     run(args)
 
 

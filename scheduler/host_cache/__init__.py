@@ -21,6 +21,8 @@ What lies behind the door:
   background thread), ``refreshing`` (its reads), ``applying`` (their
   merge into the table), ``instance_tracking`` (instances on the
   hosts), ``collector`` (the garbage collector around full reads),
+  ``switching`` (the interpreter's switch interval beside the refresh
+  thread),
   ``refresh_changes`` (what one refresh read);
 * the reads: ``host_reads`` (SQL statements), ``cell_gather`` and
   ``cell_refresh`` (a refresh over cells), ``cell_reads`` (multiplexed
@@ -49,6 +51,7 @@ from scheduler.host_cache import host_table_per_state
 from scheduler.host_cache import node_extras
 from scheduler.host_cache import refresh_changes
 from scheduler.host_cache import refreshing
+from scheduler.host_cache import switching
 from scheduler.host_cache import table_columns
 from scheduler.host_cache import table_lookups
 
@@ -57,6 +60,9 @@ from scheduler.host_cache import table_lookups
 HostManager = host_manager.HostManager
 # For the scheduler daemon's main: full reads collect and freeze.
 freeze_collector = collector.freeze_collector
+# For the scheduler daemon's main: a refresh keeps requests from the
+# interpreter for a short switch interval at most.
+shorten_switch_interval = switching.shorten_switch_interval
 # {cell name: hosts} of a table (the scheduler's gauges).
 cell_counts = cell_refresh.cell_counts
 # The database id of a node from its id in the cache (with cells, the

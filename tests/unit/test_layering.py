@@ -52,7 +52,7 @@ CORE = ('scheduler.db', 'scheduler.drivers',
 # its reads.
 HOST_CACHE_OWNER = tuple(DOOR + '.' + name for name in (
     'host_manager', 'refreshing', 'applying', 'refresh_changes',
-    'collector', 'instance_tracking', 'host_reads', 'cell_gather',
+    'collector', 'switching', 'instance_tracking', 'host_reads', 'cell_gather',
     'cell_refresh', 'cell_reads'))
 HOST_VIEW_FILES = ('host_table', 'table_columns', 'table_lookups',
                    'host_state', 'host_table_per_state', 'host_instances')
