@@ -337,13 +337,17 @@ class Applying:
         with self._lock:
             self._pending = None
             captured, self._captured = self._captured, None
+            ratios = refresh_changes.default_ratios()
             if self._table is not base or self._aggregates is not \
                     aggregates:
-                ratios = refresh_changes.default_ratios()
                 table = host_table.HostTable.build(
                     [self._restated(state, ratios) for state in states],
                     self._aggregates)
-            puts = {table.row_by_id[node_id]: state
+            # A state put meanwhile (a claim's reservation, instances)
+            # was made from the old table's: it takes the service,
+            # aggregates and instances the cache holds now (this full
+            # read's), not those it was made with.
+            puts = {table.row_by_id[node_id]: self._restated(state, ratios)
                     for node_id, state in captured.items()
                     if node_id in table.row_by_id}
             if puts and not table.update_in_place(puts):

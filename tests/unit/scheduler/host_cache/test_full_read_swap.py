@@ -139,3 +139,32 @@ def test_claims_during_a_build_reach_the_new_table(database,
     # Read again at the next refresh, as after any raced claim.
     table = manager.refresh()
     assert table.states[table.row_by_id[node_id]].total_usable_ram_mb == 3000
+
+
+def test_a_state_put_during_a_build_takes_the_service_the_read_found(
+        database, make_host_manager):
+    """A claim recorded while a full read builds its table keeps its
+    reservation in the table swapped in, with the service that full read
+    found for its host (here: disabled meanwhile), not the one the claim
+    saw."""
+    from scheduler.db import claims
+    _populate(4)
+    manager = make_host_manager(auto_refresh=False)
+    table = manager.snapshot()
+    node_id = table.states[0].id
+    host = table.states[0].host
+    services = models.Service.__table__
+    with db_api.writer() as session:
+        session.execute(sa.update(services).where(services.c.host == host)
+                        .values(disabled=True, updated_at=models.utcnow()))
+    build = manager._swap_in_built
+
+    def claim_then_build():
+        manager.consume(node_id, claims.Resources(1, 512, 1))
+        return build()
+    manager._swap_in_built = claim_then_build
+    table = manager.refresh(full=True)
+    row = table.row_by_id[node_id]
+    assert table.states[row].memory_mb_used == 512
+    assert table.states[row].service.disabled is True
+    assert bool(table.columns['disabled'][row]) is True
