@@ -141,7 +141,9 @@ def test_a_claim_alone_is_sent_at_once(postgresql_database):
 
 def test_a_driver_groups_its_concurrent_claims(postgresql_database, config,
                                                make_driver):
+    # (Off by default: see [filter_scheduler] claim_group_commit.)
     config.config(host_state_refresh_interval=3600, group='scheduler')
+    config.config(claim_group_commit=True, group='filter_scheduler')
     cloud = fakes.Cloud()
     for number in range(3):
         cloud.add_node('host%d' % number, vcpus=64, memory_mb=65536)
@@ -174,3 +176,16 @@ def test_a_driver_groups_its_concurrent_claims(postgresql_database, config,
     stats = driver.claimer.group_stats()
     assert stats['batched'] > 0
     assert test_claims.inconsistencies() == []
+
+
+def test_claims_are_not_grouped_by_default(postgresql_database, config,
+                                           make_driver):
+    config.config(host_state_refresh_interval=3600, group='scheduler')
+    cloud = fakes.Cloud()
+    cloud.add_node('host0', vcpus=64, memory_mb=65536)
+    driver = make_driver(filter_scheduler.FilterScheduler)
+    driver.start()
+    driver.select_destinations(None, fakes.spec(vcpus=1, memory_mb=512),
+                               fakes.uuids(1), False)
+    driver.stop()
+    assert driver.claimer.group_stats() == {}
