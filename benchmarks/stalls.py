@@ -6,7 +6,7 @@ default), one scheduler process's FilterScheduler serves requests back
 to back for ``--seconds``, as ``gantt-scheduler`` runs it (each full
 read of the host cache ends with a pass of the garbage collector and a
 freeze: ``host_cache.freeze_collector``; the interpreter's switch
-interval is the daemon's: ``host_cache.shorten_switch_interval``), while:
+interval is CPython's, as in the daemon), while:
 
 * another process writes the computes' heartbeats at the rate N
   computes send them (one each every ``[DEFAULT] report_interval``
@@ -27,8 +27,8 @@ claims' time went: the wait for the host manager's lock, the rest of
 ``consume`` and ``settle`` (the reservation in the host cache and its
 settling), the SQL claim (``claimer.claim``), over all claims and over
 the slowest 1%, and the claims made while a refresh ran apart from the
-others. ``--switch-interval 0.005`` runs with CPython's default switch
-interval instead of the daemon's::
+others. ``--switch-interval 0.0005`` runs with a shorter switch interval
+(``host_cache.switching``) instead of CPython's::
 
     python benchmarks/stalls.py --hosts 100000 --seconds 60 --split
 """
@@ -397,14 +397,13 @@ def main(argv=None):
                         '(lock wait, host cache, SQL)')
     parser.add_argument('--switch-interval', type=float, default=None,
                         help="the interpreter's switch interval (s; "
-                        "default: the daemon's, 0.0005; CPython's is "
-                        '0.005)')
+                        "default: CPython's, 0.005, as the daemon's; "
+                        'host_cache.switching has 0.0005)')
     args = parser.parse_args(argv)
     CONF([], project='gantt')
     objects.register_all()
     # As the daemon's main does.
     host_cache.freeze_collector()
-    host_cache.shorten_switch_interval()
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     run(args)

@@ -14,12 +14,15 @@ machine a p99 of 130-770 ms (64-78 ms with the short interval). The
 rest of the claim's tail is the database's commit
 (``benchmarks/README.md``).
 
-:func:`shorten_switch_interval` (the daemon's ``main`` calls it, as it
-calls :func:`scheduler.host_cache.collector.freeze_collector`: a library
-user's process is not ours to tune) makes the interval
+:func:`shorten_switch_interval` makes the interval
 :data:`SWITCH_INTERVAL`, so that a round trip costs a claim at most that
 much more during a refresh. A switch costs a few microseconds, and only
-when two threads want the GIL at once::
+when two threads want the GIL at once. The daemon does not call it yet:
+with it, ``test_failed_spawns_with_the_broker_stopped_mid_load`` found
+an instance running on another host than its record, three times of
+three (a race of the conductor and computes that the timing exposes,
+to be found first); ``benchmarks/stalls.py --switch-interval 0.0005``
+measures it::
 
     switching.shorten_switch_interval()
 """
