@@ -7,6 +7,7 @@ test database through the same query functions the services use.
 
 import datetime
 import itertools
+import threading
 import uuid
 
 import numpy as np
@@ -89,6 +90,32 @@ def spec(vcpus=1, memory_mb=512, root_gb=0, ephemeral_gb=0, swap=0,
 
 def uuids(count):
     return [str(uuid.uuid4()) for _ in range(count)]
+
+
+def place_together(driver, instance_uuids, around):
+    """One single-instance request (1 vCPU, 512 MB) per uuid, from as
+    many threads released at once, within the context manager
+    ``around``: ``(selections, errors)``."""
+    placed, errors = [], []
+    start = threading.Barrier(len(instance_uuids))
+
+    def request(instance_uuid):
+        start.wait()
+        try:
+            placed.append(driver.select_destinations(
+                None, spec(vcpus=1, memory_mb=512), [instance_uuid],
+                False))
+        except Exception as error:
+            errors.append(error)
+
+    threads = [threading.Thread(target=request, args=(instance_uuid,))
+               for instance_uuid in instance_uuids]
+    with around:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    return placed, errors
 
 
 class Cloud:

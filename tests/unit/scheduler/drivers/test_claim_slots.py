@@ -88,24 +88,8 @@ def test_concurrent_claims_wait_for_a_pooled_connection(
     driver = make_driver(filter_scheduler.FilterScheduler)
     driver.start()
     uuids = fakes.uuids(REQUESTS)
-    placed, errors = [], []
-    start = threading.Barrier(REQUESTS)
-
-    def request(uuid):
-        start.wait()
-        try:
-            placed.append(driver.select_destinations(
-                None, fakes.spec(vcpus=1, memory_mb=512), [uuid], False))
-        except Exception as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=request, args=(uuid,))
-               for uuid in uuids]
-    with _PoolWatch(db_api.get_engine()).watching() as pool:
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
+    pool = _PoolWatch(db_api.get_engine())
+    placed, errors = fakes.place_together(driver, uuids, pool.watching())
     assert not errors
     assert len(placed) == REQUESTS
     # Two claims at a time (3 pooled connections, one left to the

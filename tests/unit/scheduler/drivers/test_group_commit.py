@@ -150,24 +150,8 @@ def test_a_driver_groups_its_concurrent_claims(postgresql_database, config,
     driver = make_driver(filter_scheduler.FilterScheduler)
     driver.start()
     uuids = fakes.uuids(12)
-    start = threading.Barrier(len(uuids))
-    placed, errors = [], []
-
-    def request(uuid):
-        start.wait()
-        try:
-            placed.append(driver.select_destinations(
-                None, fakes.spec(vcpus=1, memory_mb=512), [uuid], False))
-        except Exception as error:
-            errors.append(error)
-
-    threads = [threading.Thread(target=request, args=(uuid,))
-               for uuid in uuids]
-    with _Slow(db_api.get_engine()):
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(60)
+    placed, errors = fakes.place_together(driver, uuids,
+                                          _Slow(db_api.get_engine()))
     driver.stop()
 
     assert not errors

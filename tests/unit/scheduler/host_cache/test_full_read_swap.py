@@ -114,20 +114,12 @@ def test_claims_during_a_build_reach_the_new_table(database,
                                                    make_host_manager):
     """A claim recorded while a full read builds its table off the lock
     is in the table swapped in (the claim's node is then read again)."""
-    from scheduler.db import claims
     _populate(4)
     manager = make_host_manager(auto_refresh=False)
     table = manager.snapshot()
     node_id = table.states[0].id
     _write_every_node(3000)
-    build = manager._swap_in_built
-
-    def claim_then_build():
-        # The claim lands after the full read's states were taken.
-        manager.consume(node_id, claims.Resources(1, 512, 1))
-        return build()
-    manager._swap_in_built = claim_then_build
-    table = manager.refresh(full=True)
+    table = _full_read_with_a_claim_during_its_build(manager, node_id)
     state = table.states[table.row_by_id[node_id]]
     assert state.total_usable_ram_mb == 1000           # the claim's row, kept
     assert state.memory_mb_used == 512
@@ -135,10 +127,26 @@ def test_claims_during_a_build_reach_the_new_table(database,
     others = [other.total_usable_ram_mb for other in table.states
               if other.id != node_id]
     assert others == [3000, 3000, 3000]
-    del manager._swap_in_built
     # Read again at the next refresh, as after any raced claim.
     table = manager.refresh()
     assert table.states[table.row_by_id[node_id]].total_usable_ram_mb == 3000
+
+
+def _full_read_with_a_claim_during_its_build(manager, node_id):
+    """A full read of ``manager`` during whose table build (after its
+    states were taken) a claim of 1 vCPU and 512 MB lands on
+    ``node_id``; the table it swapped in."""
+    from scheduler.db import claims
+    build = manager._swap_in_built
+
+    def claim_then_build():
+        manager.consume(node_id, claims.Resources(1, 512, 1))
+        return build()
+    manager._swap_in_built = claim_then_build
+    try:
+        return manager.refresh(full=True)
+    finally:
+        del manager._swap_in_built
 
 
 def test_a_state_put_during_a_build_takes_the_service_the_read_found(
@@ -147,7 +155,6 @@ def test_a_state_put_during_a_build_takes_the_service_the_read_found(
     reservation in the table swapped in, with the service that full read
     found for its host (here: disabled meanwhile), not the one the claim
     saw."""
-    from scheduler.db import claims
     _populate(4)
     manager = make_host_manager(auto_refresh=False)
     table = manager.snapshot()
@@ -157,13 +164,7 @@ def test_a_state_put_during_a_build_takes_the_service_the_read_found(
     with db_api.writer() as session:
         session.execute(sa.update(services).where(services.c.host == host)
                         .values(disabled=True, updated_at=models.utcnow()))
-    build = manager._swap_in_built
-
-    def claim_then_build():
-        manager.consume(node_id, claims.Resources(1, 512, 1))
-        return build()
-    manager._swap_in_built = claim_then_build
-    table = manager.refresh(full=True)
+    table = _full_read_with_a_claim_during_its_build(manager, node_id)
     row = table.row_by_id[node_id]
     assert table.states[row].memory_mb_used == 512
     assert table.states[row].service.disabled is True
