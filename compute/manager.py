@@ -428,16 +428,17 @@ class ComputeManager(service.Manager):
             # Nova resets the count of failed builds on a success.
             self._failed_builds[node] = 0
         self._track(instance_uuid, node, request_spec)
-        accepted = self._report_spawned(ctxt, instance_uuid)
+        accepted = self._report_spawned(ctxt, instance_uuid, node)
         if accepted is UNREPORTED:
             LOG.warning('Could not report the spawn of %s for %d s; the '
                         'next sync with the conductor will', instance_uuid,
                         REPORT_RETRY_SECONDS)
             return
         if accepted is False:
-            LOG.warning('The conductor gave up on instance %s before its '
-                        'spawn ended (build timeout); forgetting it',
-                        instance_uuid)
+            LOG.warning('The conductor refused the spawn of %s on %s: the '
+                        'build timed out, was deleted or moved to another '
+                        'host before it ended (its build message came late '
+                        'or twice); forgetting it', instance_uuid, node)
             self._untrack(ctxt, instance_uuid)
             return
         LOG.info('Spawned instance %s on %s', instance_uuid, node)
@@ -470,10 +471,11 @@ class ComputeManager(service.Manager):
         with self._lock:
             self._spawning.pop(instance_uuid, None)
 
-    def _report_spawned(self, ctxt, instance_uuid):
-        """Tell the conductor the instance is active; its answer (True,
-        or False when it gave up on the build), or :data:`UNREPORTED` if
-        it could not be told within :data:`REPORT_RETRY_SECONDS`."""
+    def _report_spawned(self, ctxt, instance_uuid, node):
+        """Tell the conductor the instance is active on ``node``; its
+        answer (True, or False when the build is no longer placed there),
+        or :data:`UNREPORTED` if it could not be told within
+        :data:`REPORT_RETRY_SECONDS`."""
         deadline = time.monotonic() + REPORT_RETRY_SECONDS
         pause = 0.5
         while True:
@@ -481,7 +483,7 @@ class ComputeManager(service.Manager):
                 return self.conductor_api.instance_update(
                     ctxt, instance_uuid,
                     {'vm_state': 'active', 'task_state': None,
-                     'launched_at': True})
+                     'launched_at': True}, host=self.host, node=node)
             except exception.NotFound:
                 return False
             except exception.InvalidRequest:

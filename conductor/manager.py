@@ -122,24 +122,39 @@ class ConductorManager(service.Manager):
     @rpc.expose
     @messaging.expected_exceptions(exception.InvalidRequest,
                                    exception.InstanceNotFound)
-    def instance_update(self, ctxt, instance_uuid, updates):
-        """A compute reports a spawn: ``building`` -> ``active``."""
+    def instance_update(self, ctxt, instance_uuid, updates, host=None,
+                        node=None):
+        """A compute reports a spawn: ``building`` -> ``active``; since
+        1.6 it names the ``host`` and ``node`` it spawned on."""
         validation.uuid('instance_uuid', instance_uuid)
         updates = payloads.checked_instance_updates(updates)
+        if (host is None) != (node is None):
+            validation.refuse('host' if host is None else 'node',
+                              'is missing: a spawn report names both the '
+                              'host and the node, or neither')
+        if host is not None:
+            validation.name('host', host)
+            validation.name('node', node)
         if 'launched_at' in updates:
             updates['launched_at'] = models.utcnow()
-        # A spawn report counts only for an instance still building and
-        # not being deleted: one the conductor timed out meanwhile stays in
-        # ERROR, its claim gone, and the compute forgets it when it reads
-        # False.
+        # A spawn report counts only for an instance still building there
+        # and not being deleted. One the conductor timed out meanwhile
+        # stays in ERROR, its claim gone; one moved to another host (its
+        # build message came after the move, or came twice) stays where
+        # its claim is. The compute forgets it when it reads False.
         spawned = updates.get('vm_state') == db_instances.ACTIVE
         if spawned:
             # Built: its alternates are of no more use.
             updates['build_alternates'] = None
-        applied = _update_instance(instance_uuid, spawned, updates)
-        if not applied:
+        applied = _update_instance(instance_uuid, spawned, updates, host,
+                                   node)
+        if not applied and host is None:
             LOG.warning('Refused %s for instance %s: it is no longer '
                         'building', updates, instance_uuid)
+        elif not applied:
+            LOG.warning('Refused %s for instance %s from %s/%s: it is no '
+                        'longer building there', updates, instance_uuid,
+                        host, node)
         return applied
 
     @rpc.expose
@@ -171,20 +186,22 @@ class ConductorManager(service.Manager):
 
 
 @db_api.retry_on_db_error
-def _update_instance(instance_uuid, spawned, updates):
+def _update_instance(instance_uuid, spawned, updates, host=None, node=None):
     """Apply a compute's change; whether it holds. A spawn report that
-    finds the instance already active (the same report again: a retry
-    after a lost answer or connection) holds."""
+    finds the instance already active on the same host and node (the
+    same report again: a retry after a lost answer or connection)
+    holds."""
     with db_api.writer() as session:
         if db_instances.update(
                 session, instance_uuid,
                 expected_vm_state=db_instances.BUILDING if spawned else None,
                 refused_task_state=db_instances.DELETING if spawned else None,
-                **updates):
+                expected_host=host, expected_node=node, **updates):
             return True
         row = db_instances.get(session, instance_uuid)
         return (updates.get('vm_state') == db_instances.ACTIVE ==
-                row.vm_state)
+                row.vm_state and
+                (host is None or (row.host, row.node) == (host, node)))
 
 
 def _check_node_owner(session, field, host, node):

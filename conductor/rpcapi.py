@@ -35,6 +35,13 @@ ConductorAPI (no namespace), what compute agents call instead of SQL:
   of names), which replace the node's. A node reported without them (a
   compute before 1.5) keeps the ones it has. To a conductor capped below
   1.5 the nodes go without them, as 1.3 (or 1.0).
+* 1.6 - ``instance_update(instance_uuid, updates, host, node)``: a spawn
+  report names where the compute spawned the instance, and counts only
+  if the instance is building there. A build message that reached a
+  compute after the instance moved on (it waited out a broker outage, or
+  the broker delivered it twice) thus never makes the instance active
+  where it is not placed; the compute forgets it. To a conductor capped
+  below 1.6 the report goes as 1.0, without them.
 
 ComputeTaskAPI (namespace ``compute_task``), what API clients
 (``gantt-manage``) and compute agents call:
@@ -77,7 +84,7 @@ CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 RPC_TOPIC = 'conductor'
-CONDUCTOR_API_VERSION = '1.5'
+CONDUCTOR_API_VERSION = '1.6'
 COMPUTE_TASK_API_VERSION = '1.2'
 # How many times schedule_and_build_instances is sent again after a
 # timeout (accepting is idempotent).
@@ -139,8 +146,14 @@ class ConductorAPI:
         return self.client.call(ctxt, 'compute_node_update', host=host,
                                 nodes=nodes)
 
-    def instance_update(self, ctxt, instance_uuid, updates):
-        """Record a compute's change of an instance (state, fault)."""
+    def instance_update(self, ctxt, instance_uuid, updates, host=None,
+                        node=None):
+        """Record a compute's change of an instance (state, fault), made
+        on ``host``/``node`` (1.6; left out below it)."""
+        if host is not None and self.client.can_send_version('1.6'):
+            return self.client.prepare(version='1.6').call(
+                ctxt, 'instance_update', instance_uuid=instance_uuid,
+                updates=updates, host=host, node=node)
         return self.client.call(ctxt, 'instance_update',
                                 instance_uuid=instance_uuid, updates=updates)
 

@@ -9,14 +9,18 @@ spawning; :func:`sync_host_instances`
 
 * records what the compute said (``compute_reports``, which ``gantt-manage
   db check`` holds the instances against);
-* marks ``active`` each running one still ``building`` on this very host:
-  the compute says it runs, so its spawn succeeded and only the report
-  was lost. A build still spawning is never marked active, and neither is
-  anything of a 1.1 sync, which cannot tell the two apart;
+* marks ``active`` each running one still ``building`` on this very
+  host and node: the compute says it runs, so its spawn succeeded and
+  only the report was lost. A build still spawning is never marked
+  active, and neither is anything of a 1.1 sync, which cannot tell the
+  two apart;
 * answers which ones the compute should forget: instances Gantt has no
-  record of, deleted ones, and builds that ended in ERROR off any host
-  (timed out, or failed while the report was lost). Their claims were
-  released when they ended; the compute only stops counting them;
+  record of, deleted ones, builds that ended in ERROR off any host
+  (timed out, or failed while the report was lost), and builds placed on
+  another host or node (a build message that came after the instance
+  moved on, or came twice; the spawn report of such a one is refused,
+  but it may have been lost). Their claims were released when they
+  ended or moved; the compute only stops counting them;
 * takes the builds placed on this host that it has not heard of (neither
   running nor spawning) for two sync intervals: the build message was
   lost on its way (a broker that restarted drops the messages of its
@@ -71,22 +75,29 @@ def sync_host_instances(host, instances, spawning=None):
     node}``) and spawns (uuids; None from a 1.1 sync); ``{'activated':
     [uuids], 'forget': [uuids], 'lost': [uuids], 'lost_builds':
     [LostBuild]}``, the lists of uuids sorted."""
-    activated, forget = [], []
+    activated, forget, stale = [], [], []
     with db_api.writer() as session:
         compute_reports.record(session, host, instances, spawning or ())
         rows = {row.uuid: row for row in db_instances.list_instances(
             session, uuids=sorted(instances))}
-        for uuid in sorted(instances):
+        for uuid, node in sorted(instances.items()):
             row = rows.get(uuid)
             if row is None or row.vm_state == DELETED or (
                     row.vm_state == db_instances.ERROR and row.host is None):
                 forget.append(uuid)
+            elif row.vm_state == db_instances.BUILDING and \
+                    (row.host, row.node) != (host, node):
+                # Built here from a build message that came after the
+                # instance moved on (or came twice): it is placed, and
+                # claims, elsewhere.
+                stale.append(uuid)
             elif spawning is not None and \
                     row.vm_state == db_instances.BUILDING and \
-                    row.host == host and db_instances.update(
+                    db_instances.update(
                         session, uuid,
                         expected_vm_state=db_instances.BUILDING,
                         refused_task_state=db_instances.DELETING,
+                        expected_host=host, expected_node=node,
                         vm_state=db_instances.ACTIVE, task_state=None,
                         launched_at=models.utcnow(), build_alternates=None):
                 activated.append(uuid)
@@ -98,7 +109,11 @@ def sync_host_instances(host, instances, spawning=None):
     if forget:
         LOG.info('Compute %s runs instances that ended or are unknown; '
                  'it forgets them: %s', host, ', '.join(forget))
-    return {'activated': activated, 'forget': forget,
+    if stale:
+        LOG.warning('Compute %s runs builds placed on another host or node '
+                    '(their build message came after they moved on); it '
+                    'forgets them: %s', host, ', '.join(stale))
+    return {'activated': activated, 'forget': sorted(forget + stale),
             'lost': sorted(build.uuid for build in lost),
             'lost_builds': lost}
 

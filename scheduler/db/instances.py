@@ -81,13 +81,16 @@ def get(session, uuid):
 
 
 def update(session, uuid, expected_vm_state=None, expected_task_state=None,
-           refused_task_state=None, **values):
+           refused_task_state=None, expected_host=None, expected_node=None,
+           **values):
     """Update fields of one instance; InstanceNotFound if missing.
 
     With ``expected_vm_state`` (a state or a tuple of states) and/or
     ``expected_task_state`` (:data:`NO_TASK` for NULL) the update happens
-    only if the instance is still so, and with ``refused_task_state``
-    only if its task_state is not that one; returns False when it was not.
+    only if the instance is still so, with ``expected_host`` and
+    ``expected_node`` only if it is (still) placed there, and with
+    ``refused_task_state`` only if its task_state is not that one;
+    returns False when it was not.
     """
     unknown = set(values) - set(UPDATABLE_FIELDS)
     if unknown:
@@ -103,6 +106,10 @@ def update(session, uuid, expected_vm_state=None, expected_task_state=None,
         query = query.where(_INSTANCE.c.task_state.is_(None))
     elif expected_task_state is not None:
         query = query.where(_INSTANCE.c.task_state == expected_task_state)
+    if expected_host is not None:
+        query = query.where(_INSTANCE.c.host == expected_host)
+    if expected_node is not None:
+        query = query.where(_INSTANCE.c.node == expected_node)
     if refused_task_state is not None:
         query = query.where(sa.or_(
             _INSTANCE.c.task_state.is_(None),

@@ -258,8 +258,10 @@ METHODS = {
         'instance_update': (
             _fixed(instance_uuid=uuids, updates=st.just(
                 {'vm_state': 'active', 'task_state': None,
-                 'launched_at': True})),
-            {'instance_uuid': not_uuid,
+                 'launched_at': True}), host=st.just(HOST),
+                node=st.just(HOST)),
+            {'instance_uuid': not_uuid, 'host': not_name,
+             'node': not_name,
              'updates': _not(dict) | st.sampled_from([
                  {'vm_state': 'error'},
                  {'vm_state': 'active', 'task_state': ['x']},

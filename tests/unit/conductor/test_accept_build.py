@@ -9,6 +9,7 @@ import datetime
 import threading
 import time
 
+import oslo_messaging as messaging
 from oslo_utils import uuidutils
 import pytest
 import sqlalchemy as sa
@@ -181,8 +182,11 @@ def test_sync_repairs_lost_spawn_reports_and_names_what_to_forget(database):
     outcome = instance_sync.sync_host_instances('h1', sent, [])
 
     lost = outcome.pop('lost_builds')
+    # 'elsewhere' runs here from a build message that came after it
+    # moved to h2: h1 forgets it, its record stays as it is.
     assert outcome == {'activated': [uuids['lost_report']],
-                       'forget': sorted([uuids['reaped'], unknown]),
+                       'forget': sorted([uuids['reaped'], unknown,
+                                         uuids['elsewhere']]),
                        'lost': [never_arrived]}
     assert [build.uuid for build in lost] == [never_arrived]
     assert lost[0].host == 'h1' and lost[0].node == 'h1'
@@ -270,7 +274,7 @@ def test_a_spawn_report_waits_for_a_conductor_that_comes_late(
     try:
         started = time.monotonic()
         answer = agent._report_spawned(gantt_context.get_admin_context(),
-                                       uuid)
+                                       uuid, 'c1')
         waited = time.monotonic() - started
     finally:
         late_start.join()
@@ -289,8 +293,59 @@ def test_a_spawn_report_gives_up_after_its_budget(cluster_config,
     agent = compute_manager.ComputeManager(host='c1')
     agent.init_host()
     assert agent._report_spawned(gantt_context.get_admin_context(),
-                                 uuid) is compute_manager.UNREPORTED
+                                 uuid, 'c1') is compute_manager.UNREPORTED
     assert _rows()[uuid].vm_state == 'building'
+
+
+def test_a_spawn_report_counts_only_from_where_the_build_is_placed(
+        database):
+    conductor = conductor_manager.ConductorManager()
+    ctxt = gantt_context.get_admin_context()
+    spawned = {'vm_state': 'active', 'task_state': None, 'launched_at': True}
+    uuid = uuidutils.generate_uuid()
+    _record(uuid, 'building', 'h2')
+
+    # A build message that reached h1 after the instance moved to h2.
+    assert conductor.instance_update(ctxt, uuid, dict(spawned), 'h1',
+                                     'h1') is False
+    assert conductor.instance_update(ctxt, uuid, dict(spawned), 'h2',
+                                     'other-node') is False
+    assert (_rows()[uuid].vm_state, _rows()[uuid].host) == ('building', 'h2')
+    assert conductor.instance_update(ctxt, uuid, dict(spawned), 'h2',
+                                     'h2') is True
+    assert (_rows()[uuid].vm_state, _rows()[uuid].host) == ('active', 'h2')
+    # The same report again holds; a late one from h1 still does not.
+    assert conductor.instance_update(ctxt, uuid, dict(spawned), 'h2',
+                                     'h2') is True
+    assert conductor.instance_update(ctxt, uuid, dict(spawned), 'h1',
+                                     'h1') is False
+    # A compute before 1.6 names no host: the state alone decides.
+    other = uuidutils.generate_uuid()
+    _record(other, 'building', 'h2')
+    assert conductor.instance_update(ctxt, other, dict(spawned)) is True
+    with pytest.raises(messaging.ExpectedException) as info:
+        conductor.instance_update(ctxt, other, dict(spawned), 'h2')
+    assert isinstance(info.value.exc_info[1], exception.InvalidRequest)
+    assert 'node is missing' in str(info.value.exc_info[1])
+
+
+def test_a_spawn_report_goes_without_its_host_to_a_conductor_before_1_6(
+        cluster_config):
+    cluster_config.config(conductor='1.5', group='upgrade_levels')
+    uuid = uuidutils.generate_uuid()
+    _record(uuid, 'building', 'h2')
+    conductor = service.Service('conductor', 'gantt-conductor',
+                                conductor_rpcapi.RPC_TOPIC,
+                                conductor_manager.ConductorManager())
+    conductor.start()
+    try:
+        # Capped, the host is not sent, so the report from h1 holds.
+        assert conductor_rpcapi.ConductorAPI().instance_update(
+            gantt_context.get_admin_context(), uuid,
+            {'vm_state': 'active'}, host='h1', node='h1') is True
+    finally:
+        conductor.stop()
+    assert _rows()[uuid].vm_state == 'active'
 
 
 def test_a_compute_sync_activates_and_forgets(cluster_config):

@@ -115,3 +115,53 @@ def test_a_lost_build_without_alternates_ends_in_error(cluster_config,
     assert 'never reached compute h1' in row.fault
     assert 'Exceeded maximum number of retries' in row.fault
     assert sql_state.allocations() == {}
+
+
+def test_a_build_message_that_comes_after_the_move_never_runs_there(
+        cluster_config, monkeypatch):
+    # 'late' gets the build first (the most free RAM), but its message
+    # arrives only once the conductor took the build back and moved it
+    # to h2, as a cast that waited out a broker outage does; h2 spawns
+    # slowly, so late's spawn ends while h2 still builds.
+    real = compute_manager.ComputeManager.build_and_run_instance
+    delivered = []
+
+    def rows():
+        with db_api.reader() as session:
+            return session.execute(sa.select(
+                models.Instance.uuid, models.Instance.host)).all()
+
+    def deliver_late(agent, args):
+        inprocess.Cluster.wait_until(
+            lambda: any(row.host == 'h2' for row in rows()), 30,
+            'the build to move to h2')
+        real(agent, *args)
+        delivered.append(args[1])
+
+    @rpc.expose
+    def held(self, ctxt, instance_uuid, node, request_spec, host_list):
+        args = (ctxt, instance_uuid, node, request_spec, host_list)
+        if self.host != 'late':
+            return real(self, *args)
+        thread = threading.Thread(target=deliver_late, args=(self, args),
+                                  daemon=True)
+        thread.start()
+        return None
+
+    monkeypatch.setattr(compute_manager.ComputeManager,
+                        'build_and_run_instance', held)
+    with inprocess.Cluster({'late': BIG,
+                            'h2': dict(SMALL, spawn_time=2.0)}) as cluster:
+        late = next(server.manager for server in cluster.services
+                    if getattr(server.manager, 'host', None) == 'late')
+        uuid = cluster.boot(vcpus=1, memory_mb=1024, root_gb=10)[0]
+        with _Watch(uuid) as watch:
+            cluster.wait_until(lambda: delivered == [uuid], 30,
+                               'the late build message to be handled')
+            row = cluster.wait_built([uuid], timeout=30)[uuid]
+            late_runs = dict(late._instances)
+    assert ('active', 'late') not in watch.seen
+    assert row.vm_state == 'active' and row.host == 'h2'
+    # Spawned on late, refused there, forgotten: it runs only on h2.
+    assert uuid not in late_runs
+    assert sql_state.allocations() == {uuid: 'h2'}
