@@ -242,7 +242,8 @@ class SchedulerManager(service.Manager):
         spec_notes.select_destinations(ctxt, spec_obj, 'start')
         try:
             selections = self.driver.select_destinations(
-                ctxt, spec_obj, instance_uuids, return_alternates)
+                ctxt, spec_obj, instance_uuids, return_alternates,
+                validated=True)
         except db_exc.DBError as error:
             # Past the [database] retry budget: say so, not a traceback.
             raise exception.DatabaseUnavailable(

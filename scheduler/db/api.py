@@ -68,6 +68,7 @@ from oslo_service import backend as service_backend
 import sqlalchemy as sa
 
 from scheduler import conf
+from scheduler.conf import cached
 from scheduler import config
 from scheduler import exception
 
@@ -305,7 +306,7 @@ def target_cell(connection):
     inside the block, keep their own target, so a scatter-gather sets it
     in each worker.
     """
-    if connection == CONF.database.connection:
+    if connection == cached.group('database').connection:
         connection = None
     token = _target.set(connection)
     try:
@@ -494,7 +495,7 @@ class KeptConnection:
     def _kept(self, engine):
         connection = self._connection
         if connection is not None:
-            recycle = CONF.database.connection_recycle_time
+            recycle = cached.group('database').connection_recycle_time
             if (self._pool is not engine.pool or connection.closed
                     or connection.invalidated
                     or (recycle is not None and recycle >= 0
@@ -754,7 +755,7 @@ def retry_on_db_error(func):
 
     The options are read at each call, never at import time.
     """
-    return _retrying(func, lambda: CONF.database)
+    return _retrying(func, lambda: cached.group('database'))
 
 
 def retry_on_api_db_error(func):

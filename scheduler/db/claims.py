@@ -33,7 +33,7 @@ import sqlalchemy as sa
 
 from oslo_log import log as logging
 
-from scheduler import conf
+from scheduler.conf import cached
 from scheduler.db import api as db_api
 from scheduler.db import class_claims
 from scheduler.db import group_claims
@@ -44,7 +44,6 @@ from scheduler.numa import errors as numa_errors
 from scheduler import placement_types
 from scheduler.pci import errors as pci_errors
 
-CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 Resources = placement_types.Resources
@@ -70,8 +69,9 @@ def default_ratio(option):
     ``cpu_allocation_ratio``): ``[DEFAULT] <option>``, else (unset or
     0.0, as Nova reads it) ``[DEFAULT] initial_<option>``, as a new node
     would take."""
-    value = getattr(CONF, option)
-    return getattr(CONF, 'initial_' + option) if not value else value
+    options = cached.group(None)
+    value = getattr(options, option)
+    return getattr(options, 'initial_' + option) if not value else value
 
 
 def capacity_expression(resource):

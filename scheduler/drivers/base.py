@@ -213,10 +213,11 @@ class Scheduler(metaclass=abc.ABCMeta):
 
     @abc.abstractmethod
     def select_destinations(self, context, spec, instance_uuids=None,
-                            return_alternates=False):
+                            return_alternates=False, validated=False):
         """``[[claimed Selection, alternates...], ...]``, one per instance.
 
-        :param spec: a RequestSpec.
+        :param spec: a RequestSpec, checked with ``spec.validate()``
+            unless ``validated`` (the caller just did).
         :param instance_uuids: the consumers to claim for; None or empty
             selects hosts for ``spec.num_instances`` without claiming.
         :param return_alternates: add up to ``[scheduler] max_attempts -

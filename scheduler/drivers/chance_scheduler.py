@@ -46,8 +46,9 @@ class ChanceScheduler(base.Scheduler):
         return rows
 
     def select_destinations(self, context, spec, instance_uuids=None,
-                            return_alternates=False):
-        spec.validate()
+                            return_alternates=False, validated=False):
+        if not validated:
+            spec.validate()
         self.count('requests')
         table = self.host_manager.snapshot()
         try:

@@ -43,6 +43,7 @@ from oslo_log import log as logging
 
 from scheduler import cells
 from scheduler import conf
+from scheduler.conf import cached
 from scheduler.db import claims
 from scheduler.drivers import group_commit
 from scheduler import host_cache
@@ -60,7 +61,7 @@ MOVES_REMEMBERED = 1024
 
 def for_backend(driver):
     """The claimer ``[scheduler] backend`` asks for, for ``driver``."""
-    if CONF.scheduler.backend == 'nova':
+    if cached.group('scheduler').backend == 'nova':
         return PlacementClaimer(driver.host_manager)
     return SqlClaimer(driver)
 
@@ -110,7 +111,7 @@ class SqlClaimer:
         ones), or None when claims there are not grouped
         (``[filter_scheduler] claim_group_commit``, the database's
         driver). Within the cell's target."""
-        if not (CONF.filter_scheduler.claim_group_commit
+        if not (cached.group('filter_scheduler').claim_group_commit
                 and group_commit.supported()):
             return None
         with self._groups_lock:

@@ -48,6 +48,7 @@ from oslo_utils import uuidutils
 import numpy as np
 
 from scheduler import conf
+from scheduler.conf import cached
 from scheduler.db import claims
 from scheduler.drivers import ahead as ahead_mod
 from scheduler.drivers import base
@@ -92,14 +93,6 @@ def patch_rows(hosts):
     """How many rows written since a ranking was made it may be patched
     for, on a table of ``hosts`` rows."""
     return max(1, hosts // PATCH_HOSTS_PER_ROW)
-
-
-def _same_but(totals, before, positions):
-    """Whether ``totals`` (a copy of ``before`` written at ``positions``,
-    or summed again) equals ``before`` outside ``positions``."""
-    others = np.ones(len(before), dtype=bool)
-    others[positions] = False
-    return bool(np.array_equal(totals[others], before[others]))
 
 
 def restrict_candidates(table, spec, plan=None, explain=False):
@@ -168,7 +161,7 @@ def hosts_to_score(candidates, need):
     """How many hosts must pass the filters before a request may stop
     filtering (``[filter_scheduler] hosts_to_score_percent``), or None to
     filter every candidate."""
-    percent = CONF.filter_scheduler.hosts_to_score_percent
+    percent = cached.group('filter_scheduler').hosts_to_score_percent
     if not percent:
         return None
     return max(need, math.ceil(candidates * percent / 100.0))
@@ -238,7 +231,7 @@ class FilterScheduler(base.Scheduler):
         return self._plugins[1]
 
     def _load_plugins(self):
-        options = CONF.filter_scheduler
+        options = cached.group('filter_scheduler')
         option, names = self.host_manager.filter_names()
         try:
             filter_classes = loadables.load_filter_classes(
@@ -385,16 +378,13 @@ class FilterScheduler(base.Scheduler):
         if not skip_filters and not self.filter_handler.all_pass(
                 self._plugins[0], table, changed, spec):
             return None
-        totals = weighed.totals
         # In place: Ahead dropped the ranking before asking for its patch
         # (unless a request may still read it: a copy then).
         weighed = self.weight_handler.reweighed(weighed, table, positions,
                                                 spec, in_place=in_place)
         if weighed is None:
             return None
-        if weighed.totals is totals or (
-                not in_place and _same_but(weighed.totals, totals,
-                                           positions)):
+        if not weighed.resummed:
             # Only the totals at ``positions`` changed.
             patched = ranking.patched(weighed.totals, positions,
                                      shape.need)
@@ -419,9 +409,10 @@ class FilterScheduler(base.Scheduler):
         return recorder.explanation(request.total)
 
     def select_destinations(self, context, spec, instance_uuids=None,
-                            return_alternates=False):
+                            return_alternates=False, validated=False):
         started = time.perf_counter()
-        spec.validate()
+        if not validated:
+            spec.validate()
         self.count('requests')
         self._warn_if_retries_unfiltered(spec)
         with self._counted():
@@ -502,9 +493,11 @@ class _Turn:
 def ranking_need(return_alternates):
     """How many of the best hosts a request's ranking sorts up front: the
     ``host_subset_size`` to pick from, and the alternates."""
-    alternates = (CONF.scheduler.max_attempts - 1 if return_alternates
+    alternates = (cached.group('scheduler').max_attempts - 1
+                  if return_alternates
                   else 0)
-    return CONF.filter_scheduler.host_subset_size + alternates + 1
+    return cached.group('filter_scheduler').host_subset_size + \
+        alternates + 1
 
 
 class _Request:
@@ -531,7 +524,7 @@ class _Request:
         self.instance_info = host_cache.info_from_flavor_and_image(
             spec.flavor, image.obj_get('properties') if image else None)
         self.return_alternates = return_alternates
-        self.num_alts = (CONF.scheduler.max_attempts - 1
+        self.num_alts = (cached.group('scheduler').max_attempts - 1
                          if return_alternates else 0)
         self.need = ranking_need(return_alternates)
         self.plugins = driver._plugins
@@ -575,7 +568,7 @@ class _Request:
     def ahead_shape(self):
         """This request's :class:`ahead_mod.Shape` if it may take (and
         leave for the next) a ranking made ahead, else None."""
-        options = CONF.filter_scheduler
+        options = cached.group('filter_scheduler')
         if (not options.rank_ahead or self.count != 1
                 or self.group is not None or self.observer is not None
                 or options.hosts_to_score_percent
@@ -583,7 +576,8 @@ class _Request:
                 or not ahead_mod.interruptible()):
             return None
         return ahead_mod.Shape(self.spec, self.return_alternates, self.need,
-                               self.plugins, CONF.service_down_time)
+                               self.plugins,
+                               cached.group(None).service_down_time)
 
     def rank_first(self):
         """Filter and rank for the first instance, claiming nothing:
@@ -717,7 +711,7 @@ class _Request:
                    else None) as turn:
             result, ranking = self._filter_and_rank(index, mask, steps,
                                                     skip_filters)
-            options = CONF.filter_scheduler
+            options = cached.group('filter_scheduler')
             order = ranking.pick_order(
                 options.host_subset_size,
                 options.shuffle_best_same_weighed_hosts)

@@ -28,7 +28,7 @@ import copy
 
 import numpy as np
 
-from scheduler import conf
+from scheduler.conf import cached
 from scheduler import filters
 from scheduler.resources import amounts as amounts_mod
 from scheduler.resources import from_spec
@@ -36,7 +36,6 @@ from scheduler.resources import generated_groups
 from scheduler.resources import request as request_mod
 from scheduler.resources import request_filters
 
-CONF = conf.CONF
 
 CLASSIC = amounts_mod.CLASSIC
 # The name of the stage's steps in NoValidHost and explain.
@@ -66,11 +65,11 @@ def _nova_mode():
     flavor's sizes only: in Nova mode the stage always runs (it stands
     for Placement's allocation candidates, and Nova's default filters do
     not check RAM, CPU or disk)."""
-    return CONF.scheduler.backend == 'nova'
+    return cached.group('scheduler').backend == 'nova'
 
 
 def _may_need(spec):
-    options = CONF.scheduler
+    options = cached.group('scheduler')
     if _nova_mode() or any(getattr(options, name) for name in _OPTIONS):
         return True
     extra_specs = spec.flavor.obj_get('extra_specs', {}) or {}
@@ -116,7 +115,8 @@ class Plan:
         self.fallback = None
         # Nova asks again with VCPU only when pinned CPUs are asked.
         if ('PCPU' in first.all_resources()
-                and not CONF.workarounds.disable_fallback_pcpu_query):
+                and not cached.group('workarounds')
+                .disable_fallback_pcpu_query):
             self.fallback = from_spec.resource_request(
                 spec, translate_pinning=False)
         # Each request filter's request in turn (explain shows its cut).

@@ -12,10 +12,9 @@ row was created (see :func:`scheduler.db.services.is_up`)::
 
 from oslo_log import log as logging
 
-from scheduler import conf
+from scheduler.conf import cached
 from scheduler import filters
 
-CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
@@ -49,7 +48,8 @@ class ComputeFilter(filters.BaseHostFilter):
                       {'host': host_state,
                        'reason': host_state.disabled_reason})
             return False
-        if not host_state.service_up(CONF.service_down_time):
+        down_time = cached.group(None).service_down_time
+        if not host_state.service_up(down_time):
             LOG.warning('%(host)s has not been heard from in a while '
                         '(%(last)s)', {'host': host_state,
                                        'last': _last_heard(host_state)})
@@ -58,4 +58,5 @@ class ComputeFilter(filters.BaseHostFilter):
 
     def filter_all(self, host_table, mask, spec):
         return (mask & ~host_table.disabled
-                & host_table.service_up(CONF.service_down_time))
+                & host_table.service_up(
+                    cached.group(None).service_down_time))

@@ -34,12 +34,11 @@ import re
 from oslo_log import log as logging
 import numpy as np
 
-from scheduler import conf
+from scheduler.conf import cached
 from scheduler import filters
 from scheduler.filters import maxphysaddr
 from scheduler import image_properties
 
-CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 _CONDITION = re.compile(r'^\s*(<=|>=|<|>|!=|==)\s*([0-9]+(?:\.[0-9]+)*)\s*$')
@@ -57,7 +56,8 @@ def wanted(spec):
     properties = image_properties.of_spec(spec)
     arch = properties.get(
         'hw_architecture',
-        CONF.filter_scheduler.image_properties_default_architecture)
+        cached.group('filter_scheduler')
+        .image_properties_default_architecture)
     triple = (image_properties.canonical_architecture(arch),
               properties.get('img_hv_type'), properties.get('hw_vm_mode'))
     return triple, properties.get('img_hv_requested_version')

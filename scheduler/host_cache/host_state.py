@@ -24,6 +24,7 @@ from oslo_log import log as logging
 import numpy as np
 
 from scheduler import conf
+from scheduler.conf import cached
 from scheduler import hardware
 from scheduler.host_cache import host_inputs
 from scheduler.host_cache import host_instances
@@ -436,7 +437,7 @@ class HostState:
         from within ``down_time`` seconds (``[DEFAULT] service_down_time``
         by default) before ``now``."""
         if down_time is None:
-            down_time = CONF.service_down_time
+            down_time = cached.group(None).service_down_time
         now = now or datetime.datetime.now(
             datetime.timezone.utc).replace(tzinfo=None)
         return service_is_up(self.service, now, down_time)

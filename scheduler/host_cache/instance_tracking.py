@@ -29,6 +29,7 @@ The mixin uses the HostManager's lock (``_lock``) and table (``_table``).
 from oslo_log import log as logging
 
 from scheduler import conf
+from scheduler.conf import cached
 from scheduler.db import api as db_api
 from scheduler.db import instances as db_instances
 from scheduler.host_cache import host_instances
@@ -157,7 +158,7 @@ class InstanceTracking:
         every host's instances from SQL when ``[filter_scheduler]
         track_instance_changes`` is off."""
         table = self.snapshot()
-        if CONF.filter_scheduler.track_instance_changes:
+        if cached.group('filter_scheduler').track_instance_changes:
             return table
         with db_api.reader() as session:
             by_host = read_instances(session)

@@ -17,12 +17,11 @@ import math
 from oslo_log import log as logging
 import numpy as np
 
-from scheduler import conf
+from scheduler.conf import cached
 from scheduler.host_cache import host_state
 from scheduler.host_cache import host_table_per_state as per_state
 from scheduler.host_cache import table_columns
 
-CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
@@ -64,7 +63,7 @@ class Lookups:
         place meanwhile are recomputed alone.
         """
         if down_time is None:
-            down_time = CONF.service_down_time
+            down_time = cached.group(None).service_down_time
         if now:
             return self._service_up(down_time,
                                     host_state.to_microseconds(now))
@@ -207,7 +206,6 @@ class Lookups:
         aggregates (:class:`scheduler.db.aggregates.Aggregate`)."""
         codes, keys = self.grouped('aggregates', per_state.AggregateSet)
         return codes, [key.aggregates for key in keys]
-
 
 
 # The columns service_up is computed from.

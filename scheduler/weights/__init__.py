@@ -42,10 +42,9 @@ import math
 from oslo_log import log as logging
 import numpy as np
 
-from scheduler import conf
+from scheduler.conf import cached
 from scheduler import host_cache
 
-CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
@@ -85,7 +84,8 @@ class BaseHostWeigher:
     def default_multiplier(self):
         if self.multiplier_option is None:
             return 1.0
-        return getattr(CONF.filter_scheduler, self.multiplier_option)
+        return getattr(cached.group('filter_scheduler'),
+                       self.multiplier_option)
 
     def weight_multiplier(self, host_state):
         """How much this weigher counts for ``host_state``."""
@@ -303,7 +303,7 @@ class HostWeightHandler:
         to be used after, whatever the answer: None may come after some
         of its weighers' weights were written). The totals are then
         ``weighed.totals`` written at ``positions``, unless they were
-        summed again (a new array).
+        summed again (a new array, and the answer's ``resummed``).
         """
         rows = weighed.rows
         if len(rows) <= 1:
@@ -337,7 +337,7 @@ class HostWeightHandler:
                 for part in parts:
                     total = part.total_of(position, total)
                 totals[position] = total
-        return Weighed(rows, totals, parts)
+        return Weighed(rows, totals, parts, resummed=moved)
 
 
 # Why a weigher of a Weighed did not run: its multiplier is 0 for every
@@ -349,14 +349,17 @@ ZERO, UNIFORM, FLAT = 'zero', 'uniform', 'flat'
 class Weighed:
     """The total weights of a table's ``rows`` (ascending) and each
     weigher's :class:`_Part` of them, in order (see
-    :meth:`HostWeightHandler.weighed`)."""
+    :meth:`HostWeightHandler.weighed`); ``resummed``: made by
+    :meth:`HostWeightHandler.reweighed` summing every row's total again
+    (False: only the rows it was given changed)."""
 
-    __slots__ = ('rows', 'totals', 'parts')
+    __slots__ = ('rows', 'totals', 'parts', 'resummed')
 
-    def __init__(self, rows, totals, parts):
+    def __init__(self, rows, totals, parts, resummed=False):
         self.rows = rows
         self.totals = totals
         self.parts = parts
+        self.resummed = resummed
 
 
 class _Part:

@@ -29,11 +29,10 @@ import math
 from oslo_log import log as logging
 import numpy as np
 
-from scheduler import conf
+from scheduler.conf import cached
 from scheduler import exception
 from scheduler import weights
 
-CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
 
@@ -104,11 +103,11 @@ class MetricsWeigher(weights.BaseHostWeigher):
     multiplier_option = 'metrics_weight_multiplier'
 
     def default_multiplier(self):
-        return CONF.metrics.weight_multiplier
+        return cached.group('metrics').weight_multiplier
 
     @staticmethod
     def setting():
-        return parse_setting(CONF.metrics.weight_setting,
+        return parse_setting(cached.group('metrics').weight_setting,
                              'metrics.weight_setting')
 
     def _weigh_object(self, host_state, spec):
@@ -118,12 +117,12 @@ class MetricsWeigher(weights.BaseHostWeigher):
             if name in reported:
                 value += reported[name] * ratio
                 continue
-            if CONF.metrics.required:
+            if cached.group('metrics').required:
                 raise ComputeHostMetricNotFound(
                     name=name, host=host_state.host,
                     node=host_state.nodename)
             if ratio * self.weight_multiplier(host_state) != 0:
-                return CONF.metrics.weight_of_unavailable
+                return cached.group('metrics').weight_of_unavailable
         return value
 
     def constant_weight(self, host_table):
@@ -140,7 +139,7 @@ class MetricsWeigher(weights.BaseHostWeigher):
                                              _metric_value(name))[rows]
             absent = np.isnan(column)
             if absent.any():
-                if CONF.metrics.required:
+                if cached.group('metrics').required:
                     state = host_table.states[rows[np.argmax(absent)]]
                     raise ComputeHostMetricNotFound(
                         name=name, host=state.host, node=state.nodename)
@@ -148,5 +147,6 @@ class MetricsWeigher(weights.BaseHostWeigher):
                     multipliers = self.weight_multipliers(host_table, rows)
                 unavailable |= absent & (ratio * multipliers != 0)
             values = values + np.where(absent, 0.0, column * ratio)
-        return np.where(unavailable, CONF.metrics.weight_of_unavailable,
+        return np.where(unavailable,
+                        cached.group('metrics').weight_of_unavailable,
                         values)
