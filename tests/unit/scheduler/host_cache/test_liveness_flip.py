@@ -36,6 +36,15 @@ def _heartbeats_from(seconds_ago):
             - datetime.timedelta(seconds=seconds_ago)))
 
 
+def _loaded(make_host_manager, config):
+    """A manager that loaded NODES hosts, their services alive."""
+    config.config(service_down_time=60)
+    fakes.Cloud.add_many(NODES)
+    manager = make_host_manager(auto_refresh=False)
+    assert list(manager.snapshot().service_up()) == [True] * NODES
+    return manager
+
+
 def _differences(table, expected):
     """Where ``table`` differs from ``expected``: the same nodes in the
     same rows, the same services, and every column equal."""
@@ -63,11 +72,8 @@ def _differences(table, expected):
 
 def test_a_mass_liveness_change_gives_the_table_a_load_would(
         database, make_host_manager, config):
-    config.config(service_down_time=60)
-    fakes.Cloud.add_many(NODES)
-    manager = make_host_manager(auto_refresh=False)
+    manager = _loaded(make_host_manager, config)
     before = manager.snapshot()
-    assert list(before.service_up()) == [True] * NODES
     for seconds_ago, up in ((3600, False), (0, True)):
         _heartbeats_from(seconds_ago)
         table = manager.refresh()
@@ -118,10 +124,7 @@ def _refresh_paused_in_restating(manager, during):
 
 def test_the_lock_is_free_while_the_states_are_prepared(
         database, make_host_manager, config):
-    config.config(service_down_time=60)
-    fakes.Cloud.add_many(NODES)
-    manager = make_host_manager(auto_refresh=False)
-    manager.snapshot()
+    manager = _loaded(make_host_manager, config)
     _heartbeats_from(3600)
 
     def take_the_lock():
@@ -134,11 +137,8 @@ def test_the_lock_is_free_while_the_states_are_prepared(
 
 def test_a_claim_made_while_the_states_are_prepared_is_kept(
         database, make_host_manager, config):
-    config.config(service_down_time=60)
-    fakes.Cloud.add_many(NODES)
-    manager = make_host_manager(auto_refresh=False)
-    table = manager.snapshot()
-    node_id = table.states[0].id
+    manager = _loaded(make_host_manager, config)
+    node_id = manager.snapshot().states[0].id
     _heartbeats_from(3600)
 
     def claim():
