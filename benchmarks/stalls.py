@@ -28,12 +28,24 @@ claims' time went: the wait for the host manager's lock, the rest of
 settling), the SQL claim (``claimer.claim``), over all claims and over
 the slowest 1%, and the claims made while a refresh ran apart from the
 others. ``--switch-interval 0.0005`` runs with a shorter switch interval
-(``host_cache.switching``) instead of CPython's::
+(``host_cache.switching``) instead of CPython's.
+
+``--flip-liveness SECONDS`` measures the other stall of issue 53: every
+SECONDS, every compute's service changes liveness at once (its last
+heartbeat is made an hour old, as when the heartbeats stop for longer
+than ``[DEFAULT] service_down_time`` in a database or broker outage;
+then it is made now, as when they come back), so that one incremental
+refresh takes every host's new service. No heartbeat writer runs then.
+It prints how long the refresh held the manager's lock at the most,
+and the longest select and claim::
 
     python benchmarks/stalls.py --hosts 100000 --seconds 60 --split
+    python benchmarks/stalls.py --hosts 100000 --seconds 30 \
+        --flip-liveness 5 --full-read-interval 600
 """
 
 import argparse
+import datetime
 import os
 import random
 import statistics
@@ -49,10 +61,12 @@ sys.path.insert(0, ROOT)
 
 import host_cache as host_cache_bench  # noqa: E402
 import select_destinations  # noqa: E402
+import sqlalchemy as sa  # noqa: E402
 
 from scheduler import conf  # noqa: E402
 from scheduler.db import api as db_api  # noqa: E402
 from scheduler.db import migration  # noqa: E402
+from scheduler.db import models  # noqa: E402
 from scheduler.db import services as db_services  # noqa: E402
 from scheduler.drivers import filter_scheduler  # noqa: E402
 from scheduler import host_cache  # noqa: E402
@@ -101,6 +115,33 @@ def start_heartbeats(url, hosts, rate, seconds):
         stdout=subprocess.PIPE, text=True, env=dict(
             os.environ, PYTHONPATH=os.pathsep.join(
                 filter(None, [ROOT, os.environ.get('PYTHONPATH')]))))
+
+
+class LivenessFlipper(threading.Thread):
+    """Every ``interval`` seconds, every compute service dies at once
+    (last heartbeat an hour ago), then comes back at once (now); counts
+    the flips."""
+
+    def __init__(self, interval):
+        super().__init__(daemon=True, name='liveness-flipper')
+        self.interval = interval
+        self.flips = 0
+        self.stop = threading.Event()
+
+    def run(self):
+        services = models.Service.__table__
+        dead = True
+        while not self.stop.wait(self.interval):
+            heartbeat = models.utcnow()
+            if dead:
+                heartbeat -= datetime.timedelta(hours=1)
+            with db_api.writer() as session:
+                session.execute(
+                    sa.update(services)
+                    .where(services.c.binary == 'gantt-compute')
+                    .values(last_seen_up=heartbeat))
+            self.flips += 1
+            dead = not dead
 
 
 class RefreshLog:
@@ -313,8 +354,9 @@ def run(args):
         if rate is None:
             rate = args.hosts / CONF.report_interval
         warm = 5.0
-        writer = start_heartbeats(url, args.hosts, rate,
-                                  args.seconds + warm)
+        if args.flip_liveness is None:
+            writer = start_heartbeats(url, args.hosts, rate,
+                                      args.seconds + warm)
         watch = StallWatch(log)
         if args.stalls:
             watch.start()
@@ -324,6 +366,10 @@ def run(args):
         split = ClaimSplit(driver, log) if args.split else None
         del log.incremental[:], log.full[:], watch.stalls[:]
         fulls = manager.stats['full_reads']
+        flipper = None
+        if args.flip_liveness is not None:
+            flipper = LivenessFlipper(args.flip_liveness)
+            flipper.start()
         select, claim = [], []
         failed = 0
         deadline = time.monotonic() + args.seconds
@@ -337,17 +383,27 @@ def run(args):
                 split.end(claim[-1])
         fulls = manager.stats['full_reads'] - fulls
         watch.stop.set()
+        if flipper is not None:
+            flipper.stop.set()
+            flipper.join()
         full, incremental = list(log.full), list(log.incremental)
         stalls = list(watch.stalls)
-        written, elapsed, late = writer.communicate()[0].split()
-        writer = None
+        if writer is not None:
+            written, elapsed, late = writer.communicate()[0].split()
+            writer = None
         print('%d hosts on postgresql (set-up %.1f s, cache load %.2f s), '
               '%d requests in %.0f s (no valid host %d)'
               % (args.hosts, setup, load, len(select), args.seconds, failed))
         print('  switch interval %.1f ms' % (sys.getswitchinterval() * 1000))
-        print('  heartbeats written by another process: %.0f/s (target '
-              '%.0f/s, %s ticks of %.1f s late)'
-              % (int(written) / float(elapsed), rate, late, HEARTBEAT_TICK))
+        if flipper is not None:
+            print('  every service changed liveness at once %d times '
+                  '(every %.1f s), no heartbeat writer'
+                  % (flipper.flips, args.flip_liveness))
+        else:
+            print('  heartbeats written by another process: %.0f/s (target '
+                  '%.0f/s, %s ticks of %.1f s late)'
+                  % (int(written) / float(elapsed), rate, late,
+                     HEARTBEAT_TICK))
         ratio_row('select', select)
         ratio_row('claim', claim)
         incremental = incremental or [0.0]
@@ -395,6 +451,11 @@ def main(argv=None):
     parser.add_argument('--split', action='store_true',
                         help="also print where the claims' time went "
                         '(lock wait, host cache, SQL)')
+    parser.add_argument('--flip-liveness', type=float, default=None,
+                        metavar='SECONDS',
+                        help='every SECONDS, every service changes '
+                        'liveness at once (instead of the heartbeat '
+                        'writer)')
     parser.add_argument('--switch-interval', type=float, default=None,
                         help="the interpreter's switch interval (s; "
                         "default: CPython's, 0.005, as the daemon's; "

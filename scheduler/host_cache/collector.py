@@ -15,7 +15,9 @@ session 22). What is frozen is thawed and collected once the process
 grew by a quarter, so garbage cycles among frozen objects cost at most
 that much memory (a pass at every full read stalled requests: issue 53).
 In every process, the collector is paused while a full read builds the
-cache, for :data:`PAUSE_LIMIT` seconds at most (:func:`paused`).
+cache, or a refresh builds a new table (as when most services changed
+liveness at once), for :data:`PAUSE_LIMIT` seconds at most
+(:func:`paused`).
 
 Both are the HostManager's (:mod:`scheduler.host_cache.refreshing`): a
 full read runs under :func:`paused` and ends with

@@ -56,10 +56,12 @@ class Changes:
         self.removed = []
         self.services = []
         # Whether the services were compared with the cached ones
-        # (Applying._compare_services): the rows that change the cache,
-        # and the hosts whose service a full read no longer found.
+        # (Applying._compare_services): {host: ServiceInfo} of the rows
+        # that change the cache, the hosts of those not alive, and the
+        # hosts whose service a full read no longer found.
         self.services_compared = False
-        self.services_changed = []
+        self.services_changed = {}
+        self.services_down = set()
         self.services_gone = set()
         # Services whose last heartbeat lies between these are alive.
         self.alive_since = self.alive_until = None

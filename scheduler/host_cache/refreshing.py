@@ -90,7 +90,12 @@ class Refreshing:
                     table = self._read_one_cell(changes, first_load, full,
                                                 known, reread, dead,
                                                 seen_seq, recent)
-                table = self._swap_in_built() or table
+                # A table to build (a full read's, or many services'
+                # states restated): hundreds of thousands of new objects,
+                # as in a full read.
+                with (collector.paused() if self._pending is not None
+                      else contextlib.nullcontext()):
+                    table = self._swap_in_built() or table
             self._watermark = began
             self._watermark_monotonic = now
             if full:

@@ -13,26 +13,10 @@ import sqlalchemy as sa
 
 from scheduler.db import api as db_api
 from scheduler.db import models
+from tests.unit.scheduler import fakes
 
 NODES = 400
 ROUNDS = 12
-
-
-def _populate(count):
-    now = models.utcnow()
-    with db_api.writer() as session:
-        session.execute(sa.insert(models.ComputeNode.__table__), [{
-            'uuid': '00000000-0000-0000-0000-%012d' % number,
-            'host': 'host-%04d' % number,
-            'hypervisor_hostname': 'host-%04d' % number,
-            'vcpus': 16, 'memory_mb': 1000, 'local_gb': 100,
-            'mapped': True, 'generation': 1, 'created_at': now,
-            'updated_at': now} for number in range(count)])
-        session.execute(sa.insert(models.Service.__table__), [{
-            'host': 'host-%04d' % number, 'binary': 'gantt-compute',
-            'topic': 'compute', 'disabled': False, 'forced_down': False,
-            'last_seen_up': now, 'report_count': 1, 'created_at': now,
-            'updated_at': now} for number in range(count)])
 
 
 def _write_every_node(memory_mb):
@@ -74,7 +58,7 @@ def _problems(table):
 
 
 def test_requests_never_see_half_a_table(database, make_host_manager):
-    _populate(NODES)
+    fakes.Cloud.add_many(NODES)
     manager = make_host_manager(auto_refresh=False)
     manager.snapshot()
     stop = threading.Event()
@@ -114,7 +98,7 @@ def test_claims_during_a_build_reach_the_new_table(database,
                                                    make_host_manager):
     """A claim recorded while a full read builds its table off the lock
     is in the table swapped in (the claim's node is then read again)."""
-    _populate(4)
+    fakes.Cloud.add_many(4)
     manager = make_host_manager(auto_refresh=False)
     table = manager.snapshot()
     node_id = table.states[0].id
@@ -155,7 +139,7 @@ def test_a_state_put_during_a_build_takes_the_service_the_read_found(
     reservation in the table swapped in, with the service that full read
     found for its host (here: disabled meanwhile), not the one the claim
     saw."""
-    _populate(4)
+    fakes.Cloud.add_many(4)
     manager = make_host_manager(auto_refresh=False)
     table = manager.snapshot()
     node_id = table.states[0].id
