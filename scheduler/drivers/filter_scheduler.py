@@ -631,11 +631,13 @@ class _Request:
                 + [self._selection(alt, False) for alt in alternates[row]]
                 for row in chosen]
 
-    def _put(self, new_states):
+    def _put(self, new_states, claim_only=False):
         """The request's table with ``{row: HostState}``: written into
-        its private table when it has one, else a new table."""
+        its private table when it has one (``claim_only``: the states
+        differ in what a reservation changes at most, see
+        HostTable.update_in_place), else a new table."""
         if self.private is not None:
-            self.private.put(new_states)
+            self.private.put(new_states, claim_only)
             self.table = self.private.table
         else:
             self.table = self.table.replace(new_states)
@@ -755,9 +757,10 @@ class _Request:
             # Later instances, and the re-ranking for alternates, see the
             # room this one took. (A single instance skips it.)
             resources, extra = self._amounts(row)
-            state, _record = self.table.states[row].reserved(
+            state, record = self.table.states[row].reserved(
                 resources, self.hardware, extra or None)
-            self._put({row: state})
+            # (As HostManager.consume puts a claim in the shared table.)
+            self._put({row: state}, claim_only=record is None)
         if self.group is not None:
             self._join_group(index, row)
         return result.mask, order, row
@@ -775,8 +778,9 @@ class _Request:
         uuid = self.placed_uuids[index]
         host = self.table.states[row].host
         if uuid not in self.table.states[row].instances:
+            # Instances fill no column.
             self._put(host_cache.states_with_instance(
-                self.table, row, uuid, self.instance_info))
+                self.table, row, uuid, self.instance_info), claim_only=True)
         if host not in self.group.hosts:
             self.group.hosts = list(self.group.hosts) + [host]
         if uuid not in self.group.members:

@@ -28,6 +28,9 @@ replaced by another, or when it no longer remembers all its writes since::
 
 import threading
 
+from scheduler.host_cache import host_table
+from scheduler.host_cache import table_columns
+
 # Private tables kept while no request uses them (one per request that
 # ran at the same time as others, up to this many).
 _KEPT = 4
@@ -46,14 +49,19 @@ class PrivateTable:
         # Rows the request changed: put back from the shared table when
         # the copy is taken again.
         self.changed = set()
+        # Whether the request changed the claims' columns only (see
+        # HostTable.update_in_place's ``claim_only``).
+        self.claims_only = True
         # False once the table was rebuilt (a state changed its identity):
         # no longer a copy to keep.
         self.reusable = True
 
-    def put(self, new_states):
-        """Write ``{row: HostState}`` into the private table only."""
+    def put(self, new_states, claim_only=False):
+        """Write ``{row: HostState}`` into the private table only;
+        ``claim_only`` as for ``HostTable.update_in_place``."""
         self.changed.update(new_states)
-        if not self.table.update_in_place(new_states):
+        self.claims_only = self.claims_only and claim_only
+        if not self.table.update_in_place(new_states, claim_only):
             self.table = self.table.replace(new_states)
             self.reusable = False
 
@@ -63,16 +71,28 @@ class PrivateTable:
         rows it wrote since the copy was made or last caught up."""
         # The count first: a write that ends meanwhile is found next time.
         writes = self.shared.writes
-        written = self.shared.rows_written_since(self.seen)
+        written = self.shared.written_since(self.seen)
         if written is None:
             return False
-        rows = self.changed.union(int(row) for row in written)
+        rows, names = written
+        rows = sorted(self.changed.union(int(row) for row in rows))
         states = self.shared.states
-        if rows and not self.table.update_in_place(
-                {row: states[row] for row in rows}):
-            return False
+        # Claims alone, here and there (the usual case): a few rows at a
+        # time, their claims' columns only.
+        if self.claims_only and names <= table_columns.CLAIM_COLUMNS:
+            step = host_table._ROW_BY_ROW
+            claim_only = True
+        else:
+            step = max(len(rows), 1)
+            claim_only = False
+        for start in range(0, len(rows), step):
+            if not self.table.update_in_place(
+                    {row: states[row] for row in rows[start:start + step]},
+                    claim_only):
+                return False
         self.seen = writes
         self.changed = set()
+        self.claims_only = True
         return True
 
 

@@ -26,7 +26,7 @@ class _CopiedTable:
     def __init__(self, shared):
         self.table = shared.detached()
 
-    def put(self, new_states):
+    def put(self, new_states, claim_only=False):
         self.table = self.table.replace(new_states)
 
 

@@ -1,7 +1,10 @@
 """PrivateTables: a request's own copy of the shared table, kept between
 requests and brought up to date with the rows changed, never the hosts."""
 
+import copy
+
 import numpy as np
+import pytest
 
 from scheduler import host_cache
 from scheduler import placement_types
@@ -99,3 +102,24 @@ def test_requests_at_once_each_have_their_own_copy():
     tables.give_back(other)
     _assert_holds(tables.take(shared).table, list(shared.states))
     _assert_holds(tables.take(shared).table, list(shared.states))
+
+
+@pytest.mark.parametrize('resized', [False, True])
+def test_caught_up_over_many_rows_claimed_or_resized(resized):
+    shared = _shared(count=20)
+    tables = host_cache.PrivateTables()
+    first = tables.take(shared)
+    first.put({row: _consumed(first.table, row, 64) for row in (0, 7)},
+              claim_only=True)
+    tables.give_back(first)
+    for row in range(3, 15):
+        assert shared.update_in_place({row: _consumed(shared, row, 32)},
+                                      claim_only=True)
+    if resized:
+        # Not a claim: a column beyond the claims' changed.
+        bigger = copy.copy(shared.states[9])
+        bigger.total_usable_ram_mb += 1024
+        assert shared.update_in_place({9: bigger})
+    second = tables.take(shared)
+    assert second is first
+    _assert_holds(second.table, list(shared.states))
