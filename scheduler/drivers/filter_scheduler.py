@@ -221,6 +221,8 @@ class FilterScheduler(base.Scheduler):
         self._arrivals = 0
         self._active_lock = threading.Lock()
         self._purity = None
+        # Tables of requests for several instances (see _Request).
+        self.private_tables = host_cache.PrivateTables()
 
     @property
     def enabled_filters(self):
@@ -541,11 +543,16 @@ class _Request:
         # AHEAD_DEPTH hosts more (one made ahead, to be patched after the
         # next claim: see FilterScheduler._patch_shape).
         self.keep_weighed = False
+        # The request accounts for its earlier instances itself, on a
+        # table of its own that only it writes (the shared one also takes
+        # each claim, in place: see HostManager.consume), kept by the
+        # driver between requests so that it costs the rows changed
+        # since, not a copy of every host (see
+        # host_cache.PrivateTables). None for a single instance.
+        self.private = None
         if self.count > 1:
-            # The request accounts for its earlier instances itself, on a
-            # table of its own: the shared one also takes each claim, in
-            # place (see HostManager.consume).
-            table = table.detached()
+            self.private = driver.private_tables.take(table)
+            table = self.private.table
         self.table = table
         self.total = int(np.count_nonzero(table.candidates))
         self.timer = _Timer()
@@ -596,6 +603,14 @@ class _Request:
             self.table, self.spec, self.plan,
             explain=self.observer is not None)
         self.timer.add('filter_weigh', started)
+        try:
+            return self._place_all(mask, steps, skip_filters)
+        finally:
+            if self.private is not None and self.observer is None:
+                # (An explanation keeps the tables it was shown.)
+                self.driver.private_tables.give_back(self.private)
+
+    def _place_all(self, mask, steps, skip_filters):
         chosen, order = [], []
         try:
             for index in range(self.count):
@@ -615,6 +630,17 @@ class _Request:
         return [[self._selection(row, self.claiming)]
                 + [self._selection(alt, False) for alt in alternates[row]]
                 for row in chosen]
+
+    def _put(self, new_states, claim_only=False):
+        """The request's table with ``{row: HostState}``: written into
+        its private table when it has one (``claim_only``: the states
+        differ in what a reservation changes at most, see
+        HostTable.update_in_place), else a new table."""
+        if self.private is not None:
+            self.private.put(new_states, claim_only)
+            self.table = self.private.table
+        else:
+            self.table = self.table.replace(new_states)
 
     def _selection(self, row, claimed):
         resources, extra = self._amounts(row)
@@ -729,14 +755,12 @@ class _Request:
             self.observer.placed(index, self.table.states[row])
         if self.count > 1:
             # Later instances, and the re-ranking for alternates, see the
-            # room this one took. (A single instance skips the copy.)
+            # room this one took. (A single instance skips it.)
             resources, extra = self._amounts(row)
-            if extra:
-                self.table = self.table.consumed(row, resources,
-                                                 self.hardware, extra=extra)
-            else:
-                self.table = self.table.consumed(row, resources,
-                                                 self.hardware)
+            state, record = self.table.states[row].reserved(
+                resources, self.hardware, extra or None)
+            # (As HostManager.consume puts a claim in the shared table.)
+            self._put({row: state}, claim_only=record is None)
         if self.group is not None:
             self._join_group(index, row)
         return result.mask, order, row
@@ -754,8 +778,9 @@ class _Request:
         uuid = self.placed_uuids[index]
         host = self.table.states[row].host
         if uuid not in self.table.states[row].instances:
-            self.table = host_cache.with_instance(self.table, row, uuid,
-                                                      self.instance_info)
+            # Instances fill no column.
+            self._put(host_cache.states_with_instance(
+                self.table, row, uuid, self.instance_info), claim_only=True)
         if host not in self.group.hosts:
             self.group.hosts = list(self.group.hosts) + [host]
         if uuid not in self.group.members:
@@ -806,7 +831,7 @@ class _Request:
         shared = self.driver.host_manager.snapshot()
         if node_id in shared.row_by_id:
             fresh = shared.states[shared.row_by_id[node_id]]
-            self.table = self.table.replace({row: fresh})
+            self._put({row: fresh})
 
     def _alternates(self, mask, chosen, order, skip_filters):
         """``{chosen row: up to num_alts unclaimed next-best hosts}``, as

@@ -32,8 +32,9 @@ What lies behind the door:
   them), ``host_table_per_state`` (values computed per HostState),
   ``host_instances`` (the instances on each host), ``host_inputs`` (the
   hardware documents computes report, checked and parsed),
-  ``node_extras`` (each node's inventories beyond the classic classes
-  and its traits, and their reads), ``host_placement`` (a table as
+  ``private_tables`` (a request's own copy of the table, kept between
+  requests), ``node_extras`` (each node's inventories beyond the classic
+  classes and its traits, and their reads), ``host_placement`` (a table as
   Placement's providers: ``HostTable.placement``).
 """
 
@@ -49,6 +50,7 @@ from scheduler.host_cache import host_state
 from scheduler.host_cache import host_table
 from scheduler.host_cache import host_table_per_state
 from scheduler.host_cache import node_extras
+from scheduler.host_cache import private_tables
 from scheduler.host_cache import refresh_changes
 from scheduler.host_cache import refreshing
 from scheduler.host_cache import switching
@@ -78,6 +80,7 @@ FULL_READ_INTERVAL = refreshing.FULL_READ_INTERVAL
 # -- the view filters, weighers and drivers read ------------------------------
 
 HostTable = host_table.HostTable
+PrivateTables = private_tables.PrivateTables
 HostState = host_state.HostState
 ServiceInfo = host_state.ServiceInfo
 # The HostState attributes a request may name (capabilities, JsonFilter).
@@ -100,6 +103,7 @@ EPOCH = host_state.EPOCH
 InstanceInfo = host_instances.InstanceInfo
 info_from_flavor_and_image = host_instances.info_from_flavor_and_image
 with_instance = host_instances.with_instance
+states_with_instance = host_instances.states_with_instance
 
 # -- Placement's view (HostTable.placement: root t is row t) ----------------
 

@@ -74,10 +74,16 @@ def set_host_instances(table, host, instances):
 
 def with_instance(table, row, uuid, info):
     """A table where the host of ``row`` also runs instance ``uuid``."""
-    current = table.states[row].instances
-    instances = dict(current)
+    return table.replace(states_with_instance(table, row, uuid, info))
+
+
+def states_with_instance(table, row, uuid, info):
+    """``{row: HostState}``: the table's states of the nodes of the host
+    of ``row``, with instance ``uuid`` on that host too."""
+    instances = dict(table.states[row].instances)
     instances[uuid] = info
-    return set_host_instances(table, table.states[row].host, instances)
+    return {other: with_instances(table.states[other], instances)
+            for other in host_rows(table, table.states[row].host)}
 
 
 class InstanceIndex:

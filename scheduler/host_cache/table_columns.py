@@ -127,6 +127,11 @@ _CLAIM_COLUMNS = tuple((name, attr)
                        if attr in CLAIM_ATTRIBUTES)
 
 
+# The columns claim_row_values fills.
+CLAIM_COLUMNS = frozenset([name for name, _attr in _CLAIM_COLUMNS]
+                          + ['has_disk_least', 'disk_least_gb'])
+
+
 def claim_row_values(state):
     """The part of :func:`row_values` that :data:`CLAIM_ATTRIBUTES`
     fill."""
