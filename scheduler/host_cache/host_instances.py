@@ -66,10 +66,16 @@ def host_rows(table, host):
     return [int(row) for row in table.rows_by_host.get(host, ())]
 
 
+def host_states_with(table, host, instances):
+    """``{row: HostState}``: the table's states of the nodes of ``host``,
+    each with ``instances``."""
+    return {row: with_instances(table.states[row], instances)
+            for row in host_rows(table, host)}
+
+
 def set_host_instances(table, host, instances):
     """A table where every node of ``host`` has ``instances``."""
-    return table.replace({row: with_instances(table.states[row], instances)
-                          for row in host_rows(table, host)})
+    return table.replace(host_states_with(table, host, instances))
 
 
 def with_instance(table, row, uuid, info):
@@ -82,8 +88,7 @@ def states_with_instance(table, row, uuid, info):
     of ``row``, with instance ``uuid`` on that host too."""
     instances = dict(table.states[row].instances)
     instances[uuid] = info
-    return {other: with_instances(table.states[other], instances)
-            for other in host_rows(table, table.states[row].host)}
+    return host_states_with(table, table.states[row].host, instances)
 
 
 class InstanceIndex:
