@@ -97,8 +97,8 @@ class CellConnection:
                 self._prepared.add(prepared.name)
             cursor.execute(prepared.execute, params)
             yield from _wait(connection)
-            nodes, services = host_reads.cell_read_rows(cursor.fetchall(),
-                                                        processors)
+            nodes, services = host_reads.cell_read_rows(
+                db_api.fetch_batched(cursor), processors)
             if not with_extras:
                 return nodes, services
             extras = node_extras.none()
@@ -108,7 +108,8 @@ class CellConnection:
                     engine.dialect, ids)
                 cursor.execute(query, extra_params)
                 yield from _wait(connection)
-                extras = node_extras.extras_of(cursor.fetchall(), offset)
+                extras = node_extras.extras_of(
+                    db_api.fetch_batched(cursor), offset)
             return nodes, services, extras
         except connection.OperationalError:
             # The database went away (or restarted): the pool's

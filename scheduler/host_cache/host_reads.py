@@ -433,7 +433,8 @@ def read_cell_changes(connection, since, reread, alive_since, dead,
             id_offset, known)
         db_api.prepare_on(connection, {prepared.name: prepared.prepare})
         return cell_read_rows(
-            db_api.driver_rows(connection, prepared.execute, params),
+            db_api.driver_rows_batched(connection, prepared.execute,
+                                       params),
             processors)
     params = _cell_read_parameters(since, reread, alive_since, dead,
                                    id_offset)

@@ -157,8 +157,8 @@ def read(connection, node_ids=None, offset=0):
             query, params = _compiled(connection.dialect, False), {}
         else:
             query, params = driver_read(connection.dialect, node_ids)
-        return extras_of(db_api.driver_rows(connection, query, params),
-                         offset)
+        return extras_of(db_api.driver_rows_batched(connection, query,
+                                                    params), offset)
     if node_ids is None:
         return extras_of(connection.execute(_statement(False)), offset)
     ids = sorted(set(node_ids))

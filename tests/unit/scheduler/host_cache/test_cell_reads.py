@@ -162,3 +162,33 @@ def test_a_dead_session_fails_its_read_and_drops_the_pool(two_databases):
     # whole read.
     assert pool_before == 1 and engine.pool.checkedin() == 0
     assert back == first
+
+
+def test_a_cells_rows_are_made_a_batch_at_a_time(two_databases,
+                                                 monkeypatch):
+    """As the pooled read (see test_host_reads): the cell's rows made
+    Python rows a few at a time, all of them, in order."""
+    from tests.unit.scheduler.host_cache.test_host_reads import _Fetches
+
+    one, _two = two_databases
+    _nodes(one, 'a1', 'a2', 'a3')
+    monkeypatch.setattr(db_api, 'FETCH_BATCH', 2)
+    fetches = _Fetches()
+    monkeypatch.setattr(cell_reads, '_cursor', lambda connection:
+                        connection.cursor(cursor_factory=fetches.cursor))
+    since, alive_since = _window()
+    connection = cell_reads.CellConnection(one)
+    try:
+        got = cell_reads.gather(
+            {'one': connection.read(since, set(), alive_since, set(), 0)},
+            time.monotonic() + 10)
+    finally:
+        connection.close()
+    expected = _pooled_read(one, since, set(), alive_since, set(), 0)
+    assert [row.host for row in got['one'][0]] == ['a1', 'a2', 'a3']
+    assert [tuple(row) for row in got['one'][0]] == \
+        [tuple(row) for row in expected[0]]
+    assert [tuple(row) for row in got['one'][1]] == \
+        [tuple(row) for row in expected[1]]
+    # Six rows: 2, 2, 2 and the empty fetch that tells the end.
+    assert fetches.sizes == [('many', 2)] * 3 + [('many', 0)]

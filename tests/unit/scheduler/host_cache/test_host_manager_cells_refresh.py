@@ -86,8 +86,8 @@ class _CountingCursor:
         self._count(None, None, statement)
         return self._cursor.execute(statement, *args)
 
-    def fetchall(self):
-        return self._cursor.fetchall()
+    def fetchmany(self, size):
+        return self._cursor.fetchmany(size)
 
     def close(self):
         return self._cursor.close()

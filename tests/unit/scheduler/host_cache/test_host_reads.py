@@ -441,3 +441,76 @@ def test_rows_of_other_fields_are_refused_by_name(cell_url):
                                            'ServiceRow'):
         host_reads.named_rows(host_reads.ServiceRow, rows)
     assert host_reads.named_rows(host_reads.ServiceRow, []) == []
+
+
+class _Fetches:
+    """The sizes of the fetches of the psycopg2 cursors made while it is
+    installed on a raw connection (``cursor_factory``); the real cursor
+    runs."""
+
+    def __init__(self):
+        import psycopg2.extensions
+
+        sizes = self.sizes = []
+
+        class Cursor(psycopg2.extensions.cursor):
+            def fetchall(self):
+                rows = super().fetchall()
+                sizes.append(('all', len(rows)))
+                return rows
+
+            def fetchmany(self, size=None):
+                rows = super().fetchmany(size)
+                sizes.append(('many', len(rows)))
+                return rows
+
+        self.cursor = Cursor
+
+
+def test_the_incremental_read_makes_its_rows_a_batch_at_a_time(
+        monkeypatch):
+    """Many changed rows (every service after a liveness change) are
+    made Python rows a batch at a time, so that requests run between
+    two batches; every row comes once, in order, batch bounds or not."""
+    monkeypatch.setattr(db_api, 'FETCH_BATCH', 3)
+    fetches = _Fetches()
+    with databases.cell_database('postgresql') as url, \
+            db_api.target_cell(url):
+        cloud = fakes.Cloud()
+        ids = [cloud.add_node('n%d' % number) for number in range(6)]
+        since, alive_since = _window_before_now()
+        with host_reads.statement_connection() as connection:
+            raw = connection.connection.dbapi_connection
+            raw.cursor_factory = fetches.cursor
+            try:
+                nodes, services = host_reads.read_cell_changes(
+                    connection, since, set(), alive_since, set())
+            finally:
+                raw.cursor_factory = None
+    assert [row.id for row in nodes] == ids
+    assert [row.host for row in services] == ['n%d' % n for n in range(6)]
+    # 12 rows (a node's and a service's per host): 3, 3, 3, 3 and the
+    # empty fetch that tells the end; never all at once.
+    assert fetches.sizes == [('many', 3)] * 4 + [('many', 0)]
+
+
+def test_a_batched_fetch_of_fewer_rows_than_a_batch_is_one_fetch():
+    fetches = _Fetches()
+    with databases.cell_database('postgresql') as url, \
+            db_api.target_cell(url):
+        with host_reads.statement_connection() as connection:
+            raw = connection.connection.dbapi_connection
+            raw.cursor_factory = fetches.cursor
+            try:
+                rows = db_api.driver_rows_batched(
+                    connection, 'SELECT generate_series(1, 5)', {})
+            finally:
+                raw.cursor_factory = None
+    assert [row[0] for row in rows] == [1, 2, 3, 4, 5]
+    assert fetches.sizes == [('many', 5)]
+
+
+def _window_before_now():
+    now = models.utcnow()
+    return (now - datetime.timedelta(seconds=30),
+            now - datetime.timedelta(seconds=60))
