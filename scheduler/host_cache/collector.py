@@ -3,7 +3,9 @@
 In the ``gantt-scheduler`` daemon (:func:`freeze_collector`, called by
 its ``main``; not where a HostManager is a library in someone else's
 process), each full read (the first load, then every
-``FULL_READ_INTERVAL`` seconds) freezes the objects there are
+``FULL_READ_INTERVAL`` seconds), and each refresh that built a new
+table (most services' liveness changed at once), freezes the objects
+there are
 (``gc.freeze``), out of the cyclic garbage collector's later passes;
 the first load, and a full read after the process grew by a quarter,
 first passes the collector over everything, counted in that refresh's
@@ -61,8 +63,9 @@ _blocks_after_collect = None
 
 
 def after_full_read():
-    """The end of a full read, in a process that asked for it
-    (:func:`freeze_collector`): freeze what is new, out of the
+    """The end of a full read, or of any refresh that built a new table
+    (most services changed liveness at once), in a process that asked
+    for it (:func:`freeze_collector`): freeze what is new, out of the
     collector's passes (``gc.freeze`` moves lists: no pass over the
     objects); and only when the process's allocated blocks grew by a
     quarter since the last collection (cyclic garbage among frozen

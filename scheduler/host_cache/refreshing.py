@@ -95,11 +95,16 @@ class Refreshing:
                 # as in a full read.
                 with (collector.paused() if self._pending is not None
                       else contextlib.nullcontext()):
-                    table = self._swap_in_built() or table
+                    built = self._swap_in_built()
+                table = built or table
             self._watermark = began
             self._watermark_monotonic = now
             if full:
                 self._last_full_read = now
+            if full or built is not None:
+                # A built table's new states and rows frozen too (a mass
+                # liveness change's; else the collector's passes walk
+                # them until the next full read).
                 collector.after_full_read()
             elapsed = time.perf_counter() - started
             if full:

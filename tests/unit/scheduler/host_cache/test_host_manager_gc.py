@@ -51,6 +51,23 @@ def test_a_full_read_freezes_what_the_collector_keeps(cloud, freezing,
     assert _tracked(later)
 
 
+def test_a_refresh_that_builds_a_new_table_freezes_it(
+        database, freezing, make_host_manager, config):
+    """Most services' liveness changed at once: the refresh builds a new
+    table of restated states, as a full read does, and freezes it too;
+    else the collector's passes walk its states until the next full
+    read (200-360 ms each at 100,000 hosts)."""
+    from tests.unit.scheduler.host_cache import test_liveness_flip as flip
+
+    manager = flip._loaded(make_host_manager, config)
+    flip._heartbeats_from(3600)
+    table = manager.refresh()
+    assert manager.stats['full_reads'] == 1      # the load only
+    assert not any(table.service_up())
+    assert not _tracked(table) and not _tracked(table.states[0])
+    assert not _tracked(table.states[-1].service)
+
+
 def test_frozen_garbage_is_collected_once_the_process_grew(
         cloud, freezing, make_host_manager, monkeypatch):
     cloud.add_node('a')
