@@ -25,9 +25,10 @@ Both are the HostManager's (:mod:`scheduler.host_cache.refreshing`): a
 full read runs under :func:`paused` and ends with
 :func:`after_full_read`::
 
+    collect = collector.grown()
     with collector.paused():
         read_everything()
-    collector.after_full_read()
+        collector.after_full_read(collect)
 """
 
 import contextlib
@@ -62,22 +63,32 @@ GROWTH_BEFORE_COLLECT = 0.25
 _blocks_after_collect = None
 
 
-def after_full_read():
+def grown():
+    """Whether the process's allocated blocks grew by a quarter since the
+    last collection (cyclic garbage among frozen objects, or a cache
+    grown), or none was made yet: asked as a full read begins, before
+    the rows it reads and the table it builds (hundreds of thousands of
+    blocks, most of them gone once the refresh ends) count."""
+    return (_blocks_after_collect is None or sys.getallocatedblocks()
+            > _blocks_after_collect * (1 + GROWTH_BEFORE_COLLECT))
+
+
+def after_full_read(collect=False):
     """The end of a full read, or of any refresh that built a new table
     (most services changed liveness at once), in a process that asked
-    for it (:func:`freeze_collector`): freeze what is new, out of the
-    collector's passes (``gc.freeze`` moves lists: no pass over the
-    objects); and only when the process's allocated blocks grew by a
-    quarter since the last collection (cyclic garbage among frozen
-    objects, or a cache grown), thaw, collect and freeze again. That
-    collection walks every object holding the interpreter (150-190 ms
-    at 100,000 hosts, issue 53): done at every full read, it stalled
-    the requests running then."""
+    for it (:func:`freeze_collector`), the collector still paused:
+    freeze what is new, out of the collector's passes (``gc.freeze``
+    moves lists: no pass over the objects); and only when ``collect``
+    (:func:`grown`, asked as the read began), thaw, collect and freeze
+    again. That collection walks every object holding the interpreter
+    (150-240 ms at 100,000 hosts, issue 53): done at every full read, it
+    stalled the requests running then; and asked at the end of the
+    read, the growth counted the read's own passing rows, which made it
+    every full read again."""
     global _blocks_after_collect
     if not _freezing:
         return
-    if (_blocks_after_collect is None or sys.getallocatedblocks()
-            > _blocks_after_collect * (1 + GROWTH_BEFORE_COLLECT)):
+    if collect:
         _collect_and_freeze()
         _blocks_after_collect = sys.getallocatedblocks()
         return

@@ -80,6 +80,8 @@ class Refreshing:
                 changes.aggregate_seq = self._aggregate_seq
                 dead = set(self._dead_hosts)
                 recent = self._recent_pairs(now) if at_once else None
+            # Asked before the read's rows count (see collector.grown).
+            collect = full and collector.grown()
             with (collector.paused() if full
                   else contextlib.nullcontext()):
                 if multi_cell:
@@ -96,16 +98,17 @@ class Refreshing:
                 with (collector.paused() if self._pending is not None
                       else contextlib.nullcontext()):
                     built = self._swap_in_built()
+                    if full or built is not None:
+                        # Frozen before the collector resumes (else its
+                        # first pass walks the new table); a mass
+                        # liveness change's table too (else every pass
+                        # does, until the next full read).
+                        collector.after_full_read(collect)
                 table = built or table
             self._watermark = began
             self._watermark_monotonic = now
             if full:
                 self._last_full_read = now
-            if full or built is not None:
-                # A built table's new states and rows frozen too (a mass
-                # liveness change's; else the collector's passes walk
-                # them until the next full read).
-                collector.after_full_read()
             elapsed = time.perf_counter() - started
             if full:
                 self.stats['full_reads'] += 1

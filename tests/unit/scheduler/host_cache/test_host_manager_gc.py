@@ -92,6 +92,55 @@ def test_frozen_garbage_is_collected_once_the_process_grew(
     assert collector._blocks_after_collect > 1
 
 
+def test_the_growth_is_judged_before_the_read_allocates(
+        database, freezing, make_host_manager, config, monkeypatch):
+    """Whether a full read collects is decided as it begins: the rows it
+    reads and the table it builds, gone once it ends, would otherwise
+    count as growth and make every full read at 100,000 hosts stall the
+    requests for a collection."""
+    from tests.unit.scheduler.host_cache import test_liveness_flip as flip
+
+    manager = flip._loaded(make_host_manager, config)
+    cycle = _Cyclic()
+    gone = weakref.ref(cycle)
+    manager.refresh(full=True)              # frozen with the rest
+    del cycle
+    # Growth of a thousandth: far less than the read of 512 nodes and
+    # services allocates, more than the refresh does before it reads.
+    monkeypatch.setattr(collector, 'GROWTH_BEFORE_COLLECT', 0.001)
+    monkeypatch.setattr(collector, '_blocks_after_collect',
+                        sys.getallocatedblocks())
+    manager.refresh(full=True)
+    assert gone() is not None               # no collection
+    monkeypatch.setattr(collector, '_blocks_after_collect', 1)
+    manager.refresh(full=True)
+    assert gone() is None
+
+
+def test_the_new_table_is_frozen_before_the_collector_resumes(
+        database, freezing, collector_on, make_host_manager, config,
+        monkeypatch):
+    """A full read's table, and a mass liveness change's, are frozen
+    while the collector is still paused: else its first pass after the
+    pause walks every new state (40-240 ms at 100,000 hosts)."""
+    from tests.unit.scheduler.host_cache import test_liveness_flip as flip
+
+    frozen_while = []
+    freeze = collector.after_full_read
+
+    def noted(*args, **kwargs):
+        frozen_while.append('paused' if not gc.isenabled() else 'running')
+        return freeze(*args, **kwargs)
+    monkeypatch.setattr(collector, 'after_full_read', noted)
+    manager = flip._loaded(make_host_manager, config)   # the first load
+    manager.refresh(full=True)
+    flip._heartbeats_from(3600)
+    manager.refresh()                                   # most die at once
+    manager.refresh()                                   # nothing built
+    assert frozen_while == ['paused'] * 3
+    assert gc.isenabled()
+
+
 def test_nothing_is_frozen_outside_the_daemon(cloud, make_host_manager):
     assert collector._freezing is False
     gc.unfreeze()
