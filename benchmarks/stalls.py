@@ -25,13 +25,15 @@ commit shares), the full reads that happened
 within the measured run, and the refresh durations (incremental p50 and
 max, each full read). ``--stalls`` also prints the longest pauses a
 thread that sleeps 1 ms saw, with where the refresh thread was then (a
-hint of what held the interpreter). ``--split`` also prints where the
-claims' time went: the wait for the host manager's lock, the rest of
-``consume`` and ``settle`` (the reservation in the host cache and its
-settling), the SQL claim (``claimer.claim``), over all claims and over
-the slowest 1%, and the claims made while a refresh ran apart from the
-others. ``--switch-interval 0.0005`` runs with a shorter switch interval
-(``host_cache.switching``) instead of CPython's.
+hint of what held the interpreter), and the garbage collector's passes
+that took over 5 ms (each holds the interpreter). ``--split`` also
+prints where the claims' time went: the wait for the host manager's
+lock, the rest of ``consume`` and ``settle`` (the reservation in the
+host cache and its settling), the SQL claim (``claimer.claim``), over
+all claims and over the slowest 1%, and the claims made while a refresh
+ran apart from the others. ``--switch-interval 0.0005`` runs with a
+shorter switch interval (``host_cache.switching``) instead of
+CPython's.
 
 ``--flip-liveness SECONDS`` measures the other stall of issue 53: every
 SECONDS, every compute's service changes liveness at once (its last
@@ -49,6 +51,7 @@ and the longest select and claim::
 
 import argparse
 import datetime
+import gc
 import os
 import random
 import statistics
@@ -204,6 +207,37 @@ class StallWatch(threading.Thread):
                                          entry.lineno, entry.name)
                            for entry in reversed(
                                traceback.extract_stack(frame)[-4:]))
+
+
+class CollectorPasses:
+    """The cyclic garbage collector's passes over ``limit`` seconds while
+    started (``gc.callbacks``): each ``(seconds, generation, objects
+    collected)``. A pass holds the interpreter throughout; after a full
+    read it walks whatever is not frozen (see
+    ``scheduler.host_cache.collector``)."""
+
+    def __init__(self, limit=0.005):
+        self.limit = limit
+        self.passes = []
+        self._began = None
+
+    def __call__(self, phase, info):
+        if phase == 'start':
+            self._began = time.perf_counter()
+        elif self._began is not None:
+            took = time.perf_counter() - self._began
+            self._began = None
+            if took > self.limit:
+                self.passes.append((took, info['generation'],
+                                    info['collected']))
+
+    def start(self):
+        del self.passes[:]
+        gc.callbacks.append(self)
+
+    def stop(self):
+        if self in gc.callbacks:
+            gc.callbacks.remove(self)
 
 
 class TimedLock:
@@ -370,6 +404,7 @@ def run(args):
             writer = start_heartbeats(url, args.hosts, rate,
                                       args.seconds + warm)
         watch = StallWatch(log)
+        passes = CollectorPasses()
         if args.stalls:
             watch.start()
         deadline = time.monotonic() + warm
@@ -377,6 +412,8 @@ def run(args):
             select_destinations.select(driver, spec_of(rng))
         split = ClaimSplit(driver, log) if args.split else None
         del log.incremental[:], log.full[:], watch.stalls[:]
+        if args.stalls:
+            passes.start()
         fulls = manager.stats['full_reads']
         flipper = None
         if args.flip_liveness is not None:
@@ -402,6 +439,7 @@ def run(args):
         committer.connection.close()
         fulls = manager.stats['full_reads'] - fulls
         watch.stop.set()
+        passes.stop()
         if flipper is not None:
             flipper.stop.set()
             flipper.join()
@@ -442,6 +480,13 @@ def run(args):
             print('  longest stalls of a 1 ms sleeper:')
             for stall, where in sorted(stalls, reverse=True)[:8]:
                 print('    %6.1f ms  %s' % (stall * 1000, where))
+            longest = sorted(passes.passes, reverse=True)[:5]
+            print('  garbage collector passes over %.0f ms: %d; longest %s'
+                  % (passes.limit * 1000, len(passes.passes),
+                     ', '.join('%.1f ms (generation %d)' % (took * 1000,
+                                                           generation)
+                               for took, generation, _found in longest)
+                     or '-'))
         sys.stdout.flush()
     finally:
         if writer is not None:
