@@ -567,12 +567,16 @@ class _Request:
         # What removed the last host when NoValidHost is raised.
         self.last_filter = None
         # A server group grows as the request's instances are placed: the
-        # request works on a copy of the spec. Instances without a UUID
-        # (nothing claimed) are tracked under made-up ones.
+        # request works on a copy of the spec and of its group, whose
+        # instance_uuid, hosts and members it sets anew (never writing
+        # inside them; the other nested objects are shared, not copied).
+        # Instances without a UUID (nothing claimed) are tracked under
+        # made-up ones.
         self.group = spec.obj_get('instance_group')
         if self.group is not None:
-            self.spec = spec.obj_clone()
-            self.group = self.spec.instance_group
+            self.spec = spec.obj_shallow_copy()
+            self.group = self.group.obj_shallow_copy()
+            self.spec.instance_group = self.group
             self.placed_uuids = self.uuids or [
                 uuidutils.generate_uuid() for _ in range(self.count)]
 
