@@ -53,6 +53,7 @@ from scheduler.db import claims
 from scheduler.drivers import ahead as ahead_mod
 from scheduler.drivers import base
 from scheduler.drivers import explain as explain_mod
+from scheduler.drivers import later_instances
 from scheduler.drivers import placement_stage
 from scheduler.drivers import ranking as ranking_mod
 from scheduler import exception
@@ -554,6 +555,9 @@ class _Request:
             self.private = driver.private_tables.take(table)
             table = self.private.table
         self.table = table
+        # What the last instance's ranking leaves for the next (see
+        # later_instances): a request for several keeps its weights.
+        self.kept = None
         self.total = int(np.count_nonzero(table.candidates))
         self.timer = _Timer()
         self.claimed = []
@@ -563,12 +567,16 @@ class _Request:
         # What removed the last host when NoValidHost is raised.
         self.last_filter = None
         # A server group grows as the request's instances are placed: the
-        # request works on a copy of the spec. Instances without a UUID
-        # (nothing claimed) are tracked under made-up ones.
+        # request works on a copy of the spec and of its group, whose
+        # instance_uuid, hosts and members it sets anew (never writing
+        # inside them; the other nested objects are shared, not copied).
+        # Instances without a UUID (nothing claimed) are tracked under
+        # made-up ones.
         self.group = spec.obj_get('instance_group')
         if self.group is not None:
-            self.spec = spec.obj_clone()
-            self.group = self.spec.instance_group
+            self.spec = spec.obj_shallow_copy()
+            self.group = self.group.obj_shallow_copy()
+            self.spec.instance_group = self.group
             self.placed_uuids = self.uuids or [
                 uuidutils.generate_uuid() for _ in range(self.count)]
 
@@ -636,6 +644,8 @@ class _Request:
         its private table when it has one (``claim_only``: the states
         differ in what a reservation changes at most, see
         HostTable.update_in_place), else a new table."""
+        if self.kept is not None:
+            self.kept.written.update(new_states)
         if self.private is not None:
             self.private.put(new_states, claim_only)
             self.table = self.private.table
@@ -677,7 +687,21 @@ class _Request:
                 self.keep_weighed = False
                 self.driver.ahead.keep(keep, ranked)
                 return ranked
+        if index:
+            # A later instance: from the ranking of the one before.
+            ranked = later_instances.rank_again(self, self.kept, index, mask,
+                                                steps, skip_filters)
+            if ranked is not None:
+                self.driver.count('later_instances_ranked_again')
+                self._keep(*ranked)
+                return ranked
         return self._rank_all(index, mask, steps, skip_filters)
+
+    def _keep(self, result, ranking):
+        """Keep what the next instance's :func:`later_instances.rank_again`
+        starts from (a request for several)."""
+        self.kept = later_instances.Kept(self.table, result.mask,
+                                         ranking.weighed, set())
 
     def _rank_all(self, index, mask, steps, skip_filters):
         """Filter every candidate and weigh those that pass: ``(result,
@@ -701,7 +725,7 @@ class _Request:
         self.timer.add('filter', started)
         started = time.perf_counter()
         rows = np.flatnonzero(result.mask)
-        if self.keep_weighed:
+        if self.keep_weighed or self.count > 1:
             weighed = self.driver.weight_handler.weighed(
                 self.weighers, self.table, rows, self.spec,
                 between=self.between_steps)
@@ -715,6 +739,8 @@ class _Request:
             rows, host_weights, need + AHEAD_DEPTH if self.keep_weighed
             else need, self.table.ids, self.driver.tie_breaks)
         ranking.weighed = weighed
+        if self.count > 1:
+            self._keep(result, ranking)
         self.timer.add('weigh', started)
         if self.observer is not None:
             self.observer.ranked(index, self.weighers, self.table, self.spec,

@@ -24,6 +24,15 @@ service, a database or the clock is not, and the default, False, keeps
 such a filter running when each request arrives. A subclass that reads
 more than its pure parent must set it back to False.
 
+The later instances of a request for several are filtered again only on
+the rows the earlier instances changed (:meth:`HostFilterHandler.rerun`)
+when every filter is pure: a pure filter judges a host by its own row.
+One whose answer for a host also follows the request's server group or
+the instance being placed, which grow from one instance to the next
+(ServerGroupAffinityFilter: once a member has a host, every other host
+fails), says so with ``reads_group = True``; it then runs over every
+host for each instance.
+
 The built-in filters also give the batch path the handler prefers,
 ``filter_all(host_table, mask, spec) -> mask``: given the whole
 :class:`scheduler.host_cache.host_table.HostTable` and a boolean mask of the
@@ -76,6 +85,12 @@ class BaseHostFilter:
     # True: the answer depends only on the host table, the spec and the
     # options (see the module docstring).
     pure = False
+
+    # True: the answer for a host may change when the request's server
+    # group (its hosts and members) or the instance being placed change,
+    # as they do from one instance of a request to the next, although the
+    # host's row did not (see the module docstring).
+    reads_group = False
 
     def host_passes(self, host_state, spec):
         """True if the host may take one instance of ``spec``."""
@@ -272,8 +287,38 @@ class HostFilterHandler:
         return FilterResult(len(rows) if total is None else total, steps,
                             found)
 
+    def rerun(self, filters, host_table, mask, spec, changed, index,
+              steps=(), total=None, whole=()):
+        """:meth:`run_filters` over every host of ``mask`` when the
+        filters that run for instance ``index`` passed every row of
+        ``mask`` on this table and spec but the rows ``changed`` (written
+        since), and still do: only ``changed`` are asked again, host by
+        host, except by the filters in ``whole`` (their answer may have
+        changed for any host), which run over every host of ``mask``.
+        The same FilterResult, steps and counts included, for the cost
+        of a few rows."""
+        states = host_table.states
+        changed = [int(row) for row in changed]
+        whole = {id(filter_obj) for filter_obj in whole}
+
+        def judge(filter_obj, current):
+            if id(filter_obj) in whole:
+                return _filtered(filter_obj, current, host_table, spec)
+            failing = [row for row in changed if current.item(row)
+                       and not filter_obj.host_passes(states[row], spec)]
+            if not failing:
+                return current
+            passed = current.copy()
+            passed[failing] = False
+            return passed
+        return self._run_all(filters, host_table, mask, spec, index, steps,
+                             total, None, judge=judge)
+
     def _run_all(self, filters, host_table, mask, spec, index, steps, total,
-                 on_filter):
+                 on_filter, judge=None):
+        """Every filter that runs for ``index`` over ``mask``: a
+        FilterResult. ``judge(filter, mask)``: the mask a filter passes
+        (default: its batch path)."""
         count = int(np.count_nonzero(mask))
         total = count if total is None else total
         steps = list(steps)
@@ -283,10 +328,10 @@ class HostFilterHandler:
             if not _runs_for(filter_obj, index, rebuild):
                 continue
             name = type(filter_obj).__name__
-            if isinstance(filter_obj, BaseHostFilter):
-                passed = filter_obj.filter_all(host_table, mask, spec)
+            if judge is None:
+                passed = _filtered(filter_obj, mask, host_table, spec)
             else:
-                passed = host_passes_each(filter_obj, host_table, mask, spec)
+                passed = judge(filter_obj, mask)
             # A filter can only remove hosts, never bring one back.
             before_mask = mask
             mask = mask & np.asarray(passed, dtype=np.bool_)
@@ -299,6 +344,20 @@ class HostFilterHandler:
                 LOG.info('Filter %s returned 0 hosts', name)
                 break
         return FilterResult(total, steps, mask)
+
+
+def _filtered(filter_obj, mask, host_table, spec):
+    """The mask ``filter_obj`` passes of ``mask``: its batch path."""
+    if isinstance(filter_obj, BaseHostFilter):
+        return filter_obj.filter_all(host_table, mask, spec)
+    return host_passes_each(filter_obj, host_table, mask, spec)
+
+
+def reads_group(plugin):
+    """Whether a filter's or weigher's answer may follow the request's
+    server group or the instance being placed (``reads_group``; one that
+    does not say may)."""
+    return getattr(plugin, 'reads_group', True) is not False
 
 
 def _runs_for(filter_obj, index, rebuild):

@@ -32,6 +32,8 @@ class ServerGroupAffinityFilter(filters.BaseHostFilter):
     """Passes the hosts of the members of an affinity server group."""
 
     pure = True
+    # Once a member has a host, every other host fails.
+    reads_group = True
 
     RUN_ON_REBUILD = False
 

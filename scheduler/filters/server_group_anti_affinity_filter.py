@@ -49,6 +49,8 @@ class ServerGroupAntiAffinityFilter(filters.BaseHostFilter):
     server group."""
 
     pure = True
+    # The group's members and the instance being placed.
+    reads_group = True
 
     RUN_ON_REBUILD = False
 

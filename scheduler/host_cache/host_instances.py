@@ -24,8 +24,12 @@ InstanceInfo = placement_types.InstanceInfo
 
 NO_INSTANCES = {}
 
-# Changes an index keeps apart from its base dict before it folds them in.
+# Changes an index keeps apart from its base dict before it folds them in,
+# and the most recent of them apart from the others (each change copies
+# the recent ones, every _RECENT_LIMIT changes the others, every
+# _DELTA_LIMIT the base).
 _DELTA_LIMIT = 4096
+_RECENT_LIMIT = 64
 
 
 info_from_flavor_and_image = placement_types.info_from_flavor_and_image
@@ -95,12 +99,17 @@ class InstanceIndex:
     """Instance uuid -> host over the HostStates of one table.
 
     Persistent: :meth:`updated` returns a new index that shares this
-    one's dicts, so deriving a table from another costs only the change.
+    one's dicts, so deriving a table from another costs only the change
+    (and a copy of the last few changes: a claim costs about as much at
+    any number of instances).
     """
 
-    def __init__(self, base, delta=None):
-        self._base = base           # never changed once built
-        self._delta = delta or {}   # uuid -> host, or None: removed
+    def __init__(self, base, delta=None, recent=None):
+        # Never changed once built; uuid -> host, or None: removed.
+        self._base = base
+        self._delta = delta or {}
+        # The latest changes, read before the others.
+        self._recent = recent or {}
 
     @classmethod
     def build(cls, states):
@@ -115,6 +124,8 @@ class InstanceIndex:
         return cls(base)
 
     def get(self, uuid):
+        if uuid in self._recent:
+            return self._recent[uuid]
         if uuid in self._delta:
             return self._delta[uuid]
         return self._base.get(uuid)
@@ -126,16 +137,24 @@ class InstanceIndex:
             old = old_states[row]
             if old.instances is state.instances and old.host == state.host:
                 continue
+            moved = old.host != state.host
             for uuid in old.instances:
-                if uuid not in state.instances or old.host != state.host:
+                # (Unless another host took it meanwhile.)
+                if ((moved or uuid not in state.instances)
+                        and self.get(uuid) == old.host):
                     removed[uuid] = None
             for uuid in state.instances:
-                added[uuid] = state.host
+                if moved or uuid not in old.instances:
+                    added[uuid] = state.host
         if not removed and not added:
             return self
+        recent = dict(self._recent)
+        recent.update(removed)
+        recent.update(added)
+        if len(recent) <= _RECENT_LIMIT:
+            return InstanceIndex(self._base, self._delta, recent)
         delta = dict(self._delta)
-        delta.update(removed)
-        delta.update(added)
+        delta.update(recent)
         if len(delta) <= _DELTA_LIMIT:
             return InstanceIndex(self._base, delta)
         base = dict(self._base)

@@ -159,6 +159,17 @@ class GanttObject(ovo_base.VersionedObject,
                                  % (self.obj_name(), attrname))
         return hasattr(self, '_obj_' + attrname)
 
+    def obj_shallow_copy(self):
+        """A new object of this class with the same field values (the
+        same objects: what is written inside one is written inside
+        both) and the same changed fields. Setting a field of the copy
+        leaves this object as it is: for a caller that sets a few fields
+        anew where ``obj_clone`` would copy every nested object."""
+        copied = type(self).__new__(type(self))
+        copied.__dict__.update(self.__dict__)
+        copied._changed_fields = set(self._changed_fields)
+        return copied
+
     def obj_get(self, name, default=None):
         """The field's value, or ``default`` when unset or None."""
         if name in self.fields:

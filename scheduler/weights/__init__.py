@@ -76,6 +76,10 @@ class BaseHostWeigher:
     # True: the weights depend only on the host table, the spec and the
     # options (see the module docstring).
     pure = False
+    # True: a host's weight may change when the request's server group or
+    # the instance being placed change, although its row did not (see
+    # scheduler.filters).
+    reads_group = False
 
     def _weigh_object(self, host_state, spec):
         """Raw weight of one host; higher weights win."""
@@ -325,11 +329,7 @@ class HostWeightHandler:
                                   and new.high == part.high)
             parts.append(new)
         if moved:
-            totals = np.zeros(len(rows))
-            for part in parts:
-                weighted = part.weighted()
-                if weighted is not None:
-                    totals += weighted
+            totals = _summed(parts, len(rows))
         else:
             totals = weighed.totals if in_place else weighed.totals.copy()
             for position in positions.tolist():
@@ -338,6 +338,47 @@ class HostWeightHandler:
                     total = part.total_of(position, total)
                 totals[position] = total
         return Weighed(rows, totals, parts, resummed=moved)
+
+    def narrowed(self, weighed, dropped):
+        """``weighed`` without the rows at positions ``dropped`` (of
+        ``weighed.rows``, which no longer pass the filters): the totals
+        :meth:`weigh` gives over the rows left, to the bit, when none of
+        them was written since. None when a weigher's multiplier differs
+        by row (dropping rows may turn it into one :meth:`weigh` skips)
+        or a bound is not a number (the caller weighs every row
+        again)."""
+        if not len(dropped):
+            return weighed
+        rows = np.delete(weighed.rows, dropped)
+        if len(rows) <= 1:
+            return Weighed(rows, np.zeros(len(rows)), [])
+        parts = []
+        moved = False
+        for part in weighed.parts:
+            if part.skipped is None:
+                new = part.without(dropped)
+                if new is None:
+                    return None
+                moved = moved or not (new.low == part.low
+                                      and new.high == part.high)
+                part = new
+            # (Skipped: fewer rows with a multiplier of 0 still have 0,
+            # and UNIFORM and FLAT do not depend on the rows.)
+            parts.append(part)
+        totals = (_summed(parts, len(rows)) if moved
+                  else np.delete(weighed.totals, dropped))
+        return Weighed(rows, totals, parts, resummed=moved)
+
+
+def _summed(parts, count):
+    """The totals of ``count`` rows: each part's weighted weights added
+    in turn, as :meth:`HostWeightHandler.weighed` adds them."""
+    totals = np.zeros(count)
+    for part in parts:
+        weighted = part.weighted()
+        if weighted is not None:
+            totals += weighted
+    return totals
 
 
 # Why a weigher of a Weighed did not run: its multiplier is 0 for every
@@ -490,6 +531,25 @@ class _Part:
                                         else None)
         return _Part(weigher, None, weights_, low, high, multipliers,
                      (at_low, at_high))
+
+    def without(self, dropped):
+        """This part without the weights at positions ``dropped``, its
+        bounds those of the weights left; None when its multiplier
+        differs by row or a bound is not a number."""
+        if (not isinstance(self.multipliers, float)
+                or self.low != self.low or self.high != self.high):
+            return None
+        at_low, at_high = self.at_bounds or self.counted().at_bounds
+        gone = self.weights[dropped].tolist()
+        weights_ = np.delete(self.weights, dropped)
+        minval, maxval = _limits(self.weigher)
+        low, at_low = _kept_bound(weights_, self.low, at_low, gone, [],
+                                  weights_.min if minval is None else None)
+        high, at_high = _kept_bound(weights_, self.high, at_high, gone, [],
+                                    weights_.max if maxval is None
+                                    else None)
+        return _Part(self.weigher, None, weights_, low, high,
+                     self.multipliers, (at_low, at_high))
 
     def total_of(self, position, subtotal):
         """``subtotal`` plus what this part adds to the total of the row

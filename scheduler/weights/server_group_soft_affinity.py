@@ -21,6 +21,8 @@ class SoftAffinityWeigherBase(weights.BaseHostWeigher):
     ``sign`` -1 turns gathering into spreading."""
 
     pure = True
+    # The group's members: none weighs every host the same.
+    reads_group = True
 
     policy = None
     sign = 1

@@ -43,6 +43,20 @@ def test_anti_affinity_spreads_one_request(driver):
     assert spec.instance_group.hosts == [] and spec.instance_uuid is None
 
 
+def test_the_callers_spec_and_group_are_left_as_they_were(driver):
+    # The request copies the spec and its group, not what they share.
+    group = gf.group('affinity')
+    spec = _spec(group, 3)
+    flavor, changed = spec.flavor, spec.obj_what_changed()
+    uuids = fakes.uuids(3)
+    assert len(set(_landed(driver.select_destinations(None, spec,
+                                                      uuids)))) == 1
+    assert spec.instance_group is group and spec.flavor is flavor
+    assert group.members == [] and group.hosts == []
+    assert spec.instance_uuid is None
+    assert spec.obj_what_changed() == changed
+
+
 def test_anti_affinity_beyond_the_hosts_is_no_valid_host(driver, cloud):
     uuids = fakes.uuids(4)
     with pytest.raises(exception.NoValidHost) as error:

@@ -63,6 +63,9 @@ def _answer(driver, spec, uuids=None):
 def options(config):
     config.config(enabled_filters=FILTERS, group='filter_scheduler')
     config.config(max_attempts=3, group='scheduler')
+    # The claims the tests record in the host caches stay there: no
+    # refresh from the database meanwhile.
+    config.config(host_state_refresh_interval=3600, group='scheduler')
     # Free RAM alone decides (the figures below are worked out by hand).
     for weigher in ('cpu', 'disk', 'io_ops'):
         config.config(group='filter_scheduler',
@@ -172,21 +175,26 @@ def test_a_concurrent_claim_stays_out_and_the_request_stays_private(
     other = cloud.nodes['b']
     for chosen in (driver, reference):
         shared = chosen.host_manager.snapshot()
-        run_filters = chosen.filter_handler.run_filters
+        handler = chosen.filter_handler
         calls = []
 
-        def concurrently(*args, _chosen=chosen, _run=run_filters,
-                         _calls=calls, **kwargs):
-            # Another request claims all of 'b' once the first instance
-            # is placed: in the shared table, not in this request's.
-            _calls.append(1)
-            if len(_calls) == 2:
-                _chosen.host_manager.consume(
-                    other, placement_types.Resources(1, 7168, 0))
-            return _run(*args, **kwargs)
-        chosen.filter_handler.run_filters = concurrently
+        def concurrently(run, _chosen=chosen, _calls=calls):
+            def filtering(*args, **kwargs):
+                # Another request claims all of 'b' once the first
+                # instance is placed: in the shared table, not in this
+                # request's. (The later instances filter again from the
+                # first one's hosts: rerun, or run_filters for the
+                # reference.)
+                _calls.append(1)
+                if len(_calls) == 2:
+                    _chosen.host_manager.consume(
+                        other, placement_types.Resources(1, 7168, 0))
+                return run(*args, **kwargs)
+            return filtering
+        handler.run_filters = concurrently(handler.run_filters)
+        handler.rerun = concurrently(handler.rerun)
         answers.append(_answer(chosen, spec))
-        chosen.filter_handler.run_filters = run_filters
+        del handler.run_filters, handler.rerun
         # The request's accounting stayed out of the shared table: only
         # the concurrent claim is there.
         assert list(shared.columns['ram_used']) == [0, 7168, 0]
@@ -196,3 +204,74 @@ def test_a_concurrent_claim_stays_out_and_the_request_stays_private(
     # request's accounting.
     assert _answer(driver, fakes.spec(memory_mb=2048, num_instances=2)) == [
         ['a', 'c'], ['a', 'c']]
+
+
+def _nodes_answer(driver, spec):
+    """Each instance's ``host/node`` and its alternates', or the
+    NoValidHost reason."""
+    try:
+        selections = driver.select_destinations(None, spec, None, True)
+    except exception.NoValidHost as error:
+        return str(error)
+    return [['%s/%s' % (s.service_host, s.nodename) for s in alternatives]
+            for alternatives in selections]
+
+
+def test_later_instances_rank_as_a_full_pass_would(cloud, make_driver,
+                                                   options, config):
+    """The later instances of a request filter and weigh again only the
+    rows the earlier ones changed (later_instances.rank_again); the
+    reference, whose table is a new one per instance, filters and weighs
+    every host for each: the same hosts, alternates and NoValidHost
+    reasons (which filter, how many hosts each removed), with hosts
+    filling up and leaving the ranking, weighers' bounds moving, server
+    groups of every policy and hosts of two nodes."""
+    config.config(enabled_filters=FILTERS[:3] + ['CoreFilter'] + FILTERS[3:],
+                  group='filter_scheduler')
+    config.config(ram_weight_multiplier=-1.0, cpu_weight_multiplier=1.0,
+                  disk_weight_multiplier=1.0, io_ops_weight_multiplier=-1.0,
+                  soft_affinity_weight_multiplier=2.0,
+                  group='filter_scheduler')
+    sizes = random.Random(7)
+    for number in range(24):
+        cloud.add_node('h%02d' % number, vcpus=sizes.choice((4, 8, 16)),
+                       memory_mb=sizes.choice((4096, 6144, 8192, 16384)),
+                       local_gb=sizes.choice((40, 80, 200)),
+                       ram_allocation_ratio=1.0, disk_allocation_ratio=1.0,
+                       cpu_allocation_ratio=1.0)
+    for number in range(3):
+        for node in ('a', 'b'):
+            cloud.add_node('m%d' % number, 'm%d-%s' % (number, node),
+                           memory_mb=8192, local_gb=80,
+                           ram_allocation_ratio=1.0,
+                           disk_allocation_ratio=1.0)
+    driver, reference = _drivers(make_driver)
+    workload = random.Random(13)
+    later_failures = 0
+    for step in range(150):
+        count = workload.choice((1, 2, 3, 4, 5))
+        policy = workload.choice((None, None, 'anti-affinity', 'affinity',
+                                  'soft-affinity', 'soft-anti-affinity'))
+        rules = ({'max_server_per_host': 2} if policy == 'anti-affinity'
+                 and workload.random() < 0.5 else None)
+        memory = workload.choice((512, 1024, 2048, 4096))
+        spec = gf.spec(gf.group(policy, rules=rules) if policy else None,
+                       vcpus=workload.choice((1, 2, 4)), memory_mb=memory,
+                       root_gb=workload.choice((0, 10, 40)),
+                       num_instances=count)
+        answer = _nodes_answer(driver, spec)
+        assert answer == _nodes_answer(reference, spec), step
+        if isinstance(answer, str):
+            later_failures += 'Instance 1 of' not in answer and count > 1
+            continue
+        for hosts in answer:
+            node = hosts[0].split('/')[1]
+            for chosen in (driver, reference):
+                chosen.host_manager.consume(
+                    cloud.nodes[node], spec.resources(), fakes.uuids(1)[0],
+                    host_cache.info_from_flavor_and_image(spec.flavor,
+                                                          None))
+    # The cloud filled up: later instances found no host too.
+    assert later_failures >= 3
+    assert driver.stats['later_instances_ranked_again'] >= 50
+    assert 'later_instances_ranked_again' not in reference.stats

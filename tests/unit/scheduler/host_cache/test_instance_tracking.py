@@ -171,6 +171,7 @@ def _check_index(table):
 def test_index_carried_through_replacements_matches_a_fresh_one(
         monkeypatch):
     monkeypatch.setattr(host_instances, '_DELTA_LIMIT', 8)
+    monkeypatch.setattr(host_instances, '_RECENT_LIMIT', 3)
     rng = random.Random(7)
     states = [fakes.host_state('h%d' % (i // 2), nodename='n%d' % i)
               for i in range(10)]
@@ -181,14 +182,19 @@ def test_index_carried_through_replacements_matches_a_fresh_one(
         host = 'h%d' % rng.randrange(5)
         instances = {uuid: INFO for uuid in rng.sample(pool,
                                                        rng.randrange(6))}
-        # An instance lives on one host: take these away from the others.
-        for other in {state.host for state in table.states} - {host}:
+        # An instance lives on one host: take these away from the others,
+        # after or before the host has them (a move seen in either order).
+        first = rng.random() < 0.5
+        if first:
+            table = host_instances.set_host_instances(table, host, instances)
+        for other in sorted({state.host for state in table.states} - {host}):
             rows = table.rows_by_host[other]
             kept = {uuid: info for uuid, info
                     in table.states[rows[0]].instances.items()
                     if uuid not in instances}
             table = host_instances.set_host_instances(table, other, kept)
-        table = host_instances.set_host_instances(table, host, instances)
+        if not first:
+            table = host_instances.set_host_instances(table, host, instances)
         _check_index(table)
         members = rng.sample(pool, 10)
         expected = [len(set(members) & set(state.instances))

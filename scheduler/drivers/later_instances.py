@@ -1,0 +1,110 @@
+"""The later instances of a request for several: filtered and weighed
+again on the rows the earlier ones changed.
+
+Each instance of a request for several starts from the hosts that passed
+the filters for the instance before it, on the request's own table (see
+:class:`scheduler.host_cache.PrivateTable`), where the only rows written
+since are those the request put there: the earlier instance's
+reservation, its server group's member, a row read again after a lost
+claim. The filters and weighers judge a host by its own row (every one
+is pure, as for a ranking made ahead: see
+:meth:`FilterScheduler._patch_shape`), and the spec is the same from one
+instance to the next but for its server group and the instance being
+placed, which only the plugins that say ``reads_group`` follow. So the
+answer of the full pass comes from the last one for the cost of those
+rows:
+
+* the filters ask the rows written again, host by host, except those
+  that read the group, which run over every host left
+  (:meth:`scheduler.filters.HostFilterHandler.rerun`): the same hosts,
+  steps and counts, hence the same NoValidHost reasons;
+* the weights of the hosts that no longer pass are dropped and those of
+  the rows written weighed again
+  (:meth:`scheduler.weights.HostWeightHandler.narrowed` and
+  ``reweighed``): the totals of a full pass, to the bit;
+* the ranking is made from those totals, as the full pass makes it.
+
+Anything else (an explanation being recorded, the placement stage's
+resource classes, a weigher that follows the group and counts, a plugin
+that is not pure, a table the request replaced) takes the full pass::
+
+    kept = later_instances.Kept(table, result.mask, weighed, set())
+    kept.written.update(rows)    # the rows its claim wrote since
+    ranked = later_instances.rank_again(request, kept, index, mask, steps,
+                                        skip_filters)
+    if ranked is None:
+        ...                      # filter and weigh every host
+"""
+
+import collections
+
+import numpy as np
+
+from scheduler.drivers import ranking as ranking_mod
+from scheduler import filters
+from scheduler import weights
+
+# What an instance's ranking leaves for the next: the table it was made
+# on, the hosts that passed, their weights (a weights.Weighed), and the
+# rows the request wrote since (a set the request adds to).
+Kept = collections.namedtuple('Kept', 'table mask weighed written')
+
+
+def rank_again(request, kept, index, mask, steps, skip_filters):
+    """``(result, ranking)`` for instance ``index`` of ``request`` (a
+    filter scheduler's request) over ``mask``, the hosts that passed for
+    the instance before, from what that instance's ranking ``kept``; the
+    same as filtering and weighing every host of ``mask``. None when it
+    cannot be had that way."""
+    table, spec = request.table, request.spec
+    if (kept is None or kept.mask is not mask or kept.table is not table
+            or request.observer is not None
+            or request.between_steps is not None or request.plan.needed
+            or not request.driver.all_pure(request.plugins)):
+        return None
+    weighed = kept.weighed
+    grouped = request.group is not None
+    if grouped and not all(_group_free(part, spec)
+                           for part in weighed.parts):
+        return None
+    driver = request.driver
+    changed = sorted(kept.written)
+    if skip_filters:
+        result = filters.FilterResult(request.total, steps, mask)
+    else:
+        result = driver.filter_handler.rerun(
+            request.filters, table, mask, spec, changed, index, steps,
+            request.total, whole=[filter_obj for filter_obj
+                                  in request.filters
+                                  if filters.reads_group(filter_obj)]
+            if grouped else ())
+    weighed = driver.weight_handler.narrowed(
+        weighed, np.flatnonzero(~result.mask[weighed.rows]))
+    if weighed is None:
+        return None
+    rows = weighed.rows
+    if changed and len(rows) > 1:
+        changed = np.array(changed, dtype=np.intp)
+        positions = np.searchsorted(rows, changed)
+        inside = positions < len(rows)
+        positions, changed = positions[inside], changed[inside]
+        positions = positions[rows[positions] == changed]
+        if len(positions):
+            weighed = driver.weight_handler.reweighed(
+                weighed, table, positions, spec, in_place=True)
+            if weighed is None:
+                return None
+    ranking = ranking_mod.Ranking(rows, weighed.totals, request.need,
+                                  table.ids, driver.tie_breaks)
+    ranking.weighed = weighed
+    return result, ranking
+
+
+def _group_free(part, spec):
+    """Whether a weigher's part of the last ranking holds whatever the
+    request's server group now holds."""
+    if not filters.reads_group(part.weigher):
+        return True
+    # A multiplier of 0 or a flat column: whatever the group.
+    return part.skipped in (weights.ZERO, weights.FLAT) or (
+        part.skipped == weights.UNIFORM and part.weigher.uniform(spec))
