@@ -23,7 +23,9 @@ used). A negative multiplier turns spreading into stacking.
 
 The built-in weighers also give the batch path the handler prefers:
 ``weigh_all(host_table, rows, spec)`` returns the raw weights of the
-table's ``rows`` as an array, ``uniform(spec)`` tells (True) that every
+table's ``rows`` as an array (or ``raw_column(host_table)`` names the
+table's column that holds them, and the base class gathers them),
+``uniform(spec)`` tells (True) that every
 host weighs the same for this request (it changes no ranking: the handler
 does not run it), and ``weight_multipliers(host_table, rows)``
 the multiplier (a number, or an array when aggregates override it). The
@@ -106,12 +108,21 @@ class BaseHostWeigher:
         candidates' weights only to find them flat."""
         return None
 
+    def raw_column(self, host_table):
+        """The column of ``host_table`` whose values are the raw weights
+        (free RAM, I/O operations...), or None: they are asked of each
+        host. A weigher that gives it lets the handler gather the
+        weights of the rows it weighs into an array of its own, which it
+        then scales in place rather than copying."""
+        return None
+
     def weigh_all(self, host_table, rows, spec):
-        """Raw weights of the table's ``rows``, as a float array."""
-        states = host_table.states
-        return np.fromiter(
-            (self._weigh_object(states[row], spec) for row in rows),
-            dtype=np.float64, count=len(rows))
+        """Raw weights of the table's ``rows``, as a float array (a new
+        one, unless a subclass says otherwise)."""
+        column = self.raw_column(host_table)
+        if column is not None:
+            return floats(column, rows)
+        return _weighed_one_by_one(self, host_table, rows, spec)
 
     def weight_multipliers(self, host_table, rows):
         """The multiplier of each of ``rows``: a float or a float array."""
@@ -129,6 +140,15 @@ class BaseHostWeigher:
             return default
         picked = overrides[rows]
         return np.where(np.isnan(picked), default, picked)
+
+
+def _weighed_one_by_one(weigher, host_table, rows, spec):
+    """``weigher``'s raw weights of ``rows``, host by host (a new float
+    array)."""
+    states = host_table.states
+    return np.fromiter(
+        (weigher._weigh_object(states[row], spec) for row in rows),
+        dtype=np.float64, count=len(rows))
 
 
 def normalize(raw, minval=None, maxval=None):
@@ -371,14 +391,16 @@ class _Part:
     every row the same and added nothing); ``multipliers``: a float, or
     an array by row; ``at_bounds``: how many weights are ``low`` and how
     many ``high`` (None: not counted yet), so that :meth:`with_rows` need
-    not look through every weight for a bound that one row left.
+    not look through every weight for a bound that one row left;
+    ``owns``: ``weights`` is this part's alone and used once, so that
+    :meth:`weighted` may scale it in place (a part not kept).
     """
 
     __slots__ = ('weigher', 'skipped', 'weights', 'low', 'high',
-                 'multipliers', 'at_bounds')
+                 'multipliers', 'at_bounds', 'owns')
 
     def __init__(self, weigher, skipped=None, weights=None, low=None,
-                 high=None, multipliers=1.0, at_bounds=None):
+                 high=None, multipliers=1.0, at_bounds=None, owns=False):
         self.weigher = weigher
         self.skipped = skipped
         self.weights = weights
@@ -386,6 +408,7 @@ class _Part:
         self.high = high
         self.multipliers = multipliers
         self.at_bounds = at_bounds
+        self.owns = owns
 
     def counted(self):
         """This part with :attr:`at_bounds` counted."""
@@ -395,13 +418,14 @@ class _Part:
         return self
 
     def weighted(self):
-        """Multiplier times normalised weights, a new array; None when
-        the weigher adds nothing."""
+        """Multiplier times normalised weights, a new array (or, for a
+        part that :attr:`owns` its weights, those weights scaled in
+        place); None when the weigher adds nothing."""
         if self.skipped is not None or self.low == self.high:
             return None
         multipliers = self.multipliers
         scalar = isinstance(multipliers, float)
-        weighted = _scale(self.weights, False, self.low, self.high,
+        weighted = _scale(self.weights, self.owns, self.low, self.high,
                           multipliers if scalar else 1.0)
         if not scalar:
             weighted *= multipliers
@@ -452,8 +476,7 @@ class _Part:
                     multipliers = multipliers.copy()
                 multipliers[positions] = fresh
         else:
-            new = BaseHostWeigher.weigh_all(weigher, host_table, changed,
-                                            spec)
+            new = _weighed_one_by_one(weigher, host_table, changed, spec)
             if not in_place:
                 multipliers = multipliers.copy()
             multipliers[positions] = [
@@ -548,9 +571,11 @@ def _parts(weighers, host_table, rows, spec, skip_zero, keep=False):
                 yield _Part(weigher, FLAT)
                 continue
             raw = weigher.weigh_all(host_table, rows, spec)
+            # The base class's weigh_all gives a new array each time.
+            fresh = type(weigher).weigh_all is BaseHostWeigher.weigh_all
         else:
-            raw = BaseHostWeigher.weigh_all(weigher, host_table, rows,
-                                            spec)
+            raw = _weighed_one_by_one(weigher, host_table, rows, spec)
+            fresh = True
             multipliers = np.fromiter(
                 (weigher.weight_multiplier(host_table.states[row])
                  for row in rows), dtype=np.float64, count=len(rows))
@@ -558,9 +583,14 @@ def _parts(weighers, host_table, rows, spec, skip_zero, keep=False):
             multipliers = float(multipliers)
         elif keep:
             multipliers = np.array(multipliers, dtype=np.float64)
-        # Kept: a copy (a weigher may hand over an array it keeps, a
-        # column the table writes in place).
-        raw = (np.array if keep else np.asarray)(raw, dtype=np.float64)
+        # Kept: a copy unless fresh (a weigher may hand over an array it
+        # keeps, a column the table writes in place).
+        raw = (np.array if keep and not fresh else np.asarray)(
+            raw, dtype=np.float64)
         weights_, low, high = _bounds(raw, *_limits(weigher))
-        part = _Part(weigher, None, weights_, low, high, multipliers)
+        # Not kept: scaled in place when the array is the handler's own
+        # (fresh, or a clamped copy).
+        owns = not keep and (fresh or weights_ is not raw)
+        part = _Part(weigher, None, weights_, low, high, multipliers,
+                     owns=owns)
         yield part.counted() if keep else part

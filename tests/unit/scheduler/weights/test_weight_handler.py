@@ -227,3 +227,32 @@ def test_floats_are_a_new_array_for_all_rows_or_some():
     floats = column.astype(np.float64)
     assert weights.floats(floats, np.arange(5)) is not floats
     assert not np.shares_memory(weights.floats(floats, np.arange(5)), floats)
+
+
+class KeptColumnWeigher(ram.RAMWeigher):
+    """Hands over the table's own float column (no copy), as a weigher
+    of another project may: the handler must not scale it in place."""
+
+    def weigh_all(self, host_table, rows, spec):
+        return host_table.state_column('ram', lambda state: float(
+            state.free_ram_mb))
+
+
+def test_the_handler_scales_in_place_only_arrays_it_owns():
+    """Every row weighed (the weights a weigher hands over are then the
+    whole column), twice: the same totals, and the table's column as it
+    was; the built-in RAM weigher's own gathered weights agree."""
+    hosts = [fakes.host_state(name, memory_mb_used=used)
+             for name, used in zip('abc', (0, 1024, 4096))]
+    table = fakes.table(hosts)
+    column = table.state_column('ram', lambda state: float(
+        state.free_ram_mb))
+    before = column.copy()
+    handler = weights.HostWeightHandler()
+    rows = np.arange(3)
+    first = handler.weigh([KeptColumnWeigher()], table, rows, fakes.spec())
+    again = handler.weigh([KeptColumnWeigher()], table, rows, fakes.spec())
+    assert column.tolist() == before.tolist()
+    assert first.tolist() == again.tolist()
+    assert handler.weigh([ram.RAMWeigher()], table, rows,
+                         fakes.spec()).tolist() == first.tolist()
