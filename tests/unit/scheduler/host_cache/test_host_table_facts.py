@@ -200,3 +200,50 @@ def test_capacity_filters_read_whole_units_of_room(used, amount):
         assert filt.filter_all(table, mask, spec).tolist() == expected
     assert (disk_filter.DiskFilter().filter_all(table, mask, spec)[0]
             == (used + amount <= 12.5))
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_at_least_follows_random_writes_in_place(seed):
+    """The kept masks of at_least match the column compared from scratch
+    after every burst of writes (short ones, checked against the rows
+    written, and longer ones than the table remembers), for more amounts
+    than the table keeps; a mask handed out earlier is never changed."""
+    rng = random.Random(seed)
+    count = rng.choice([1, 3, 40])
+    table = fakes.table([fakes.host_state('h%d' % i, memory_mb=4096)
+                         for i in range(count)])
+    amounts = [512, 1024, 2048.0, 3584] + list(
+        range(1, host_table._AT_LEAST + 3))
+    handed = []
+    for _step in range(120):
+        burst = rng.choice([0, 1, 1, 2, host_table._WRITE_LOG + 2])
+        for _ in range(burst):
+            rows = rng.sample(range(count), rng.randint(1, count))
+            assert table.update_in_place({
+                row: _rewritten(table.states[row],
+                                memory_mb_used=rng.choice([0, 512, 2560,
+                                                           4096]))
+                for row in rows})
+        amount = rng.choice(amounts)
+        mask = table.at_least('room_memory_mb', amount)
+        expected = table.derived['room_memory_mb'] >= amount
+        assert mask.tolist() == expected.tolist(), amount
+        assert not mask.flags.writeable
+        handed.append((mask, mask.copy()))
+    for mask, copied in handed:
+        assert mask.tolist() == copied.tolist()
+
+
+def test_at_least_sees_a_claim_written_in_place():
+    """A host that a claim in place filled no longer passes the RAM
+    filter's test for a size it passed before, and passes again once
+    the claim is undone (4096 MB at a ratio of 1.5: room for 6144)."""
+    table = fakes.table([fakes.host_state('h%d' % i, memory_mb=4096)
+                         for i in range(3)])
+    assert table.at_least('room_memory_mb', 2048).tolist() == [True] * 3
+    full = _rewritten(table.states[1], memory_mb_used=5120)
+    assert table.update_in_place({1: full})
+    assert table.at_least('room_memory_mb', 2048).tolist() == [
+        True, False, True]
+    assert table.update_in_place({1: _rewritten(full, memory_mb_used=0)})
+    assert table.at_least('room_memory_mb', 2048).tolist() == [True] * 3
