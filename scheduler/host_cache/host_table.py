@@ -30,6 +30,7 @@ from scheduler.host_cache import host_placement
 from scheduler.host_cache import host_state
 from scheduler.host_cache import host_table_per_state as per_state
 from scheduler.host_cache import table_columns
+from scheduler.host_cache import table_kept
 from scheduler.host_cache import table_lookups
 
 # update_in_place compares and writes this many rows or fewer one by one.
@@ -39,12 +40,9 @@ _ROW_BY_ROW = 8
 # HostTable.rows_written_since), and how many columns' constancy it keeps.
 _WRITE_LOG = 32
 _CONSTANTS = 64
-# How many masks of HostTable.at_least a table keeps (a flavor's sizes
-# make three; each is a byte a row).
-_AT_LEAST = 16
 
 
-class HostTable(table_lookups.Lookups):
+class HostTable(table_lookups.Lookups, table_kept.Kept):
     """HostStates plus aligned NumPy columns.
 
     Columns (all of length ``len(states)``): ``ids``, ``mapped``,
@@ -119,9 +117,9 @@ class HostTable(table_lookups.Lookups):
         self._write_log = ()
         # id(column) -> (column, value, proof): see constant().
         self._constants = {}
-        # (derived column name, amount) -> (column, mask, proof): see
-        # at_least().
+        # What table_kept.Kept keeps (at_least, nonzero_rows).
         self._at_least = {}
+        self._nonzero = {}
         # The service_up column and how long it holds
         # (table_lookups._Liveness).
         self._liveness = None
@@ -430,42 +428,6 @@ class HostTable(table_lookups.Lookups):
             constants = self._constants = {}
         constants[key] = (column, value, proof)
         return value
-
-    def at_least(self, name, amount):
-        """Read-only mask of the rows whose derived column ``name`` is at
-        least ``amount`` (``self.derived[name] >= amount``).
-
-        A cloud has few flavors, so the capacity filters ask for the same
-        few amounts again and again: the mask is kept with the count of
-        writes it was found at (as :meth:`constant` keeps its answers),
-        and a later call compares the rows written since instead of the
-        whole column (at a million hosts, a byte a row instead of eight,
-        over a column that is not in the CPU's caches).
-        """
-        column = self.derived[name]
-        key = (name, amount)
-        writes = self.writes
-        kept = self._at_least
-        entry = kept.get(key)
-        if entry is not None and entry[0] is column:
-            _column, mask, proof = entry
-            rows = self.rows_written_since(proof)
-            if rows is not None:
-                if len(rows):
-                    # A new array: a reader may hold the old one.
-                    mask = mask.copy()
-                    mask[rows] = column[rows] >= amount
-                    mask.flags.writeable = False
-                    kept[key] = (column, mask, writes)
-                return mask
-        mask = column >= amount
-        mask.flags.writeable = False
-        if key not in kept and len(kept) >= _AT_LEAST:
-            # The least recently found first (a new dict, for the readers
-            # iterating over the old one: none does).
-            kept = self._at_least = dict(list(kept.items())[1:])
-        kept[key] = (column, mask, writes)
-        return mask
 
     # -- instances on the hosts (see host_cache.host_instances) ------------
 

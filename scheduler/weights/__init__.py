@@ -295,11 +295,15 @@ class HostWeightHandler:
         parts = []
         if len(rows) > 1:
             for part in _parts(weighers, host_table, rows, spec, True,
-                               keep=keep):
+                               keep=keep, sparse=not keep):
                 parts.append(part)
                 weighted = part.weighted()
-                if weighted is not None:
+                if weighted is None:
+                    pass
+                elif part.positions is None:
                     totals += weighted
+                else:
+                    totals[part.positions] += weighted
                 if between is not None:
                     between()
         return Weighed(rows, totals, parts)
@@ -393,11 +397,14 @@ class _Part:
     many ``high`` (None: not counted yet), so that :meth:`with_rows` need
     not look through every weight for a bound that one row left;
     ``owns``: ``weights`` is this part's alone and used once, so that
-    :meth:`weighted` may scale it in place (a part not kept).
+    :meth:`weighted` may scale it in place (a part not kept);
+    ``positions``: None, or the positions (of the rows weighed) that
+    ``weights`` are of, every other row weighing 0 and adding nothing
+    (see :func:`_sparse_part`).
     """
 
     __slots__ = ('weigher', 'skipped', 'weights', 'low', 'high',
-                 'multipliers', 'at_bounds', 'owns')
+                 'multipliers', 'at_bounds', 'owns', 'positions')
 
     def __init__(self, weigher, skipped=None, weights=None, low=None,
                  high=None, multipliers=1.0, at_bounds=None, owns=False):
@@ -409,6 +416,7 @@ class _Part:
         self.multipliers = multipliers
         self.at_bounds = at_bounds
         self.owns = owns
+        self.positions = None
 
     def counted(self):
         """This part with :attr:`at_bounds` counted."""
@@ -552,10 +560,45 @@ def _limits(weigher):
             getattr(weigher, 'maxval', None))
 
 
-def _parts(weighers, host_table, rows, spec, skip_zero, keep=False):
+def _sparse_part(weigher, host_table, rows, multiplier):
+    """A part of ``weigher`` (not kept) over the few ``rows`` whose raw
+    weight is not 0, when its raw column is mostly 0 (the I/O operations
+    of mostly idle hosts: see HostTable.nonzero_rows) and a 0 adds
+    nothing to a total: the normalised weights' minimum is 0, and a 0
+    stays 0 (times the multiplier, +0.0 or -0.0, which leaves a total
+    as it was: a total is never -0.0). None otherwise.
+
+    The weights of those rows, and the bounds (a 0 stands for the
+    others), go through the operations the whole array would."""
+    column = weigher.raw_column(host_table)
+    if column is None:
+        return None
+    nonzero = host_table.nonzero_rows(column)
+    if nonzero is None:
+        return None
+    at = np.searchsorted(rows, nonzero)
+    inside = at < len(rows)
+    at = at[inside]
+    at = at[rows[at] == nonzero[inside]]
+    if len(at) == len(rows):
+        return None
+    raw = np.append(floats(column, rows[at]), 0.0)
+    weights_, low, high = _bounds(raw, *_limits(weigher))
+    if not (low == 0.0 and math.copysign(1.0, low) > 0
+            and weights_[-1] == 0.0):
+        return None
+    part = _Part(weigher, None, weights_[:-1], low, high, multiplier,
+                 owns=True)
+    part.positions = at
+    return part
+
+
+def _parts(weighers, host_table, rows, spec, skip_zero, keep=False,
+           sparse=False):
     """A :class:`_Part` for each weigher over ``rows`` (two or more), run
     as :meth:`HostWeightHandler.contributions` describes; ``keep``: the
-    parts are kept (see :meth:`HostWeightHandler.weighed`)."""
+    parts are kept (see :meth:`HostWeightHandler.weighed`); ``sparse``:
+    a part may be one of a few rows (see :func:`_sparse_part`)."""
     for weigher in weighers:
         if isinstance(weigher, BaseHostWeigher):
             multipliers = weigher.weight_multipliers(host_table, rows)
@@ -570,9 +613,15 @@ def _parts(weighers, host_table, rows, spec, skip_zero, keep=False):
             if _flat_everywhere(weigher, host_table):
                 yield _Part(weigher, FLAT)
                 continue
-            raw = weigher.weigh_all(host_table, rows, spec)
             # The base class's weigh_all gives a new array each time.
             fresh = type(weigher).weigh_all is BaseHostWeigher.weigh_all
+            part = (_sparse_part(weigher, host_table, rows, multipliers)
+                    if sparse and fresh and isinstance(multipliers, float)
+                    else None)
+            if part is not None:
+                yield part
+                continue
+            raw = weigher.weigh_all(host_table, rows, spec)
         else:
             raw = _weighed_one_by_one(weigher, host_table, rows, spec)
             fresh = True
