@@ -164,8 +164,8 @@ class CapacityFilter(BaseHostFilter):
             return mask
         if float(amount).is_integer():
             # The same test in one pass (see host_table._room).
-            return mask & (host_table.derived['room_' + self.resource]
-                           >= amount)
+            return mask & host_table.at_least('room_' + self.resource,
+                                              amount)
         return mask & (host_table.used[self.resource] + amount
                        <= host_table.capacity[self.resource])
 

@@ -35,7 +35,7 @@ class DiskFilter(filters.CapacityFilter):
         amount = spec.resources().disk_gb
         if amount > 0 and float(amount).is_integer():
             # Both bounds in one pass (see host_table._room).
-            return mask & (host_table.derived['disk_filter_room'] >= amount)
+            return mask & host_table.at_least('disk_filter_room', amount)
         return (super().filter_all(host_table, mask, spec)
                 & free_disk.least_allows_all(
                     host_table, host_table.columns['disk_ratio'], amount))

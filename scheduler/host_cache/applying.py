@@ -30,6 +30,33 @@ LOG = logging.getLogger(__name__)
 RESTATE_UNDER_LOCK = 256
 
 
+def aggregates_by_host(aggregates):
+    """``{host: tuple of the aggregates holding it}``, in the order of
+    ``aggregates``. Hosts in the same aggregates share one tuple (and so
+    one zone set, see host_state.zones_of): a host's tuple grows one
+    aggregate at a time, and each step from one shared tuple with one
+    aggregate is made once (a million hosts in a few zones: a dict look-up
+    or two a host, no tuple of its own)."""
+    by_host = {}
+    get = by_host.get
+    # (id of a shared tuple, id of an aggregate) -> the tuple with it
+    # (the dict holds every tuple it names: no id is reused meanwhile).
+    steps = {}
+    for aggregate in aggregates:
+        alone = (aggregate,)
+        for host in aggregate.hosts:
+            held = get(host)
+            if held is None:
+                by_host[host] = alone
+                continue
+            key = id(held), id(aggregate)
+            grown = steps.get(key)
+            if grown is None:
+                grown = steps[key] = held + alone
+            by_host[host] = grown
+    return by_host
+
+
 def _rows_to_restate(table, hosts, skip_ids):
     """The rows of ``table`` that ``hosts`` have, but those of the nodes
     in ``skip_ids``, as they are asked for: a deferred build asks for
@@ -202,18 +229,7 @@ class Applying:
 
     def _set_aggregates(self, aggregates):
         self._aggregates = tuple(aggregates)
-        by_host = {}
-        for aggregate in self._aggregates:
-            for host in aggregate.hosts:
-                by_host.setdefault(host, []).append(aggregate)
-        # Hosts in the same aggregates share one tuple (and so one zone
-        # set, see host_state.zones_of).
-        shared = {}
-        self._aggregates_by_host = {}
-        for host, aggs in by_host.items():
-            key = tuple(id(agg) for agg in aggs)
-            self._aggregates_by_host[host] = shared.setdefault(key,
-                                                               tuple(aggs))
+        self._aggregates_by_host = aggregates_by_host(self._aggregates)
 
     # -- aggregate fanouts ----------------------------------------------------
 

@@ -30,6 +30,7 @@ from scheduler.host_cache import host_placement
 from scheduler.host_cache import host_state
 from scheduler.host_cache import host_table_per_state as per_state
 from scheduler.host_cache import table_columns
+from scheduler.host_cache import table_kept
 from scheduler.host_cache import table_lookups
 
 # update_in_place compares and writes this many rows or fewer one by one.
@@ -41,7 +42,7 @@ _WRITE_LOG = 32
 _CONSTANTS = 64
 
 
-class HostTable(table_lookups.Lookups):
+class HostTable(table_lookups.Lookups, table_kept.Kept):
     """HostStates plus aligned NumPy columns.
 
     Columns (all of length ``len(states)``): ``ids``, ``mapped``,
@@ -116,6 +117,9 @@ class HostTable(table_lookups.Lookups):
         self._write_log = ()
         # id(column) -> (column, value, proof): see constant().
         self._constants = {}
+        # What table_kept.Kept keeps (at_least, nonzero_rows).
+        self._at_least = {}
+        self._nonzero = {}
         # The service_up column and how long it holds
         # (table_lookups._Liveness).
         self._liveness = None

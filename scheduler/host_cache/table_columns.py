@@ -14,6 +14,7 @@ column over arrays with NumPy, or over one row's Python values with
 """
 
 import math
+import operator
 
 import numpy as np
 
@@ -93,7 +94,7 @@ def columns_of(states):
     columns = {}
     for name, (attr, dtype) in _BASE_COLUMNS.items():
         columns[name] = np.fromiter(
-            (getattr(state, attr) for state in states), dtype=dtype,
+            map(operator.attrgetter(attr), states), dtype=dtype,
             count=len(states))
     columns.update(_hardware_columns(states))
     service_values = [_service_values(state) for state in states]

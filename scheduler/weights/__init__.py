@@ -23,7 +23,9 @@ used). A negative multiplier turns spreading into stacking.
 
 The built-in weighers also give the batch path the handler prefers:
 ``weigh_all(host_table, rows, spec)`` returns the raw weights of the
-table's ``rows`` as an array, ``uniform(spec)`` tells (True) that every
+table's ``rows`` as an array (or ``raw_column(host_table)`` names the
+table's column that holds them, and the base class gathers them),
+``uniform(spec)`` tells (True) that every
 host weighs the same for this request (it changes no ranking: the handler
 does not run it), and ``weight_multipliers(host_table, rows)``
 the multiplier (a number, or an array when aggregates override it). The
@@ -110,12 +112,21 @@ class BaseHostWeigher:
         candidates' weights only to find them flat."""
         return None
 
+    def raw_column(self, host_table):
+        """The column of ``host_table`` whose values are the raw weights
+        (free RAM, I/O operations...), or None: they are asked of each
+        host. A weigher that gives it lets the handler gather the
+        weights of the rows it weighs into an array of its own, which it
+        then scales in place rather than copying."""
+        return None
+
     def weigh_all(self, host_table, rows, spec):
-        """Raw weights of the table's ``rows``, as a float array."""
-        states = host_table.states
-        return np.fromiter(
-            (self._weigh_object(states[row], spec) for row in rows),
-            dtype=np.float64, count=len(rows))
+        """Raw weights of the table's ``rows``, as a float array (a new
+        one, unless a subclass says otherwise)."""
+        column = self.raw_column(host_table)
+        if column is not None:
+            return floats(column, rows)
+        return _weighed_one_by_one(self, host_table, rows, spec)
 
     def weight_multipliers(self, host_table, rows):
         """The multiplier of each of ``rows``: a float or a float array."""
@@ -133,6 +144,15 @@ class BaseHostWeigher:
             return default
         picked = overrides[rows]
         return np.where(np.isnan(picked), default, picked)
+
+
+def _weighed_one_by_one(weigher, host_table, rows, spec):
+    """``weigher``'s raw weights of ``rows``, host by host (a new float
+    array)."""
+    states = host_table.states
+    return np.fromiter(
+        (weigher._weigh_object(states[row], spec) for row in rows),
+        dtype=np.float64, count=len(rows))
 
 
 def normalize(raw, minval=None, maxval=None):
@@ -279,11 +299,15 @@ class HostWeightHandler:
         parts = []
         if len(rows) > 1:
             for part in _parts(weighers, host_table, rows, spec, True,
-                               keep=keep):
+                               keep=keep, sparse=not keep):
                 parts.append(part)
                 weighted = part.weighted()
-                if weighted is not None:
+                if weighted is None:
+                    pass
+                elif part.positions is None:
                     totals += weighted
+                else:
+                    totals[part.positions] += weighted
                 if between is not None:
                     between()
         return Weighed(rows, totals, parts)
@@ -412,14 +436,19 @@ class _Part:
     every row the same and added nothing); ``multipliers``: a float, or
     an array by row; ``at_bounds``: how many weights are ``low`` and how
     many ``high`` (None: not counted yet), so that :meth:`with_rows` need
-    not look through every weight for a bound that one row left.
+    not look through every weight for a bound that one row left;
+    ``owns``: ``weights`` is this part's alone and used once, so that
+    :meth:`weighted` may scale it in place (a part not kept);
+    ``positions``: None, or the positions (of the rows weighed) that
+    ``weights`` are of, every other row weighing 0 and adding nothing
+    (see :func:`_sparse_part`).
     """
 
     __slots__ = ('weigher', 'skipped', 'weights', 'low', 'high',
-                 'multipliers', 'at_bounds')
+                 'multipliers', 'at_bounds', 'owns', 'positions')
 
     def __init__(self, weigher, skipped=None, weights=None, low=None,
-                 high=None, multipliers=1.0, at_bounds=None):
+                 high=None, multipliers=1.0, at_bounds=None, owns=False):
         self.weigher = weigher
         self.skipped = skipped
         self.weights = weights
@@ -427,6 +456,8 @@ class _Part:
         self.high = high
         self.multipliers = multipliers
         self.at_bounds = at_bounds
+        self.owns = owns
+        self.positions = None
 
     def counted(self):
         """This part with :attr:`at_bounds` counted."""
@@ -436,13 +467,14 @@ class _Part:
         return self
 
     def weighted(self):
-        """Multiplier times normalised weights, a new array; None when
-        the weigher adds nothing."""
+        """Multiplier times normalised weights, a new array (or, for a
+        part that :attr:`owns` its weights, those weights scaled in
+        place); None when the weigher adds nothing."""
         if self.skipped is not None or self.low == self.high:
             return None
         multipliers = self.multipliers
         scalar = isinstance(multipliers, float)
-        weighted = _scale(self.weights, False, self.low, self.high,
+        weighted = _scale(self.weights, self.owns, self.low, self.high,
                           multipliers if scalar else 1.0)
         if not scalar:
             weighted *= multipliers
@@ -493,8 +525,7 @@ class _Part:
                     multipliers = multipliers.copy()
                 multipliers[positions] = fresh
         else:
-            new = BaseHostWeigher.weigh_all(weigher, host_table, changed,
-                                            spec)
+            new = _weighed_one_by_one(weigher, host_table, changed, spec)
             if not in_place:
                 multipliers = multipliers.copy()
             multipliers[positions] = [
@@ -589,10 +620,45 @@ def _limits(weigher):
             getattr(weigher, 'maxval', None))
 
 
-def _parts(weighers, host_table, rows, spec, skip_zero, keep=False):
+def _sparse_part(weigher, host_table, rows, multiplier):
+    """A part of ``weigher`` (not kept) over the few ``rows`` whose raw
+    weight is not 0, when its raw column is mostly 0 (the I/O operations
+    of mostly idle hosts: see HostTable.nonzero_rows) and a 0 adds
+    nothing to a total: the normalised weights' minimum is 0, and a 0
+    stays 0 (times the multiplier, +0.0 or -0.0, which leaves a total
+    as it was: a total is never -0.0). None otherwise.
+
+    The weights of those rows, and the bounds (a 0 stands for the
+    others), go through the operations the whole array would."""
+    column = weigher.raw_column(host_table)
+    if column is None:
+        return None
+    nonzero = host_table.nonzero_rows(column)
+    if nonzero is None:
+        return None
+    at = np.searchsorted(rows, nonzero)
+    inside = at < len(rows)
+    at = at[inside]
+    at = at[rows[at] == nonzero[inside]]
+    if len(at) == len(rows):
+        return None
+    raw = np.append(floats(column, rows[at]), 0.0)
+    weights_, low, high = _bounds(raw, *_limits(weigher))
+    if not (low == 0.0 and math.copysign(1.0, low) > 0
+            and weights_[-1] == 0.0):
+        return None
+    part = _Part(weigher, None, weights_[:-1], low, high, multiplier,
+                 owns=True)
+    part.positions = at
+    return part
+
+
+def _parts(weighers, host_table, rows, spec, skip_zero, keep=False,
+           sparse=False):
     """A :class:`_Part` for each weigher over ``rows`` (two or more), run
     as :meth:`HostWeightHandler.contributions` describes; ``keep``: the
-    parts are kept (see :meth:`HostWeightHandler.weighed`)."""
+    parts are kept (see :meth:`HostWeightHandler.weighed`); ``sparse``:
+    a part may be one of a few rows (see :func:`_sparse_part`)."""
     for weigher in weighers:
         if isinstance(weigher, BaseHostWeigher):
             multipliers = weigher.weight_multipliers(host_table, rows)
@@ -607,10 +673,18 @@ def _parts(weighers, host_table, rows, spec, skip_zero, keep=False):
             if _flat_everywhere(weigher, host_table):
                 yield _Part(weigher, FLAT)
                 continue
+            # The base class's weigh_all gives a new array each time.
+            fresh = type(weigher).weigh_all is BaseHostWeigher.weigh_all
+            part = (_sparse_part(weigher, host_table, rows, multipliers)
+                    if sparse and fresh and isinstance(multipliers, float)
+                    else None)
+            if part is not None:
+                yield part
+                continue
             raw = weigher.weigh_all(host_table, rows, spec)
         else:
-            raw = BaseHostWeigher.weigh_all(weigher, host_table, rows,
-                                            spec)
+            raw = _weighed_one_by_one(weigher, host_table, rows, spec)
+            fresh = True
             multipliers = np.fromiter(
                 (weigher.weight_multiplier(host_table.states[row])
                  for row in rows), dtype=np.float64, count=len(rows))
@@ -618,9 +692,14 @@ def _parts(weighers, host_table, rows, spec, skip_zero, keep=False):
             multipliers = float(multipliers)
         elif keep:
             multipliers = np.array(multipliers, dtype=np.float64)
-        # Kept: a copy (a weigher may hand over an array it keeps, a
-        # column the table writes in place).
-        raw = (np.array if keep else np.asarray)(raw, dtype=np.float64)
+        # Kept: a copy unless fresh (a weigher may hand over an array it
+        # keeps, a column the table writes in place).
+        raw = (np.array if keep and not fresh else np.asarray)(
+            raw, dtype=np.float64)
         weights_, low, high = _bounds(raw, *_limits(weigher))
-        part = _Part(weigher, None, weights_, low, high, multipliers)
+        # Not kept: scaled in place when the array is the handler's own
+        # (fresh, or a clamped copy).
+        owns = not keep and (fresh or weights_ is not raw)
+        part = _Part(weigher, None, weights_, low, high, multipliers,
+                     owns=owns)
         yield part.counted() if keep else part

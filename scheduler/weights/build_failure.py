@@ -45,8 +45,8 @@ class BuildFailureWeigher(weights.BaseHostWeigher):
     def constant_weight(self, host_table):
         return host_table.constant(self._column(host_table))
 
-    def weigh_all(self, host_table, rows, spec):
-        return weights.floats(self._column(host_table), rows)
+    def raw_column(self, host_table):
+        return self._column(host_table)
 
     @staticmethod
     def _column(host_table):

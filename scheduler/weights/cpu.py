@@ -23,5 +23,5 @@ class CPUWeigher(weights.BaseHostWeigher):
     def _weigh_object(self, host_state, spec):
         return host_state.vcpus_free
 
-    def weigh_all(self, host_table, rows, spec):
-        return weights.floats(host_table.vcpus_free, rows)
+    def raw_column(self, host_table):
+        return host_table.vcpus_free

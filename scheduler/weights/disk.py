@@ -22,5 +22,5 @@ class DiskWeigher(weights.BaseHostWeigher):
     def _weigh_object(self, host_state, spec):
         return host_state.free_disk_mb
 
-    def weigh_all(self, host_table, rows, spec):
-        return weights.floats(host_table.free_disk_mb, rows)
+    def raw_column(self, host_table):
+        return host_table.free_disk_mb

@@ -26,5 +26,5 @@ class IoOpsWeigher(weights.BaseHostWeigher):
     def constant_weight(self, host_table):
         return host_table.constant(host_table.io_workload)
 
-    def weigh_all(self, host_table, rows, spec):
-        return weights.floats(host_table.io_workload, rows)
+    def raw_column(self, host_table):
+        return host_table.io_workload

@@ -25,5 +25,5 @@ class NumInstancesWeigher(weights.BaseHostWeigher):
     def _weigh_object(self, host_state, spec):
         return host_state.num_instances
 
-    def weigh_all(self, host_table, rows, spec):
-        return weights.floats(host_table.num_instances, rows)
+    def raw_column(self, host_table):
+        return host_table.num_instances

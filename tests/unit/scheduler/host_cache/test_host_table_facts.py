@@ -11,6 +11,7 @@ import pytest
 
 from scheduler.host_cache import host_state
 from scheduler.host_cache import host_table
+from scheduler.host_cache import table_kept
 from scheduler.host_cache import table_lookups
 from scheduler import weights
 from tests.unit.scheduler import fakes
@@ -200,3 +201,83 @@ def test_capacity_filters_read_whole_units_of_room(used, amount):
         assert filt.filter_all(table, mask, spec).tolist() == expected
     assert (disk_filter.DiskFilter().filter_all(table, mask, spec)[0]
             == (used + amount <= 12.5))
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_at_least_follows_random_writes_in_place(seed):
+    """The kept masks of at_least match the column compared from scratch
+    after every burst of writes (short ones, checked against the rows
+    written, and longer ones than the table remembers), for more amounts
+    than the table keeps; a mask handed out earlier is never changed."""
+    rng = random.Random(seed)
+    count = rng.choice([1, 3, 40])
+    table = fakes.table([fakes.host_state('h%d' % i, memory_mb=4096)
+                         for i in range(count)])
+    amounts = [512, 1024, 2048.0, 3584] + list(
+        range(1, table_kept.AT_LEAST + 3))
+    handed = []
+    for _step in range(120):
+        burst = rng.choice([0, 1, 1, 2, host_table._WRITE_LOG + 2])
+        for _ in range(burst):
+            rows = rng.sample(range(count), rng.randint(1, count))
+            assert table.update_in_place({
+                row: _rewritten(table.states[row],
+                                memory_mb_used=rng.choice([0, 512, 2560,
+                                                           4096]))
+                for row in rows})
+        amount = rng.choice(amounts)
+        mask = table.at_least('room_memory_mb', amount)
+        expected = table.derived['room_memory_mb'] >= amount
+        assert mask.tolist() == expected.tolist(), amount
+        assert not mask.flags.writeable
+        handed.append((mask, mask.copy()))
+    for mask, copied in handed:
+        assert mask.tolist() == copied.tolist()
+
+
+def test_at_least_sees_a_claim_written_in_place():
+    """A host that a claim in place filled no longer passes the RAM
+    filter's test for a size it passed before, and passes again once
+    the claim is undone (4096 MB at a ratio of 1.5: room for 6144)."""
+    table = fakes.table([fakes.host_state('h%d' % i, memory_mb=4096)
+                         for i in range(3)])
+    assert table.at_least('room_memory_mb', 2048).tolist() == [True] * 3
+    full = _rewritten(table.states[1], memory_mb_used=5120)
+    assert table.update_in_place({1: full})
+    assert table.at_least('room_memory_mb', 2048).tolist() == [
+        True, False, True]
+    assert table.update_in_place({1: _rewritten(full, memory_mb_used=0)})
+    assert table.at_least('room_memory_mb', 2048).tolist() == [True] * 3
+
+
+@pytest.mark.parametrize('seed', range(6))
+def test_nonzero_rows_follow_random_writes_in_place(seed):
+    """nonzero_rows gives the rows not 0 while they are few, and None
+    once they are not, after every burst of writes (short ones, checked
+    against the rows written, and longer ones than the table
+    remembers); an answer handed out earlier is never changed."""
+    rng = random.Random(seed)
+    count = rng.choice([64, 200, 700])
+    table = fakes.table([fakes.host_state('h%d' % i, io_workload=0)
+                         for i in range(count)])
+    limit = count // table_kept.SPARSE
+    handed = []
+    for _step in range(150):
+        burst = rng.choice([0, 1, 1, 2, host_table._WRITE_LOG + 2])
+        busy = rng.choice([1, 2, limit + 3])
+        for _ in range(burst):
+            rows = rng.sample(range(count), rng.randint(1, busy))
+            assert table.update_in_place({
+                row: _rewritten(table.states[row],
+                                io_workload=rng.choice([0, 0, 1, 3]))
+                for row in rows})
+        found = table.nonzero_rows(table.io_workload)
+        expected = np.flatnonzero(table.io_workload)
+        if len(expected) > limit:
+            assert found is None
+        else:
+            assert found.tolist() == expected.tolist()
+            assert not found.flags.writeable
+            handed.append((found, found.copy()))
+    for found, copied in handed:
+        assert found.tolist() == copied.tolist()

@@ -1,3 +1,6 @@
+import copy
+import random
+
 import numpy as np
 import pytest
 
@@ -227,3 +230,68 @@ def test_floats_are_a_new_array_for_all_rows_or_some():
     floats = column.astype(np.float64)
     assert weights.floats(floats, np.arange(5)) is not floats
     assert not np.shares_memory(weights.floats(floats, np.arange(5)), floats)
+
+
+class KeptColumnWeigher(ram.RAMWeigher):
+    """Hands over the table's own float column (no copy), as a weigher
+    of another project may: the handler must not scale it in place."""
+
+    def weigh_all(self, host_table, rows, spec):
+        return host_table.state_column('ram', lambda state: float(
+            state.free_ram_mb))
+
+
+def test_the_handler_scales_in_place_only_arrays_it_owns():
+    """Every row weighed (the weights a weigher hands over are then the
+    whole column), twice: the same totals, and the table's column as it
+    was; the built-in RAM weigher's own gathered weights agree."""
+    hosts = [fakes.host_state(name, memory_mb_used=used)
+             for name, used in zip('abc', (0, 1024, 4096))]
+    table = fakes.table(hosts)
+    column = table.state_column('ram', lambda state: float(
+        state.free_ram_mb))
+    before = column.copy()
+    handler = weights.HostWeightHandler()
+    rows = np.arange(3)
+    first = handler.weigh([KeptColumnWeigher()], table, rows, fakes.spec())
+    again = handler.weigh([KeptColumnWeigher()], table, rows, fakes.spec())
+    assert column.tolist() == before.tolist()
+    assert first.tolist() == again.tolist()
+    assert handler.weigh([ram.RAMWeigher()], table, rows,
+                         fakes.spec()).tolist() == first.tolist()
+
+
+@pytest.mark.parametrize('seed', range(10))
+def test_a_mostly_zero_column_weighs_as_the_whole_array_does(seed,
+                                                             config):
+    """The I/O weigher over hosts that are mostly idle weighs only the
+    busy rows (HostTable.nonzero_rows): the totals are those of the
+    whole arrays (a kept weighing, which never takes that way), to the
+    bit, whatever the multiplier, the rows weighed and the claims
+    written in place since."""
+    rng = random.Random(seed)
+    count = rng.choice([640, 1280])
+    hosts = [fakes.host_state('h%d' % i, memory_mb_used=rng.choice(
+        [0, 512, 2048]), io_workload=0) for i in range(count)]
+    table = fakes.table(hosts)
+    handler = weights.HostWeightHandler()
+    weighers = [ram.RAMWeigher(), io_ops.IoOpsWeigher(), cpu.CPUWeigher()]
+    taken = 0
+    for _step in range(20):
+        for row in rng.sample(range(count), rng.randint(0, 1)):
+            state = copy.copy(table.states[row])
+            state.memory_mb_used = rng.choice([0, 512, 2048])
+            state.io_workload = rng.choice([0, 0, 1, 5])
+            assert table.update_in_place({row: state})
+        config.config(io_ops_weight_multiplier=rng.choice([-1.0, 2.0, -0.5]),
+                      group='filter_scheduler')
+        rows = np.flatnonzero([rng.random() < 0.7 for _ in range(count)])
+        totals = handler.weigh(weighers, table, rows, fakes.spec())
+        whole = handler.weighed(weighers, table, rows, fakes.spec()).totals
+        assert totals.tobytes() == whole.tobytes()
+        assert totals.tolist() == _novas_totals(
+            weighers, [table.states[row] for row in rows], fakes.spec())
+        taken += table.nonzero_rows(table.io_workload) is not None and bool(
+            np.any(table.io_workload[rows]))
+    # (Some steps took the few rows' way.)
+    assert taken > 2
