@@ -63,6 +63,14 @@ def cluster(request, tmp_path_factory):
         cluster.wait_for_computes(HOSTS)
         cluster.manage('discover_hosts')
         cluster.start_scheduler(workers=2, extra_conf=SCHEDULER_CONF)
+        # The zones, made once the scheduler runs (it hears them from the
+        # fanout), for every test of the module, whichever runs alone.
+        for zone, hosts in ZONES.items():
+            cluster.manage('aggregate', 'create', 'rack-%s' % zone,
+                           '--availability-zone', zone)
+            for host in hosts:
+                cluster.manage('aggregate', 'add-host', 'rack-%s' % zone,
+                               host)
         yield cluster
     finally:
         cluster.__exit__(None, None, None)
@@ -88,11 +96,6 @@ def _boot(cluster, *args, expect_rc=0):
 
 
 def test_anti_affinity_members_spread_within_zones(cluster):
-    for zone, hosts in ZONES.items():
-        cluster.manage('aggregate', 'create', 'rack-%s' % zone,
-                       '--availability-zone', zone)
-        for host in hosts:
-            cluster.manage('aggregate', 'add-host', 'rack-%s' % zone, host)
     group = _field(cluster.manage('server-group', 'create', 'web',
                                   'anti-affinity').stdout, 'uuid')
     hint = ('--hint', 'group=%s' % group)
