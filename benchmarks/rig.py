@@ -167,6 +167,7 @@ class Rig:
         self.host_sizes = host_sizes
         self.rng = random.Random(seed)
         self.echo = None
+        self.cpu = {}
 
     def __enter__(self):
         self._sigterm = exit_on_sigterm()
@@ -404,6 +405,30 @@ class Rig:
             for index, count in enumerate(threads)])
         return elapsed, [result[:3] for result in results]
 
+    def cpu_parts(self):
+        """``{part: CPU seconds so far}`` of the processes of each part:
+        ``'scheduler'`` (the rig's scheduler daemons and their workers),
+        ``'echo'`` (the echo server), and machine-wide ``'broker'``
+        (every RabbitMQ node's ``beam.smp``) and ``'database'`` (every
+        ``postgres`` or ``mariadbd`` process: other users of the shared
+        servers are counted too). A process that ended meanwhile drops
+        out of its part's sum."""
+        daemons = [process.popen.pid for process in self.cluster.processes
+                   if process.name.startswith('scheduler')
+                   and process.alive()]
+        parts = {'scheduler': 0.0, 'echo': 0.0, 'broker': 0.0,
+                 'database': 0.0}
+        for pid, parent, name, seconds in _process_table():
+            if pid in daemons or parent in daemons:
+                parts['scheduler'] += seconds
+            elif self.echo is not None and pid == self.echo.pid:
+                parts['echo'] += seconds
+            elif name == 'beam.smp':
+                parts['broker'] += seconds
+            elif name in ('postgres', 'mariadbd'):
+                parts['database'] += seconds
+        return parts
+
     def run_in_turns(self, work, warmup, block=TURN_BLOCK, pause=TURN_PAUSE):
         """One caller making the calls of several kinds in turn, ``block``
         calls of one kind, then ``block`` of the next, ``pause`` seconds
@@ -426,7 +451,9 @@ class Rig:
     def _run(self, shares, pause=0.0):
         """One caller process for each ``(items, warm items, threads)``
         of ``shares``; returns ``(seconds, [(latency seconds, host,
-        error, kind)])``."""
+        error, kind)])``. The CPU seconds each part of the machine spent
+        over the timed calls are left in :attr:`cpu` (see
+        :meth:`cpu_parts`), the callers' own under ``'callers'``."""
         context = multiprocessing.get_context('spawn')
         ready = context.Barrier(len(shares) + 1)
         queue = context.Queue()
@@ -438,18 +465,47 @@ class Rig:
         try:
             ready.wait(600)
             started = time.monotonic()
+            before = self.cpu_parts()
             results = []
             finished = started
+            callers_cpu = 0.0
             for _ in workers:
-                done, mine = queue.get(timeout=3600)
+                done, mine, cpu = queue.get(timeout=3600)
                 finished = max(finished, done)
                 results.extend(mine)
+                callers_cpu += cpu
+            after = self.cpu_parts()
+            self.cpu = {part: after[part] - before.get(part, 0.0)
+                        for part in after}
+            self.cpu['callers'] = callers_cpu
         finally:
             for worker in workers:
                 worker.join(60)
                 if worker.is_alive():
                     worker.kill()
         return finished - started, results
+
+
+def _process_table():
+    """``(pid, parent pid, command name, CPU seconds)`` of every process
+    of the machine that can be read (from ``/proc/PID/stat``: user and
+    system time, in clock ticks)."""
+    ticks = os.sysconf('SC_CLK_TCK')
+    table = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as stat:
+                text = stat.read()
+        except OSError:     # ended meanwhile, or not ours to read
+            continue
+        # The command name is in parentheses and may hold spaces.
+        name = text[text.index('(') + 1:text.rindex(')')]
+        fields = text[text.rindex(')') + 2:].split()
+        table.append((int(entry), int(fields[1]), name,
+                      (int(fields[11]) + int(fields[12])) / ticks))
+    return table
 
 
 def _items(kind, work, flavor=FLAVOR):
@@ -584,10 +640,11 @@ def _caller_process(conf_path, items, warm, threads, pause, ready, queue):
         worker.start()
     warmed.wait()
     ready.wait(600)
+    cpu = time.process_time()
     go.set()
     for worker in workers:
         worker.join()
-    queue.put((time.monotonic(), results))
+    queue.put((time.monotonic(), results, time.process_time() - cpu))
     rpc.cleanup()
 
 

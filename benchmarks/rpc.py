@@ -30,7 +30,13 @@ the same run, with their ratio and the target:
   (the rates are of all rounds together; each round's ratio is printed
   too), one row for each of ``--workers`` (target, issue 53: at least
   0.9x, and no row below the one of fewer workers before it); then
-  ``gantt-manage db check`` and the number of overfilled hosts.
+  ``gantt-manage db check`` and the number of overfilled hosts. And what
+  each part of the machine spent per call over the timed calls, in CPU
+  ms (``/proc``: the server, the echo's or the scheduler daemon's
+  workers; RabbitMQ's and the database's processes, counted
+  machine-wide, so other users of the shared servers add to them; the
+  caller processes): on two CPUs the ratio is about the echo's CPU per
+  call over a placement's.
 
 Every request claims for an instance recorded as the conductor records
 one (BUILDING, task ``scheduling``), made before the clock starts, so
@@ -159,6 +165,7 @@ def throughput(backend, hosts, placements, callers, workers_list,
                 cloud.start_schedulers(workers)
                 echo_calls = echo_time = placed = select_time = 0
                 ratios, selects, echoes = [], [], []
+                echo_cpu, select_cpu = {}, {}
                 for share in _shares(placements, ROUNDS):
                     # The echo's rate and the placements' in turn, so that
                     # both see what else the machine does at that time.
@@ -166,6 +173,7 @@ def throughput(backend, hosts, placements, callers, workers_list,
                         'echo', callers, share, processes=processes,
                         warmup=callers * 4)
                     answered = len(answers) - len(_failed(answers))
+                    _add(echo_cpu, cloud.cpu)
                     echo_rate = answered / elapsed
                     echo_calls += answered
                     echo_time += elapsed
@@ -175,6 +183,7 @@ def throughput(backend, hosts, placements, callers, workers_list,
                         'select', callers, cloud.instances(share),
                         processes=processes, warmup=warm)
                     done = len(answers) - len(_failed(answers))
+                    _add(select_cpu, cloud.cpu)
                     ratios.append((done / elapsed) / echo_rate)
                     placed += done
                     select_time += elapsed
@@ -193,6 +202,11 @@ def throughput(backend, hosts, placements, callers, workers_list,
                                  ' '.join('%.2fx' % r for r in ratios),
                                  '; errors: ' + errors if errors else '',
                                  _ranked_ahead(stopped), _grouped(stopped)))
+                notes.append('%d worker(s), CPU ms per call: echo %s; '
+                             'placement %s' % (
+                                 workers, _per_call(echo_cpu, echo_calls,
+                                                    'echo'),
+                                 _per_call(select_cpu, placed, 'scheduler')))
             print('throughput: %d hosts, %s, %d concurrent callers in %d '
                   'processes, %d calls of each kind per row; %s'
                   % (hosts, backend, callers, min(callers, processes),
@@ -207,6 +221,25 @@ def throughput(backend, hosts, placements, callers, workers_list,
             sys.stdout.flush()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _add(total, cpu):
+    for part, seconds in cpu.items():
+        total[part] = total.get(part, 0.0) + seconds
+
+
+# The parts of a call's CPU, in the order printed (the server: the echo's
+# or the scheduler's; the broker and the database are machine-wide).
+CPU_PARTS = ('server', 'broker', 'database', 'callers')
+
+
+def _per_call(cpu, calls, server):
+    """What each part of the machine spent per call, in ms."""
+    spent = dict(cpu, server=cpu.get(server, 0.0))
+    per_call = ['%s %.2f' % (part, 1000 * spent.get(part, 0.0) / max(calls, 1))
+                for part in CPU_PARTS]
+    return '%s, all %.2f' % (', '.join(per_call), 1000 * sum(
+        spent.get(part, 0.0) for part in CPU_PARTS) / max(calls, 1))
 
 
 def _shares(total, parts):

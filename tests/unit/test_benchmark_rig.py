@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import threading
+import time
 
 from oslo_config import cfg
 import pytest
@@ -151,3 +152,21 @@ def test_ab_refuses_a_base_without_the_scheduler(tmp_path, capsys):
     with pytest.raises(SystemExit):
         ab.main(['--base', str(tmp_path)])
     assert 'holds no scheduler package' in capsys.readouterr().err
+
+
+def test_the_process_table_gives_each_process_its_parent_and_cpu_time():
+    spent = time.process_time()
+    deadline = spent + 0.05
+    while time.process_time() < deadline:   # some CPU time to find
+        pass
+    before = time.process_time()
+    mine = [entry for entry in rig._process_table()
+            if entry[0] == os.getpid()]
+    assert len(mine) == 1
+    pid, parent, name, seconds = mine[0]
+    assert parent == os.getppid()
+    assert name and ')' not in name
+    # Whole clock ticks (user and system, each rounded down) of what
+    # the interpreter counted just before.
+    assert before - 2.0 / os.sysconf('SC_CLK_TCK') <= seconds <= (
+        time.process_time())
