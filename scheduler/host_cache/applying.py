@@ -364,7 +364,9 @@ class Applying:
     def _swap_in_built(self):
         """Restate the states and build the table :meth:`_defer_build`
         asked for (without the lock: a copy of each state whose service
-        changed, NumPy columns and indexes over every host), then, under
+        changed, NumPy columns and indexes over every host, the values
+        requests computed from every HostState of the table in use),
+        then, under
         the lock, put in it the states written in the current table since
         (claims, instances, nodes read again) and make it the current
         table, whole; return it (None: nothing was pending). A table
@@ -379,6 +381,10 @@ class Applying:
         try:
             self._restate_off_lock(states, restate, ratios)
             table = host_table.HostTable.build(states, aggregates)
+            # What requests computed from every HostState of the table
+            # in use, computed here too rather than by the first request
+            # this one serves.
+            table.warm_like(self._table)
         except BaseException:
             with self._lock:
                 self._pending = self._captured = None

@@ -262,6 +262,16 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
                                                    hardware_request, extra)
         return self.replace({row: state})
 
+    def warm_like(self, other):
+        """Compute now the values per HostState (:meth:`state_column`,
+        :meth:`grouped`) that ``other``, the table this one replaces,
+        was asked for; called on a table just built and not yet shared
+        (a full read's, built off the lock), so that requests do not
+        wait for them. A table whose rows were written must not be
+        given this."""
+        if other is not None:
+            self._per_state = other._per_state.rebuilt(self.states)
+
     def detached(self):
         """A copy that shares no array with this table, so that
         :meth:`update_in_place` on this one leaves it alone (for a

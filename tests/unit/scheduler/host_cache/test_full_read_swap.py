@@ -153,3 +153,48 @@ def test_a_state_put_during_a_build_takes_the_service_the_read_found(
     assert table.states[row].memory_mb_used == 512
     assert table.states[row].service.disabled is True
     assert bool(table.columns['disabled'][row]) is True
+
+
+def test_the_swapped_in_table_has_the_values_requests_computed(
+        database, make_host_manager):
+    """What requests computed from every HostState of the table in use
+    (BuildFailureWeigher's column, a grouping) is computed for a full
+    read's table before it is swapped in, from its own states, so that
+    the first request it serves does not compute it over every host; a
+    claim put in during the build is in it too."""
+    fakes.Cloud.add_many(4)
+    manager = make_host_manager(auto_refresh=False)
+    table = manager.snapshot()
+    node_id = table.states[0].id
+    calls = []
+
+    def free_ram(state):
+        calls.append(state.id)
+        return state.free_ram_mb
+
+    def ram_size(state):
+        calls.append(state.id)
+        return state.total_usable_ram_mb
+
+    table.state_column('free ram', free_ram)
+    table.grouped('ram size', ram_size)
+    _write_every_node(3000)
+    del calls[:]
+    table = _full_read_with_a_claim_during_its_build(manager, node_id)
+    # Each computed once per host of the new table during the read (the
+    # claimed node's again for the claim, in the old table and the new).
+    others = [state.id for state in table.states if state.id != node_id]
+    assert sorted(calls.count(other) for other in others) == [2, 2, 2]
+    assert calls.count(node_id) >= 2
+    del calls[:]
+    column = table.state_column('free ram', free_ram)
+    codes, keys = table.grouped('ram size', ram_size)
+    assert calls == []
+    assert list(column) == [state.free_ram_mb for state in table.states]
+    assert [keys[code] for code in codes] == [
+        state.total_usable_ram_mb for state in table.states]
+    # The claim put in during the build (512 MB off its node, which
+    # keeps its old 1000 MB until read again).
+    assert column[table.row_by_id[node_id]] == table.states[
+        table.row_by_id[node_id]].free_ram_mb
+    assert sorted(set(keys)) == [1000, 3000]

@@ -89,3 +89,40 @@ def test_state_memo_computes_once_per_state_and_forgets_past_its_limit():
     memo(third)             # past the limit: all forgotten, third kept
     memo(first)
     assert calls == [first, second, third, first]
+
+
+def test_rebuilt_computes_every_value_held_over_new_states():
+    states = [fakes.host_state(name, stats={'failed_builds': n})
+              for n, name in enumerate('abc')]
+    hosts = fakes.table(states)
+    compute, calls = _counting(lambda state: state.failed_builds)
+    hosts.state_column('fb', compute)
+    hosts.grouped('hv', lambda s: s.hypervisor_type)
+    # A value carried (not yet brought up to date) is rebuilt as well.
+    after = hosts.replace({1: fakes.host_state(
+        'b', node_id=states[1].id, stats={'failed_builds': 7})})
+    fresh = [fakes.host_state(name, stats={'failed_builds': 10 + n},
+                              hypervisor_type='xen')
+             for n, name in enumerate('xyzw')]
+    cache = after._per_state.rebuilt(fresh)
+    del calls[:]
+    assert list(cache.column('fb', fresh, compute, float)) == [
+        10.0, 11.0, 12.0, 13.0]
+    codes, keys = cache.grouping('hv', fresh, lambda s: s.hypervisor_type)
+    assert [keys[code] for code in codes] == ['xen'] * 4
+    assert calls == []
+    # The tables the cache came from keep their own values.
+    assert list(after.state_column('fb', compute)) == [0.0, 7.0, 2.0]
+
+
+def test_a_value_that_fails_to_rebuild_is_left_to_the_request(caplog):
+    hosts = fakes.table([fakes.host_state('a'), fakes.host_state('b')])
+    hosts.state_column('ok', lambda state: state.num_instances)
+    hosts.state_column('picky', lambda state: (
+        state.num_instances if state.host in 'ab' else 1 / 0))
+    fresh = [fakes.host_state('c')]
+    cache = hosts._per_state.rebuilt(fresh)
+    assert "Computing 'picky' for the new host table failed" in caplog.text
+    assert list(cache.column('picky', fresh, lambda state: 5, float)) == [
+        5.0]
+    assert list(cache.column('ok', fresh, lambda state: 9, float)) == [0.0]
