@@ -301,24 +301,28 @@ class HostFilterHandler:
         changed = [int(row) for row in changed]
         whole = {id(filter_obj) for filter_obj in whole}
 
-        def judge(filter_obj, current):
+        def judge(filter_obj, current, count):
             if id(filter_obj) in whole:
-                return _filtered(filter_obj, current, host_table, spec)
+                return _filtered(filter_obj, current, host_table, spec), None
             failing = [row for row in changed if current.item(row)
                        and not filter_obj.host_passes(states[row], spec)]
             if not failing:
-                return current
+                return current, count
             passed = current.copy()
             passed[failing] = False
-            return passed
+            return passed, count - len(failing)
         return self._run_all(filters, host_table, mask, spec, index, steps,
                              total, None, judge=judge)
 
     def _run_all(self, filters, host_table, mask, spec, index, steps, total,
                  on_filter, judge=None):
         """Every filter that runs for ``index`` over ``mask``: a
-        FilterResult. ``judge(filter, mask)``: the mask a filter passes
-        (default: its batch path)."""
+        FilterResult. ``judge(filter, mask, count)``: ``(the mask a
+        filter passes, its count)`` given ``mask`` and its ``count``
+        (default: the filter's batch path). A judge that knows the mask
+        it gives is within ``mask`` says how many it holds (``mask``
+        itself, and ``count``, when the filter removed nothing: no array
+        is built or counted again), else gives None for the count."""
         count = int(np.count_nonzero(mask))
         total = count if total is None else total
         steps = list(steps)
@@ -328,16 +332,20 @@ class HostFilterHandler:
             if not _runs_for(filter_obj, index, rebuild):
                 continue
             name = type(filter_obj).__name__
+            before_mask, before = mask, count
             if judge is None:
-                passed = _filtered(filter_obj, mask, host_table, spec)
+                passed, count = _filtered(filter_obj, mask, host_table,
+                                          spec), None
             else:
-                passed = judge(filter_obj, mask)
-            # A filter can only remove hosts, never bring one back.
-            before_mask = mask
-            mask = mask & np.asarray(passed, dtype=np.bool_)
+                passed, count = judge(filter_obj, mask, count)
+            if count is None:
+                # A filter can only remove hosts, never bring one back.
+                mask = mask & np.asarray(passed, dtype=np.bool_)
+                count = int(np.count_nonzero(mask))
+            else:
+                mask = passed
             if on_filter is not None:
                 on_filter(filter_obj, host_table, spec, before_mask, mask)
-            before, count = count, int(np.count_nonzero(mask))
             steps.append(Step(name, before, count))
             LOG.debug('Filter %s returned %d host(s)', name, count)
             if not count:

@@ -158,3 +158,28 @@ def test_all_pass_asks_the_rows_given_host_by_host():
         assert handler.all_pass([first, second], hosts, [row], spec) == \
             bool(handler.run_filters([first, second], hosts, mask,
                                      spec).passed)
+
+
+def test_rerun_builds_no_mask_for_a_filter_that_removed_nothing():
+    """rerun asks the rows written again; a filter they all still pass
+    leaves the very mask it was given (no new array, no count of every
+    host), and one that a row fails removes that row alone, counted
+    from the rows it removed: the same steps as run_filters."""
+    hosts = _table(('a', 'b', 'c', 'd'))
+    handler = filters.HostFilterHandler()
+    spec = fakes.spec()
+    mask = np.array([True, True, False, True])
+    everyone = Recorder('abcd')
+    kept = handler.rerun([everyone], hosts, mask, spec, [1, 2], 1)
+    assert kept.mask is mask
+    assert everyone.calls == ['b']          # row 2 was not in the mask
+    assert kept.steps == [('Recorder', 3, 3)] and kept.passed == 3
+    no_b = Recorder('acd')
+    narrowed = handler.rerun([everyone, no_b, everyone], hosts, mask,
+                             spec, [1, 3], 1)
+    assert _names(hosts, narrowed.mask) == ['a', 'd']
+    assert narrowed.steps == [('Recorder', 3, 3), ('Recorder', 3, 2),
+                              ('Recorder', 2, 2)]
+    assert narrowed.steps == handler.run_filters(
+        [everyone, no_b, everyone], hosts, mask, spec, index=1).steps
+    assert mask.tolist() == [True, True, False, True]
