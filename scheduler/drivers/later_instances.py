@@ -68,27 +68,22 @@ def rank_again(request, kept, index, mask, steps, skip_filters):
                            for part in weighed.parts):
         return None
     driver = request.driver
-    changed = sorted(kept.written)
+    changed = np.array(sorted(kept.written), dtype=np.intp)
+    whole = [filter_obj for filter_obj in request.filters
+             if filters.reads_group(filter_obj)] if grouped else ()
     if skip_filters:
         result = filters.FilterResult(request.total, steps, mask)
     else:
         result = driver.filter_handler.rerun(
             request.filters, table, mask, spec, changed, index, steps,
-            request.total, whole=[filter_obj for filter_obj
-                                  in request.filters
-                                  if filters.reads_group(filter_obj)]
-            if grouped else ())
+            request.total, whole=whole)
     weighed = driver.weight_handler.narrowed(
-        weighed, np.flatnonzero(~result.mask[weighed.rows]))
+        weighed, _dropped(weighed.rows, result, changed, whole))
     if weighed is None:
         return None
     rows = weighed.rows
-    if changed and len(rows) > 1:
-        changed = np.array(changed, dtype=np.intp)
-        positions = np.searchsorted(rows, changed)
-        inside = positions < len(rows)
-        positions, changed = positions[inside], changed[inside]
-        positions = positions[rows[positions] == changed]
+    if len(changed) and len(rows) > 1:
+        positions = _positions_of(rows, changed)
         if len(positions):
             weighed = driver.weight_handler.reweighed(
                 weighed, table, positions, spec, in_place=True)
@@ -98,6 +93,28 @@ def rank_again(request, kept, index, mask, steps, skip_filters):
                                   table.ids, driver.tie_breaks)
     ranking.weighed = weighed
     return result, ranking
+
+
+def _positions_of(rows, changed):
+    """The positions in ``rows`` (ascending) of those of the rows
+    ``changed`` (ascending) that it holds."""
+    positions = np.searchsorted(rows, changed)
+    inside = positions < len(rows)
+    positions = positions[inside]
+    return positions[rows[positions] == changed[inside]]
+
+
+def _dropped(rows, result, changed, whole):
+    """The positions in ``rows`` (the hosts that passed for the instance
+    before) of the hosts that no longer pass: none when as many pass;
+    else, when every filter asked the rows ``changed`` alone (none of
+    ``whole`` ran over every host), among those rows only."""
+    if result.passed == len(rows):
+        return rows[:0]
+    if whole:
+        return np.flatnonzero(~result.mask[rows])
+    positions = _positions_of(rows, changed)
+    return positions[~result.mask[rows[positions]]]
 
 
 def _group_free(part, spec):
