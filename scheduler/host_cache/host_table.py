@@ -36,9 +36,13 @@ from scheduler.host_cache import table_lookups
 # update_in_place compares and writes this many rows or fewer one by one.
 _ROW_BY_ROW = 8
 
-# How many in-place writes a table remembers the rows of (see
-# HostTable.rows_written_since), and how many columns' constancy it keeps.
-_WRITE_LOG = 32
+# How many in-place writes a table remembers the rows of at least (see
+# HostTable.rows_written_since; up to twice as many), and how many
+# columns' constancy it keeps. A request for several instances catches
+# its private table up from the log (see private_tables): at 10,000
+# hosts under pack, 32 writes were outrun by one such request in 25,
+# each then copying every host.
+_WRITE_LOG = 256
 _CONSTANTS = 64
 
 
@@ -112,9 +116,11 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         # grouped); replace() carries them over, recomputing changed rows.
         self._per_state = per_state.Cache()
         # ((write number, rows, names of the columns changed), ...) of the
-        # last in-place writes, oldest first: replaced whole, never
-        # changed, so readers need no lock.
-        self._write_log = ()
+        # last in-place writes, oldest first: the writer (the owner, see
+        # update_in_place) appends to it and replaces it whole when it
+        # trims it, and a reader takes a slice of it (one operation under
+        # the GIL), so readers need no lock.
+        self._write_log = []
         # id(column) -> (column, value, proof): see constant().
         self._constants = {}
         # What table_kept.Kept keeps (at_least, nonzero_rows).
@@ -357,8 +363,13 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         # Logged and counted once everything is written: a reader that saw
         # the count before the write began sees it change, and finds the
         # rows in the log.
-        self._write_log = self._write_log[1 - _WRITE_LOG:] + (
-            (self.writes + 1, rows, frozenset(changed)),)
+        entry = (self.writes + 1, rows, frozenset(changed))
+        log = self._write_log
+        if len(log) < 2 * _WRITE_LOG:
+            log.append(entry)
+        else:
+            # A new list: a reader holding the old one reads it as it was.
+            self._write_log = log[-_WRITE_LOG:] + [entry]
         self.writes += 1
         # After the count: a placement built from rows read before it is
         # not kept (see placement).
@@ -393,7 +404,8 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         log = self._write_log
         if not log or log[0][0] > writes + 1:
             return None
-        return [entry for entry in log if entry[0] > writes]
+        # The entries' counts follow one another from the first's.
+        return log[writes + 1 - log[0][0]:]
 
     # -- facts kept while the table is written in place ----------------------
 

@@ -38,11 +38,16 @@ def test_rows_written_since_remembers_the_last_writes_only():
     assert sorted(table.rows_written_since(0).tolist()) == [0, 2, 3]
     assert sorted(table.rows_written_since(1).tolist()) == [0, 3]
     assert table.rows_written_since(2).tolist() == []
-    for value in range(host_table._WRITE_LOG):
+    for value in range(2 * host_table._WRITE_LOG):
         table.update_in_place({1: _rewritten(table.states[1],
                                              io_workload=value + 2)})
+    # At least the last _WRITE_LOG writes, at most twice as many.
     assert table.rows_written_since(1) is None
-    assert table.rows_written_since(2).tolist() == [1] * host_table._WRITE_LOG
+    assert table.rows_written_since(
+        table.writes - 2 * host_table._WRITE_LOG - 1) is None
+    assert table.rows_written_since(
+        table.writes - host_table._WRITE_LOG).tolist() == [1] * \
+        host_table._WRITE_LOG
     rows, names = table.written_since(table.writes - 1)
     assert rows.tolist() == [1] and names == {'io_workload'}
     assert table.written_since(table.writes)[1] == frozenset()
