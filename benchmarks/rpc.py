@@ -26,10 +26,14 @@ the same run, with their ratio and the target:
   GIL is not the limit on the 2-CPU machine: one process of 16 threads
   made as many echo calls per second; ``--caller-processes`` changes it),
   ``--placements`` (3,000) single-instance placements per second against
-  echo calls per second, echo and select taking turns in three rounds
-  (the rates are of all rounds together; each round's ratio is printed
-  too), one row for each of ``--workers`` (target, issue 53: at least
-  0.9x, and no row below the one of fewer workers before it); then
+  echo calls per second, the echo, the echo committing a row first and
+  select taking turns in three rounds (the rates are of all rounds
+  together; each round's ratio is printed too), one row for each of
+  ``--workers`` (target, issue 53: at least 0.9x, and no row below the
+  one of fewer workers before it); for reference, the committing echo's
+  calls per second against the echo's (the floor of any service that
+  writes durably before it answers) and the placements' against it;
+  then
   ``gantt-manage db check`` and the number of overfilled hosts. And what
   each part of the machine spent per call over the timed calls, in CPU
   ms (``/proc``: the server, the echo's or the scheduler daemon's
@@ -159,59 +163,59 @@ def throughput(backend, hosts, placements, callers, workers_list,
     try:
         with rig.Rig(workdir, backend, hosts, options=options) as cloud:
             cloud.start_echo()
-            rows = []
-            notes = []
+            rows, references, notes = [], [], []
             for workers in workers_list:
                 cloud.start_schedulers(workers)
-                echo_calls = echo_time = placed = select_time = 0
-                ratios, selects, echoes = [], [], []
-                echo_cpu, select_cpu = {}, {}
+                done = {kind: _Tally() for kind in THROUGHPUT_KINDS}
+                ratios = []
                 for share in _shares(placements, ROUNDS):
-                    # The echo's rate and the placements' in turn, so that
-                    # both see what else the machine does at that time.
-                    elapsed, answers = cloud.run_callers(
-                        'echo', callers, share, processes=processes,
-                        warmup=callers * 4)
-                    answered = len(answers) - len(_failed(answers))
-                    _add(echo_cpu, cloud.cpu)
-                    echo_rate = answered / elapsed
-                    echo_calls += answered
-                    echo_time += elapsed
-                    echoes += answers
-                    warm = cloud.instances(callers * 4)
-                    elapsed, answers = cloud.run_callers(
-                        'select', callers, cloud.instances(share),
-                        processes=processes, warmup=warm)
-                    done = len(answers) - len(_failed(answers))
-                    _add(select_cpu, cloud.cpu)
-                    ratios.append((done / elapsed) / echo_rate)
-                    placed += done
-                    select_time += elapsed
-                    selects += answers
+                    # The kinds in turn, so that each sees what else the
+                    # machine does at that time.
+                    for kind in THROUGHPUT_KINDS:
+                        if kind == 'select':
+                            work = cloud.instances(share)
+                            warm = cloud.instances(callers * 4)
+                        else:
+                            work, warm = share, callers * 4
+                        elapsed, answers = cloud.run_callers(
+                            kind, callers, work, processes=processes,
+                            warmup=warm)
+                        done[kind].add(elapsed, answers, cloud.cpu)
+                    ratios.append(done['select'].last_rate
+                                  / done['echo'].last_rate)
+                echo, commit, select = (done[kind]
+                                        for kind in THROUGHPUT_KINDS)
                 rows.append(('placements/s vs echo calls/s, %d worker(s)'
-                             % workers, placed / select_time,
-                             echo_calls / echo_time, '>= 0.9x'))
+                             % workers, select.rate, echo.rate, '>= 0.9x'))
+                references.append((
+                    'the echo committing a row first, %d worker(s)'
+                    % workers, commit.rate, echo.rate,
+                    'the floor of a durable answer'))
+                references.append((
+                    'placements/s vs that, %d worker(s)' % workers,
+                    select.rate, commit.rate, '-'))
                 stopped = cloud.stop_schedulers()
                 status, _output = cloud.db_check()
-                errors = _errors(selects + echoes)
+                errors = _errors(select.answers + echo.answers
+                                 + commit.answers)
                 notes.append('%d worker(s): %d placed of %d, %s, claim '
                              'retries %d; ratio per round %s%s; %s; %s' % (
-                                 workers, placed, len(selects),
+                                 workers, select.calls, len(select.answers),
                                  _check(cloud, status),
                                  rig.Rig.claim_retries(stopped)[0],
                                  ' '.join('%.2fx' % r for r in ratios),
                                  '; errors: ' + errors if errors else '',
                                  _ranked_ahead(stopped), _grouped(stopped)))
                 notes.append('%d worker(s), CPU ms per call: echo %s; '
-                             'placement %s' % (
-                                 workers, _per_call(echo_cpu, echo_calls,
-                                                    'echo'),
-                                 _per_call(select_cpu, placed, 'scheduler')))
+                             'echo committing a row %s; placement %s' % (
+                                 workers, echo.per_call('echo'),
+                                 commit.per_call('echo'),
+                                 select.per_call('scheduler')))
             print('throughput: %d hosts, %s, %d concurrent callers in %d '
                   'processes, %d calls of each kind per row; %s'
                   % (hosts, backend, callers, min(callers, processes),
                      placements, _sizes()))
-            rig.table(rows)
+            rig.table(rows + references)
             for before, after in zip(rows, rows[1:]):
                 print('  placements/s, %s against %s: %.2fx (target: >= 1x)'
                       % (after[0].rsplit(', ', 1)[1], before[0].rsplit(
@@ -223,23 +227,46 @@ def throughput(backend, hosts, placements, callers, workers_list,
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _add(total, cpu):
-    for part, seconds in cpu.items():
-        total[part] = total.get(part, 0.0) + seconds
-
-
+# The kinds of call the throughput rounds make in turn.
+THROUGHPUT_KINDS = ('echo', 'echo_commit', 'select')
 # The parts of a call's CPU, in the order printed (the server: the echo's
 # or the scheduler's; the broker and the database are machine-wide).
 CPU_PARTS = ('server', 'broker', 'database', 'callers')
 
 
-def _per_call(cpu, calls, server):
-    """What each part of the machine spent per call, in ms."""
-    spent = dict(cpu, server=cpu.get(server, 0.0))
-    per_call = ['%s %.2f' % (part, 1000 * spent.get(part, 0.0) / max(calls, 1))
-                for part in CPU_PARTS]
-    return '%s, all %.2f' % (', '.join(per_call), 1000 * sum(
-        spent.get(part, 0.0) for part in CPU_PARTS) / max(calls, 1))
+class _Tally:
+    """The answered calls of one kind over the rounds, their time, and
+    the CPU each part of the machine spent on them."""
+
+    def __init__(self):
+        self.calls = 0
+        self.seconds = 0.0
+        self.answers = []
+        self.cpu = {}
+        self.last_rate = 0.0
+
+    def add(self, elapsed, answers, cpu):
+        answered = len(answers) - len(_failed(answers))
+        self.calls += answered
+        self.seconds += elapsed
+        self.answers += answers
+        self.last_rate = answered / elapsed
+        for part, seconds in cpu.items():
+            self.cpu[part] = self.cpu.get(part, 0.0) + seconds
+
+    @property
+    def rate(self):
+        return self.calls / self.seconds if self.seconds else 0.0
+
+    def per_call(self, server):
+        """What each part of the machine spent per call, in ms
+        (``server``: the part that answered)."""
+        spent = dict(self.cpu, server=self.cpu.get(server, 0.0))
+        calls = max(self.calls, 1)
+        return '%s, all %.2f' % (', '.join(
+            '%s %.2f' % (part, 1000 * spent.get(part, 0.0) / calls)
+            for part in CPU_PARTS), 1000 * sum(
+                spent.get(part, 0.0) for part in CPU_PARTS) / calls)
 
 
 def _shares(total, parts):

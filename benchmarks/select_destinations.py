@@ -21,6 +21,14 @@ properties, instances and metrics included)::
 
     python benchmarks/select_destinations.py --hosts 10000 --filters full
 
+``--full-reads K`` then makes K full reads of the host cache, each
+followed by 21 requests, and prints the filter+weigh of the first
+request after each (a full read's table is built with the per-host
+values the table before it had computed, so that its first request
+does not compute them over every host)::
+
+    python benchmarks/select_destinations.py --hosts 50000 --full-reads 3
+
 ``--filters hardware`` runs issue 11's: the default filters plus
 NUMATopologyFilter and PciPassthroughFilter, over hosts that report NUMA
 cells and PCI devices, half of them with CPUs pinned, pages and devices
@@ -357,7 +365,27 @@ def report(hosts, mode, backend, driver, timings, setup, load):
     sys.stdout.flush()
 
 
-def run(hosts, requests, seed, mode='default', backend='sqlite'):
+def after_full_reads(driver, rng, mode, reads):
+    """Filter+weigh (ms) of the first request after each of ``reads``
+    full reads of the host cache, beside the p50 of the 20 requests that
+    follow each: a table swapped in by a full read is built with what
+    requests computed from every HostState of the one before, so its
+    first request is not the one to compute it."""
+    first, then = [], []
+    for _ in range(reads):
+        driver.host_manager.refresh(full=True)
+        for number in range(21):
+            select(driver, make_spec(rng, mode, number)[1])
+            (then if number else first).append(
+                driver.last_timings['filter_weigh'] * 1000)
+    print('%6s        first request after each of %d full reads: '
+          'filter+weigh %s ms (the next 20 after each: p50 %.2f ms)' % (
+              '', reads, ', '.join('%.2f' % value for value in first),
+              statistics.median(then)))
+
+
+def run(hosts, requests, seed, mode='default', backend='sqlite',
+        full_reads=0):
     rng = random.Random(seed)
     configure(mode)
     workdir = tempfile.mkdtemp(prefix='gantt-bench-')
@@ -384,6 +412,8 @@ def run(hosts, requests, seed, mode='default', backend='sqlite'):
         load = time.perf_counter() - started
         timings = time_requests(driver, rng, requests, mode)
         report(hosts, mode, backend, driver, timings, setup, load)
+        if full_reads:
+            after_full_reads(driver, rng, mode, full_reads)
     finally:
         if driver is not None:
             driver.stop()
@@ -415,11 +445,16 @@ def main(argv=None):
                         help='where the claims go: a SQLite file, or a '
                         'database of its own on the local PostgreSQL or '
                         'MariaDB server (dropped afterwards)')
+    parser.add_argument('--full-reads', type=int, default=0, metavar='K',
+                        help='then K full reads of the host cache, each '
+                        'followed by 21 requests: print the filter+weigh '
+                        'of the first after each')
     args = parser.parse_args(argv)
     CONF([], project='gantt')
     objects.register_all()
     for hosts in args.hosts:
-        run(hosts, args.requests, args.seed, args.filters, args.db)
+        run(hosts, args.requests, args.seed, args.filters, args.db,
+            args.full_reads)
 
 
 if __name__ == '__main__':
