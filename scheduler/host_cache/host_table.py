@@ -36,13 +36,16 @@ from scheduler.host_cache import table_lookups
 # update_in_place compares and writes this many rows or fewer one by one.
 _ROW_BY_ROW = 8
 
-# How many in-place writes a table remembers the rows of at least (see
-# HostTable.rows_written_since; up to twice as many), and how many
-# columns' constancy it keeps. A request for several instances catches
-# its private table up from the log (see private_tables): at 10,000
-# hosts under pack, 32 writes were outrun by one such request in 25,
-# each then copying every host.
-_WRITE_LOG = 256
+# How many in-place writes back HostTable.rows_written_since answers
+# about (further back, the caller's own full pass costs less than the
+# rows written since), and how many columns' constancy a table keeps.
+_WRITE_LOG = 32
+# How many in-place writes a table remembers the rows of at least (up to
+# twice as many), for callers that ask further back: a request for
+# several instances catches its private table up from the log (see
+# private_tables), where a full pass is a copy of every host. At 10,000
+# hosts under pack, 32 writes were outrun by one such request in 25.
+WRITE_LOG_KEPT = 256
 _CONSTANTS = 64
 
 
@@ -365,11 +368,11 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         # rows in the log.
         entry = (self.writes + 1, rows, frozenset(changed))
         log = self._write_log
-        if len(log) < 2 * _WRITE_LOG:
+        if len(log) < 2 * WRITE_LOG_KEPT:
             log.append(entry)
         else:
             # A new list: a reader holding the old one reads it as it was.
-            self._write_log = log[-_WRITE_LOG:] + [entry]
+            self._write_log = log[-WRITE_LOG_KEPT:] + [entry]
         self.writes += 1
         # After the count: a placement built from rows read before it is
         # not kept (see placement).
@@ -381,28 +384,29 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
     def rows_written_since(self, writes):
         """The rows :meth:`update_in_place` wrote since the table's
         :attr:`writes` count was ``writes`` (an array, a row may repeat),
-        or None when the table no longer remembers all of them (it keeps
-        the last few writes' rows)."""
-        entries = self._log_since(writes)
+        or None when that was more than the last few writes ago."""
+        entries = self._log_since(writes, _WRITE_LOG)
         return None if entries is None else _rows_of(entries)
 
-    def written_since(self, writes):
+    def written_since(self, writes, back=_WRITE_LOG):
         """``(rows, names)``: :meth:`rows_written_since`, and the names
         of the (base) columns whose values those writes changed; None
-        when the table no longer remembers them."""
-        entries = self._log_since(writes)
+        when that was more than ``back`` writes ago (at most
+        :data:`WRITE_LOG_KEPT`) or the table no longer remembers them."""
+        entries = self._log_since(writes, back)
         if entries is None:
             return None
         return (_rows_of(entries),
                 frozenset().union(*(names for _n, _r, names in entries)))
 
-    def _log_since(self, writes):
-        """The write log's entries after ``writes`` (None: forgotten)."""
+    def _log_since(self, writes, back):
+        """The write log's entries after ``writes`` (None: forgotten, or
+        more than ``back`` of them)."""
         # The count first: its write is logged before it is counted.
         if self.writes == writes:
             return ()
         log = self._write_log
-        if not log or log[0][0] > writes + 1:
+        if not log or log[0][0] > writes + 1 or log[-1][0] - writes > back:
             return None
         # The entries' counts follow one another from the first's.
         return log[writes + 1 - log[0][0]:]

@@ -38,16 +38,24 @@ def test_rows_written_since_remembers_the_last_writes_only():
     assert sorted(table.rows_written_since(0).tolist()) == [0, 2, 3]
     assert sorted(table.rows_written_since(1).tolist()) == [0, 3]
     assert table.rows_written_since(2).tolist() == []
-    for value in range(2 * host_table._WRITE_LOG):
+    for value in range(host_table._WRITE_LOG):
         table.update_in_place({1: _rewritten(table.states[1],
                                              io_workload=value + 2)})
-    # At least the last _WRITE_LOG writes, at most twice as many.
     assert table.rows_written_since(1) is None
-    assert table.rows_written_since(
-        table.writes - 2 * host_table._WRITE_LOG - 1) is None
-    assert table.rows_written_since(
-        table.writes - host_table._WRITE_LOG).tolist() == [1] * \
-        host_table._WRITE_LOG
+    assert table.rows_written_since(2).tolist() == [1] * host_table._WRITE_LOG
+    # Further back when asked (a private table catching up), as far as
+    # the table remembers: WRITE_LOG_KEPT writes at least, at most twice.
+    assert table.written_since(1) is None
+    rows, names = table.written_since(1, host_table.WRITE_LOG_KEPT)
+    assert rows.tolist() == [0, 3] + [1] * host_table._WRITE_LOG
+    kept = host_table.WRITE_LOG_KEPT
+    for value in range(2 * kept):
+        table.update_in_place({1: _rewritten(table.states[1],
+                                             io_workload=value)})
+    assert table.written_since(table.writes - 2 * kept - 1, kept) is None
+    assert table.written_since(table.writes - kept - 1, kept) is None
+    rows, names = table.written_since(table.writes - kept, kept)
+    assert rows.tolist() == [1] * kept and names == {'io_workload'}
     rows, names = table.written_since(table.writes - 1)
     assert rows.tolist() == [1] and names == {'io_workload'}
     assert table.written_since(table.writes)[1] == frozenset()

@@ -75,7 +75,7 @@ def test_a_copy_that_lost_track_of_the_writes_is_made_again():
     first = tables.take(shared)
     first.put({0: _consumed(first.table, 0, 512)})
     tables.give_back(first)
-    for _ in range(2 * host_table._WRITE_LOG + 1):
+    for _ in range(2 * host_table.WRITE_LOG_KEPT + 1):
         assert shared.update_in_place({5: _consumed(shared, 5, 1)})
     second = tables.take(shared)
     assert second is not first
