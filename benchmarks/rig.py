@@ -418,7 +418,7 @@ class Rig:
                    and process.alive()]
         parts = {'scheduler': 0.0, 'echo': 0.0, 'broker': 0.0,
                  'database': 0.0}
-        for pid, parent, name, seconds in _process_table():
+        for pid, parent, name, seconds in cluster_mod.process_table():
             if pid in daemons or parent in daemons:
                 parts['scheduler'] += seconds
             elif self.echo is not None and pid == self.echo.pid:
@@ -484,28 +484,6 @@ class Rig:
                 if worker.is_alive():
                     worker.kill()
         return finished - started, results
-
-
-def _process_table():
-    """``(pid, parent pid, command name, CPU seconds)`` of every process
-    of the machine that can be read (from ``/proc/PID/stat``: user and
-    system time, in clock ticks)."""
-    ticks = os.sysconf('SC_CLK_TCK')
-    table = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as stat:
-                text = stat.read()
-        except OSError:     # ended meanwhile, or not ours to read
-            continue
-        # The command name is in parentheses and may hold spaces.
-        name = text[text.index('(') + 1:text.rindex(')')]
-        fields = text[text.rindex(')') + 2:].split()
-        table.append((int(entry), int(fields[1]), name,
-                      (int(fields[11]) + int(fields[12])) / ticks))
-    return table
 
 
 def _items(kind, work, flavor=FLAVOR):

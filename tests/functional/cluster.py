@@ -89,6 +89,28 @@ def vhost():
         _rabbitmqctl('delete_vhost', name)
 
 
+def process_table():
+    """``(pid, parent pid, command name, CPU seconds)`` of every process
+    of the machine that can be read, from ``/proc/PID/stat`` (user and
+    system time, in clock ticks)."""
+    ticks = os.sysconf('SC_CLK_TCK')
+    table = []
+    for entry in os.listdir('/proc'):
+        if not entry.isdigit():
+            continue
+        try:
+            with open('/proc/%s/stat' % entry) as stat:
+                text = stat.read()
+        except OSError:     # ended meanwhile, or not ours to read
+            continue
+        # The command name is in parentheses and may hold any character.
+        name = text[text.index('(') + 1:text.rindex(')')]
+        fields = text[text.rindex(')') + 2:].split()
+        table.append((int(entry), int(fields[1]), name,
+                      (int(fields[11]) + int(fields[12])) / ticks))
+    return table
+
+
 class Process:
     """One daemon started by a :class:`Cluster`, in a session of its own
     (so that its workers can be found and killed with it)."""

@@ -87,19 +87,8 @@ def test_ready_once_serving_and_stopping_on_sigterm(cluster, rpc_transport,
 
 def worker_pids(process):
     """The pids of the daemon's forked workers (its children)."""
-    pids = []
-    for entry in os.listdir('/proc'):
-        if not entry.isdigit():
-            continue
-        try:
-            with open('/proc/%s/stat' % entry) as stat:
-                # pid (comm) state ppid ...: comm may hold spaces.
-                fields = stat.read().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == process.popen.pid:
-            pids.append(int(entry))
-    return pids
+    return [pid for pid, parent, _name, _cpu in cluster_mod.process_table()
+            if parent == process.popen.pid]
 
 
 def next_ping(sock, timeout):

@@ -160,7 +160,7 @@ def test_the_process_table_gives_each_process_its_parent_and_cpu_time():
     while time.process_time() < deadline:   # some CPU time to find
         pass
     before = time.process_time()
-    mine = [entry for entry in rig._process_table()
+    mine = [entry for entry in rig.cluster_mod.process_table()
             if entry[0] == os.getpid()]
     assert len(mine) == 1
     pid, parent, name, seconds = mine[0]
