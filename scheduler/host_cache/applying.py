@@ -366,10 +366,9 @@ class Applying:
         asked for (without the lock: a copy of each state whose service
         changed, NumPy columns and indexes over every host, the values
         requests computed from every HostState of the table in use),
-        then, under
-        the lock, put in it the states written in the current table since
-        (claims, instances, nodes read again) and make it the current
-        table, whole; return it (None: nothing was pending). A table
+        then, under the lock, put in it the states written in the current
+        table since (claims, instances, nodes read again) and make it the
+        current table, whole; return it (None: nothing was pending). A table
         replaced meanwhile (aggregates, a state that changed identity)
         has its states restated with what the cache holds now, under
         the lock (rare: a fanout within a build's few hundred ms)."""
