@@ -7,9 +7,11 @@ process), each full read (the first load, then every
 table (most services' liveness changed at once), freezes the objects
 there are
 (``gc.freeze``), out of the cyclic garbage collector's later passes;
-the first load, and a full read after the process grew by a quarter,
-first passes the collector over everything, counted in that refresh's
-time.
+a full read after the process grew by a quarter first passes the
+collector over everything, counted in that refresh's time; the first
+load passes it before it reads, while the process is still small (at a
+million hosts, a pass after the load walked its tens of millions of
+objects for about a second of the cold start).
 Without it the collector's oldest generation holds the host cache, and
 each of its passes, every few thousand requests, stopped the process for
 90-140 ms at 10,000 hosts (4.5-11 ms frozen; ``benchmarks/README.md``,
@@ -25,7 +27,7 @@ Both are the HostManager's (:mod:`scheduler.host_cache.refreshing`): a
 full read runs under :func:`paused` and ends with
 :func:`after_full_read`::
 
-    collect = collector.grown()
+    collect = collector.before_full_read()
     with collector.paused():
         read_everything()
         collector.after_full_read(collect)
@@ -73,6 +75,19 @@ def grown():
             > _blocks_after_collect * (1 + GROWTH_BEFORE_COLLECT))
 
 
+def before_full_read():
+    """Whether the full read about to begin should collect as it ends
+    (:func:`grown`). The first one in a process that asked for it
+    (:func:`freeze_collector`) collects and freezes now instead, before
+    it reads: nothing it reads is garbage yet, and a pass over what the
+    process holds before a cold start is short (a pass after it is not);
+    :func:`after_full_read` counts the blocks then."""
+    if _freezing and _blocks_after_collect is None:
+        _collect_and_freeze()
+        return False
+    return grown()
+
+
 def after_full_read(collect=False):
     """The end of a full read, or of any refresh that built a new table
     (most services changed liveness at once), in a process that asked
@@ -93,6 +108,9 @@ def after_full_read(collect=False):
         _blocks_after_collect = sys.getallocatedblocks()
         return
     gc.freeze()
+    if _blocks_after_collect is None:
+        # The first load, collected before it read (before_full_read).
+        _blocks_after_collect = sys.getallocatedblocks()
 
 
 # The longest a full read keeps the collector paused: a read held up by

@@ -81,7 +81,7 @@ class Refreshing:
                 dead = set(self._dead_hosts)
                 recent = self._recent_pairs(now) if at_once else None
             # Asked before the read's rows count (see collector.grown).
-            collect = full and collector.grown()
+            collect = full and collector.before_full_read()
             with (collector.paused() if full
                   else contextlib.nullcontext()):
                 if multi_cell:

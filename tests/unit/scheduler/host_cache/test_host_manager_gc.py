@@ -92,6 +92,35 @@ def test_frozen_garbage_is_collected_once_the_process_grew(
     assert collector._blocks_after_collect > 1
 
 
+def test_the_first_load_collects_before_it_reads(
+        cloud, freezing, make_host_manager):
+    """The first load passes the collector over the process before it
+    reads, not over the cache it built (a second of a cold start at a
+    million hosts), and counts the blocks to grow from after it."""
+    cloud.add_node('a')
+    cycle = _Cyclic()
+    gone = weakref.ref(cycle)
+    del cycle
+    manager = make_host_manager(auto_refresh=False)
+    at_first_statement = []
+    with statements.each_statement(
+            lambda statement: at_first_statement.append(
+                (gone() is None, gc.get_freeze_count()))
+            if not at_first_statement else None):
+        manager.snapshot()
+    collected, frozen = at_first_statement[0]
+    assert collected and frozen > 0
+    before_load = frozen
+    assert gc.get_freeze_count() > before_load   # the cache frozen too
+    assert collector._blocks_after_collect is not None
+    # Later full reads only collect once the process grew from there.
+    later = _Cyclic()
+    later_gone = weakref.ref(later)
+    del later
+    manager.refresh(full=True)
+    assert later_gone() is not None
+
+
 def test_the_growth_is_judged_before_the_read_allocates(
         database, freezing, make_host_manager, config, monkeypatch):
     """Whether a full read collects is decided as it begins: the rows it
