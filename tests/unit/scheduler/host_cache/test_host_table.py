@@ -117,6 +117,31 @@ def test_node_index_when_only_later_nodes_are_not_named_after_hosts():
     assert same.rows_by_host_lower == {'a': (0,), 'b': (1,)}
 
 
+def test_the_indexes_hold_one_object_per_row_and_per_zone_set():
+    """At a million hosts every object a row adds to the indexes counts:
+    the two name indexes share each row's tuple, the id index and the
+    tuples share the row's number, and the zone sets come in the order
+    the rows first name them."""
+    hosts = fakes.table([fakes.host_state('a', zones=('z2',)),
+                         fakes.host_state('b', zones=('z1',)),
+                         fakes.host_state('c', nodename='c-1',
+                                          zones=('z2',)),
+                         fakes.host_state('c', nodename='c-2'),
+                         fakes.host_state('d', nodename='d-1')])
+    assert hosts.rows_by_host == {'a': (0,), 'b': (1,), 'c': (2, 3),
+                                  'd': (4,)}
+    assert hosts.rows_by_nodename == {'a': (0,), 'b': (1,), 'c-1': (2,),
+                                      'c-2': (3,), 'd-1': (4,)}
+    for host, node in (('a', 'a'), ('b', 'b'), ('d', 'd-1')):
+        assert hosts.rows_by_host[host] is hosts.rows_by_nodename[node]
+    for state in hosts.states:
+        row = hosts.row_by_id[state.id]
+        assert any(found is row
+                   for found in hosts.rows_by_nodename[state.nodename])
+    assert [sorted(zones) for zones in hosts.az_sets] == [
+        ['z2'], ['z1'], ['nova']]
+
+
 def test_in_zone():
     hosts = fakes.table([fakes.host_state('a', zones=['az1']),
                          fakes.host_state('b', zones=['az1', 'az2']),
