@@ -1,3 +1,5 @@
+import sys
+
 import pytest
 
 from scheduler.db import aggregates
@@ -26,8 +28,13 @@ def test_create_and_read_back(any_database):
     assert agg.availability_zone == 'az1'
     _create('empty')
     with db_api.reader() as session:
-        assert [a.name for a in aggregates.get_all(session)] == ['rack1',
-                                                                  'empty']
+        everything = aggregates.get_all(session)
+        assert [(a.name, a.hosts, a.metadata) for a in everything] == [
+            ('rack1', {'h1', 'h2'}, {'availability_zone': 'az1',
+                                     'foo': '1'}),
+            ('empty', frozenset(), {})]
+        # One string a host name, shared with the host cache's.
+        assert all(host is sys.intern(host) for host in everything[0].hosts)
         assert aggregates.get(session, agg.uuid) == agg
         assert aggregates.get(session, 'rack1') == agg
         assert aggregates.get(session, agg.id) == agg
