@@ -53,6 +53,8 @@ with that group's budget. They ignore :func:`target_cell`. Without
 import collections
 import contextlib
 import contextvars
+import datetime
+import functools
 import hashlib
 import itertools
 import re
@@ -605,7 +607,8 @@ def driver_batches(connection, statement, parameters, size):
     SQLAlchemy's rows cost more CPU than the driver's fetch (see
     :func:`scheduler.host_cache.host_reads.stream_nodes`). Errors, listeners
     and the cursor's end as in :func:`driver_rows` (the cursor also ends when
-    the generator is closed or dropped)."""
+    the generator is closed or dropped). Timestamps are read by
+    :func:`_timestamp`."""
     name = 'gantt_batches_%d' % next(_CURSOR_NUMBERS)
     with _driver_cursor(connection, statement, parameters,
                         name) as cursor:
@@ -614,6 +617,43 @@ def driver_batches(connection, statement, parameters, size):
             if not rows:
                 return
             yield rows
+
+
+def _timestamp(text, cursor):
+    """A ``timestamp without time zone`` of psycopg2's text as the
+    naive datetime psycopg2 makes of it, by :meth:`datetime.fromisoformat`
+    (0.1 us where psycopg2's own takes 0.6-1: a second of a cold start
+    per column at a million hosts); psycopg2's own for what that does
+    not read (infinity)."""
+    if text is None:
+        return None
+    try:
+        return _FROM_ISO(text)
+    except ValueError:
+        return _psycopg2_extensions().PYDATETIME(text, cursor)
+
+
+_FROM_ISO = datetime.datetime.fromisoformat
+# PostgreSQL's oid of ``timestamp without time zone``.
+_TIMESTAMP_OID = 1114
+
+
+@functools.lru_cache(maxsize=None)
+def _psycopg2_extensions():
+    import psycopg2.extensions
+    return psycopg2.extensions
+
+
+@functools.lru_cache(maxsize=None)
+def _timestamp_type():
+    return _psycopg2_extensions().new_type(
+        (_TIMESTAMP_OID,), 'GANTT_TIMESTAMP', _timestamp)
+
+
+def _read_timestamps_fast(cursor):
+    """Make ``cursor`` (psycopg2's) read timestamps with
+    :func:`_timestamp`."""
+    _psycopg2_extensions().register_type(_timestamp_type(), cursor)
 
 
 def _read_cursor(connection, statement, parameters, read):
@@ -640,6 +680,7 @@ def _driver_cursor(connection, statement, parameters, name=None):
     ``statement``, a driver error of the block made oslo.db's."""
     cursor = connection.connection.dbapi_connection.cursor(name=name)
     try:
+        _read_timestamps_fast(cursor)
         _execute(connection, cursor, statement, parameters)
         yield cursor
     except connection.dialect.loaded_dbapi.Error as error:

@@ -6,6 +6,7 @@ ended from an admin connection (``pg_terminate_backend`` on PostgreSQL,
 """
 
 import contextlib
+import datetime
 import sqlite3
 import time
 
@@ -407,3 +408,36 @@ def test_driver_results_gives_each_statement_and_raises_a_later_error(
                 connection, ';\n'.join(['SELECT 1', insert, insert,
                                          'COMMIT']), ('h1', 'h9'))
     assert _service_rows() == [('h1',)]
+
+
+def test_batches_read_timestamps_as_psycopg2_does(postgresql_database,
+                                                  monkeypatch):
+    """driver_batches reads a ``timestamp`` with datetime.fromisoformat,
+    and the values are psycopg2's own: microseconds, none, whole seconds,
+    early years, and what fromisoformat cannot read (infinity)."""
+    query = ("SELECT t FROM (VALUES (1, '2026-12-05 11:55:01.123456'), "
+             "(2, NULL), (3, '2020-01-01 00:00:00'), "
+             "(4, '0099-02-03 04:05:06.5'), (5, 'infinity'), "
+             "(6, '-infinity'))"
+             " AS v(n, t) ORDER BY n")
+    typed = query.replace('SELECT t', 'SELECT t::timestamp')
+    parsed = []
+
+    def from_iso(text):
+        parsed.append(text)
+        return datetime.datetime.fromisoformat(text)
+    monkeypatch.setattr(db_api, '_FROM_ISO', from_iso)
+    engine = db_api.get_engine()
+    with engine.connect() as connection:
+        batches = list(db_api.driver_batches(connection, typed, (), 3))
+        fast = [row[0] for batch in batches for row in batch]
+        plain = connection.connection.dbapi_connection.cursor()
+        plain.execute(typed)
+        expected = [row[0] for row in plain.fetchall()]
+    assert [len(batch) for batch in batches] == [3, 3]
+    assert fast == expected
+    assert fast[0] == datetime.datetime(2026, 12, 5, 11, 55, 1, 123456)
+    assert fast[1] is None
+    assert fast[4] == datetime.datetime.max
+    # By fromisoformat, but for the NULL.
+    assert len(parsed) == 5
