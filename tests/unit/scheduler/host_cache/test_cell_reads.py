@@ -93,7 +93,7 @@ def test_reads_together_what_each_pooled_read_reads(two_databases):
     assert [row.id for row in together['two'][0]] == \
         [(2 << 40) + second['b1']]
     assert [row.host for row in together['two'][1]] == ['b1']
-    assert isinstance(together['two'][1][0].updated_at, datetime.datetime)
+    assert isinstance(together['two'][1][0].created_at, datetime.datetime)
     assert again == {'one': ([], [])}
 
 
