@@ -102,10 +102,15 @@ def service_from_row(row, alive_since=None, alive_until=None):
 def service_info(row, alive):
     """A ServiceInfo from a ``services`` row, judged ``alive`` (True,
     False, or None: not judged)."""
-    return ServiceInfo(row.id, sys.intern(row.host), sys.intern(row.binary),
-                       bool(row.disabled), row.disabled_reason,
-                       bool(row.forced_down), row.last_seen_up, alive,
-                       row.created_at)
+    # tuple.__new__, not the named tuple's own (Python) constructor: a
+    # cold start makes one per compute service.
+    return _new_tuple(ServiceInfo, (
+        row.id, sys.intern(row.host), sys.intern(row.binary),
+        bool(row.disabled), row.disabled_reason, bool(row.forced_down),
+        row.last_seen_up, alive, row.created_at))
+
+
+_new_tuple = tuple.__new__
 
 
 def service_is_up(service, now, down_time):
