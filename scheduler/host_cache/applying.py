@@ -190,25 +190,30 @@ class Applying:
         the refresh (which holds the refresh lock) writes services but
         for :meth:`refresh_nodes`, whose newer rows a stale comparison
         here cannot undo (a row judged unchanged is not written)."""
-        cached = self._services
-        window = (changes.alive_since, changes.alive_until)
+        cached_get = self._services.get
+        since, until = changes.alive_since, changes.alive_until
+        service_info = host_state.service_info
         kept, down = {}, set()
+        # (Names bound and the heartbeat judged inline, as
+        # host_state.heartbeat_within judges it: a cold start runs this
+        # once per compute service.)
         for row in changes.services:
+            heartbeat = row.last_seen_up or row.created_at
+            alive = heartbeat is not None and since <= heartbeat <= until
             # Rows read again within the slack, and the heartbeats of the
             # full read, mostly change nothing the filters see: compare
             # before building anything. (A cached last_seen_up is the one
             # of the row's last change; ``alive`` is what counts.)
-            old = cached.get(row.host)
-            alive = host_state.heartbeat_within(row, *window)
+            old = cached_get(row.host)
             if old is not None and old.alive == alive and \
                     old[:6] == tuple(row[:6]):
                 continue
-            service = host_state.service_info(row, alive)
+            service = service_info(row, alive)
             kept[service.host] = service
             if not alive:
                 down.add(service.host)
         if changes.full:
-            changes.services_gone = set(cached).difference(
+            changes.services_gone = set(self._services).difference(
                 row.host for row in changes.services)
         changes.services_changed = kept
         changes.services_down = down
