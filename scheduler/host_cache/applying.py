@@ -12,6 +12,8 @@ fanouts (:meth:`Applying.update_aggregates`,
     manager.update_aggregates([aggregate])
 """
 
+import sys
+
 from oslo_log import log as logging
 
 from scheduler.host_cache import cell_gather
@@ -293,14 +295,17 @@ class Applying:
         :func:`refresh_changes.default_ratios`, which also holds the
         default zone; ``extras``: the node_extras.Extras read with it,
         None: none)."""
+        # Looked up by the interned name (from_node's): found by identity,
+        # without comparing the text of a key of a dict of every host.
+        host = sys.intern(row.host)
         state = host_state.HostState.from_node(
-            row, self._services.get(row.host),
-            self._aggregates_by_host.get(row.host, ()), ratios,
+            row, self._services.get(host),
+            self._aggregates_by_host.get(host, ()), ratios,
             ratios[refresh_changes.DEFAULT_AZ])
         if row.id > cell_gather.NODE_MASK:
             cell = self._cells.cell_of(row.id)
             state.cell_uuid, state.cell_name = cell.uuid, cell.label()
-        state.instances = self._instances_of(row.host)
+        state.instances = self._instances_of(host)
         if extras is not None:
             state.inventories, state.traits = extras.of(row.id)
         return state
