@@ -103,12 +103,16 @@ def _wait_for(predicate, timeout, what):
 
 def _start(services_started, host, binary, topic, manager, reporter):
     server = service.Service(host, binary, topic, manager, reporter=reporter)
-    server.start()
+    # Listed before it starts: a SIGTERM in the middle of its start (its
+    # queue declared, its threads running) still stops it, where a
+    # service left running would keep the process from ever ending.
     services_started.append(server)
+    server.start()
 
 
-def _start_cluster(host_count):
-    started = []
+def _start_cluster(started, host_count):
+    """Start the conductor, the computes and the scheduler, each added
+    to ``started`` (the caller's, which stops them) as it starts."""
     _start(started, CONDUCTOR_HOST, 'gantt-conductor',
            conductor_rpcapi.RPC_TOPIC, conductor_manager.ConductorManager(),
            service.db_reporter(CONDUCTOR_HOST, 'gantt-conductor',
@@ -130,7 +134,6 @@ def _start_cluster(host_count):
            scheduler_rpcapi.RPC_TOPIC, scheduler_manager.SchedulerManager(),
            service.db_reporter(SCHEDULER_HOST, 'gantt-scheduler',
                                scheduler_rpcapi.RPC_TOPIC))
-    return started
 
 
 def _boot(server_count, rng):
@@ -261,7 +264,7 @@ def _run_demo(rng):
         migration.db_sync()
         rpc.init(CONF, check_broker=True)
         notifications.init(CONF)
-        started = _start_cluster(CONF.hosts)
+        _start_cluster(started, CONF.hosts)
         begin = time.monotonic()
         uuids, flavors = _boot(CONF.servers, rng)
 
