@@ -196,10 +196,16 @@ class Applying:
         since, until = changes.alive_since, changes.alive_until
         service_info = host_state.service_info
         kept, down = {}, set()
+        # The hosts of cached services no row names (a full read only).
+        gone = set(self._services) if changes.full else set()
+        count = 0
         # (Names bound and the heartbeat judged inline, as
         # host_state.heartbeat_within judges it: a cold start runs this
-        # once per compute service.)
-        for row in changes.services:
+        # once per compute service.) ``changes.services`` may be an
+        # iterator (the first load's stream): read once.
+        for count, row in enumerate(changes.services, 1):
+            if gone:
+                gone.discard(row.host)
             heartbeat = row.last_seen_up or row.created_at
             alive = heartbeat is not None and since <= heartbeat <= until
             # Rows read again within the slack, and the heartbeats of the
@@ -214,9 +220,8 @@ class Applying:
             kept[service.host] = service
             if not alive:
                 down.add(service.host)
-        if changes.full:
-            changes.services_gone = set(self._services).difference(
-                row.host for row in changes.services)
+        changes.services_gone = gone
+        changes.services_count = count
         changes.services_changed = kept
         changes.services_down = down
         changes.services_compared = True

@@ -63,6 +63,9 @@ class Changes:
         self.services_changed = {}
         self.services_down = set()
         self.services_gone = set()
+        # How many service rows the comparison read (``services`` may be
+        # an iterator it consumed).
+        self.services_count = None
         # Services whose last heartbeat lies between these are alive.
         self.alive_since = self.alive_until = None
         # A full read: ``nodes`` holds the rows whose generation changed,
@@ -77,3 +80,9 @@ class Changes:
         self.instances = None
         # The inventories and traits of the nodes read (node_extras).
         self.extras = node_extras.none()
+
+    def services_read(self):
+        """How many service rows this refresh read."""
+        if self.services_count is not None:
+            return self.services_count
+        return len(self.services)

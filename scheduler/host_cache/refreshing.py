@@ -115,14 +115,14 @@ class Refreshing:
                 self.stats['last_full_read_seconds'] = elapsed
             self.stats['refreshes'] += 1
             self.stats['nodes_read'] += len(changes.nodes)
-            self.stats['services_read'] += len(changes.services)
+            self.stats['services_read'] += changes.services_read()
             self.stats['last_refresh_seconds'] = elapsed
             prometheus.cache_refreshed(
                 elapsed, cell_refresh.cell_counts(table),
                 self._cells.cells_up(), time.time())
             LOG.debug('Host cache refreshed in %.3fs: %d node(s) and %d '
                       'service(s) read, %d node(s) removed', elapsed,
-                      len(changes.nodes), len(changes.services),
+                      len(changes.nodes), changes.services_read(),
                       len(changes.removed))
             return table
 
@@ -184,7 +184,10 @@ class Refreshing:
                 # (nodes last: MySQL drivers stream one result at a
                 # time), so that the load never holds them all.
                 changes.full = True
-                changes.services = host_reads.read_services(session)
+                # Compared as they come: only their ServiceInfos kept.
+                changes.services = host_reads.stream_services(session)
+                self._compare_services(changes)
+                changes.services = ()
                 self._read_instances_and_aggregates(session, changes)
                 changes.extras = node_extras.read(session)
                 changes.nodes = host_reads.stream_nodes(session)

@@ -1,0 +1,86 @@
+"""The first load of the host cache keeps only what it makes of the rows
+it reads: at a million hosts, service rows still held while the nodes
+are read left a quarter of a GB of holes in the interpreter's memory
+among the host states (issue 53)."""
+
+import gc
+
+from scheduler.db import aggregates as db_aggregates
+from scheduler.db import api as db_api
+from scheduler.host_cache import host_reads
+from tests.fixtures import statements
+from tests.unit.scheduler import fakes
+
+HOSTS = ('a', 'b', 'c', 'd', 'e')
+
+
+def _live_service_rows():
+    return sum(1 for obj in gc.get_objects()
+               if isinstance(obj, host_reads.ServiceRow))
+
+
+def test_no_service_row_is_held_while_the_nodes_are_read(
+        any_database, make_host_manager, monkeypatch):
+    """Each backend (a server-side cursor on PostgreSQL, the whole
+    result elsewhere): by the time the nodes are read, the services were
+    compared and their rows dropped; every service is cached, counted
+    and judged all the same."""
+    monkeypatch.setattr(host_reads.compute_nodes, 'STREAM_BATCH', 2)
+    cloud = fakes.Cloud()
+    for host in HOSTS:
+        cloud.add_node(host)
+    cloud.set_last_seen('e', 3600)
+    manager = make_host_manager(auto_refresh=False)
+    at_nodes = []
+
+    def before(statement):
+        if not at_nodes and 'hypervisor_hostname' in statement:
+            at_nodes.append(_live_service_rows())
+    with statements.each_statement(before):
+        table = manager.snapshot()
+    assert at_nodes == [0]
+    assert sorted(manager._services) == list(HOSTS)
+    assert manager.stats['services_read'] == len(HOSTS)
+    alive = {state.host: state.service.alive for state in table.states}
+    assert alive == {'a': True, 'b': True, 'c': True, 'd': True,
+                     'e': False}
+
+
+def test_a_full_read_still_finds_the_services_that_are_gone(
+        database, make_host_manager):
+    cloud = fakes.Cloud()
+    for host in HOSTS:
+        cloud.add_node(host)
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    with db_api.writer() as session:
+        session.execute(host_reads._SERVICE.delete().where(
+            host_reads._SERVICE.c.host == 'c'))
+    manager.refresh(full=True)
+    assert sorted(manager._services) == ['a', 'b', 'd', 'e']
+    assert manager.stats['services_read'] == 2 * len(HOSTS) - 1
+
+
+def test_the_hosts_of_every_aggregate_are_read_a_batch_at_a_time(
+        any_database, monkeypatch):
+    """Each batch of membership rows is read and dropped before the next
+    is made; the aggregates hold every host all the same."""
+    monkeypatch.setattr(db_api, 'FETCH_BATCH', 2)
+    cloud = fakes.Cloud()
+    cloud.aggregate('odd', ['a', 'c', 'e'])
+    cloud.aggregate('even', ['b', 'd'])
+    sizes = []
+    fold = db_aggregates._hosts_by_aggregate
+
+    def counting(batches):
+        def each():
+            for batch in batches:
+                sizes.append(len(batch))
+                yield batch
+        return fold(each())
+    monkeypatch.setattr(db_aggregates, '_hosts_by_aggregate', counting)
+    with db_api.reader() as session:
+        found = {agg.name: agg.hosts for agg in
+                 db_aggregates.get_all(session)}
+    assert found == {'odd': frozenset('ace'), 'even': frozenset('bd')}
+    assert sizes == [2, 2, 1]
