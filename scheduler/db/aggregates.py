@@ -74,15 +74,22 @@ class AvailabilityZoneConflict(exception.InvalidRequest):
 Aggregate = placement_types.Aggregate
 
 
-def _build(rows, host_rows, meta_rows):
-    # Rows unpacked, not read by name: at a million hosts a SQLAlchemy
-    # row's attribute cost a second of a cold start. Host names
-    # interned: the host cache's nodes and services name the same hosts
-    # (one string each, not one more per aggregate membership).
+def _hosts_by_aggregate(batches):
+    """``{aggregate id: [host, ...]}`` of lists of ``(aggregate id,
+    host)`` rows, each list dropped once read (see :func:`_all_hosts`).
+    Rows unpacked, not read by name: at a million hosts a SQLAlchemy
+    row's attribute cost a second of a cold start. Host names interned:
+    the host cache's nodes and services name the same hosts (one string
+    each, not one more per aggregate membership)."""
     hosts = collections.defaultdict(list)
     intern = sys.intern
-    for aggregate_id, host in host_rows:
-        hosts[aggregate_id].append(intern(host))
+    for batch in batches:
+        for aggregate_id, host in batch:
+            hosts[aggregate_id].append(intern(host))
+    return hosts
+
+
+def _build(rows, hosts, meta_rows):
     metadata = {}
     for aggregate_id, key, value in meta_rows:
         metadata.setdefault(aggregate_id, {})[key] = value
@@ -92,15 +99,18 @@ def _build(rows, host_rows, meta_rows):
             for row in rows]
 
 
-def _all_host_rows(session):
-    """``(aggregate id, host)`` of every aggregate's hosts, the driver's
-    own tuples (a host a row: SQLAlchemy's rows would cost more than
-    the rest of the read), made a batch at a time so that other threads
-    run in between."""
+def _all_hosts(session):
+    """:func:`_hosts_by_aggregate` of every aggregate's hosts, read as
+    the driver's own tuples (a host a row: SQLAlchemy's rows would cost
+    more than the rest of the read), made a batch at a time so that
+    other threads run in between, and each batch dropped once read: a
+    million rows held at once would leave their memory's holes among
+    what the host cache keeps."""
     connection = session.connection()
     compiled = sa.select(_HOST.c.aggregate_id, _HOST.c.host).compile(
         dialect=connection.dialect)
-    return db_api.driver_rows_batched(connection, str(compiled), ())
+    return db_api.driver_read_batches(connection, str(compiled), (),
+                                      _hosts_by_aggregate)
 
 
 def _read(session, where=None):
@@ -113,17 +123,17 @@ def _read(session, where=None):
     if not ids:
         return []
     if where is None:
-        host_rows = _all_host_rows(session)
+        hosts = _all_hosts(session)
         meta_rows = session.execute(sa.select(
             _META.c.aggregate_id, _META.c.key, _META.c.value)).all()
     else:
-        host_rows = session.execute(
+        hosts = _hosts_by_aggregate([session.execute(
             sa.select(_HOST.c.aggregate_id, _HOST.c.host)
-            .where(_HOST.c.aggregate_id.in_(ids))).all()
+            .where(_HOST.c.aggregate_id.in_(ids))).all()])
         meta_rows = session.execute(
             sa.select(_META.c.aggregate_id, _META.c.key, _META.c.value)
             .where(_META.c.aggregate_id.in_(ids))).all()
-    return _build(rows, host_rows, meta_rows)
+    return _build(rows, hosts, meta_rows)
 
 
 def get_all(session):

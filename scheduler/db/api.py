@@ -548,6 +548,25 @@ def driver_rows_batched(connection, statement, parameters):
     return _read_cursor(connection, statement, parameters, fetch_batched)
 
 
+def driver_read_batches(connection, statement, parameters, read):
+    """``read(batches)`` of the rows of ``statement`` (as
+    :func:`driver_rows`), ``batches`` an iterator of lists of up to
+    :data:`FETCH_BATCH` rows made as it is read: for a reader that
+    keeps only what it makes of the rows, so that they are never all
+    held at once (and other threads run between two batches)."""
+    return _read_cursor(connection, statement, parameters,
+                        lambda cursor: read(_batches(cursor)))
+
+
+def _batches(cursor):
+    while True:
+        batch = cursor.fetchmany(FETCH_BATCH)
+        if batch:
+            yield batch
+        if len(batch) < FETCH_BATCH:
+            return
+
+
 def _fetch_all(cursor):
     return cursor.fetchall()
 
