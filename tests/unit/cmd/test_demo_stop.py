@@ -2,6 +2,7 @@
 started is stopped, the last one too, else its threads would keep the
 process from ever ending."""
 
+import logging
 import signal
 
 import pytest
@@ -11,9 +12,32 @@ from scheduler.cmd import demo
 from scheduler import service
 
 
+@pytest.fixture
+def logging_kept():
+    """The demo sets up logging for its process (levels, handlers): put
+    back as they were, for the tests that run after in this process
+    (gantt-manage explain reads the filters' DEBUG messages)."""
+    loggers = [logging.getLogger()] + [
+        logger for logger in logging.Logger.manager.loggerDict.values()
+        if isinstance(logger, logging.Logger)]
+    saved = [(logger, logger.level, list(logger.handlers), logger.propagate,
+              logger.disabled) for logger in loggers]
+    yield
+    for logger, level, handlers, propagate, disabled in saved:
+        logger.setLevel(level)
+        logger.handlers[:] = handlers
+        logger.propagate = propagate
+        logger.disabled = disabled
+    known = {id(logger) for logger in loggers}
+    for logger in list(logging.Logger.manager.loggerDict.values()):
+        if isinstance(logger, logging.Logger) and id(logger) not in known:
+            logger.setLevel(logging.NOTSET)
+            logger.handlers[:] = []
+
+
 @pytest.mark.parametrize('when', ['as its start ends', 'before it starts'])
 def test_a_demo_ended_while_its_scheduler_starts_stops_every_service(
-        config, monkeypatch, when):
+        config, monkeypatch, logging_kept, when):
     started, stopped = [], []
     real_start, real_stop = service.Service.start, service.Service.stop
 
