@@ -291,7 +291,8 @@ class Applying:
         for host in hosts:
             for row in table.rows_by_host.get(host, ()):
                 states[row] = self._restated(states[row], ratios)
-        self._table = host_table.HostTable.build(states, self._aggregates)
+        self._table = host_table.HostTable.build_by_zone(
+            states, self._aggregates)
         self.stats['full_builds'] += 1
 
 
@@ -335,7 +336,8 @@ class Applying:
             self._generations[row.id] = row.generation
             states.append(self._make_state(row, ratios, changes.extras))
         changes.nodes = states
-        self._table = host_table.HostTable.build(states, self._aggregates)
+        self._table = host_table.HostTable.build_by_zone(
+            states, self._aggregates)
         self.stats['full_builds'] += 1
 
     def _rebuilt_states(self, fresh, keep_ids, ratios, extras):
@@ -394,7 +396,7 @@ class Applying:
         ratios = refresh_changes.default_ratios()
         try:
             self._restate_off_lock(states, restate, ratios)
-            table = host_table.HostTable.build(states, aggregates)
+            table = host_table.HostTable.build_by_zone(states, aggregates)
             # What requests computed from every HostState of the table
             # in use, computed here too rather than by the first request
             # this one serves.
@@ -412,7 +414,7 @@ class Applying:
             captured, self._captured = self._captured, None
             if self._table is not base or self._aggregates is not \
                     aggregates:
-                table = host_table.HostTable.build(
+                table = host_table.HostTable.build_by_zone(
                     [self._restated(state, ratios) for state in states],
                     self._aggregates)
             # A state put meanwhile (a claim's reservation, instances)

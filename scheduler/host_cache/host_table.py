@@ -178,18 +178,40 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
     @classmethod
     def build(cls, states, aggregates=()):
         """A table over ``states`` (HostStates) in the given order."""
-        states = list(states)
+        return cls._built(list(states), aggregates, False)
+
+    @classmethod
+    def build_by_zone(cls, states, aggregates=()):
+        """A table over ``states`` with the rows of each set of zones
+        together, in the order the sets first appear, each in the given
+        order. Which row a node is in tells nothing (ties are broken by
+        node, see :mod:`scheduler.drivers.ranking`), but a request for a
+        zone then reads its hosts' values from one stretch of each
+        column rather than from every part of it: at a million hosts in
+        four zones whose nodes alternate by id, gathering the weighers'
+        values took 0.8 ms a weigher, 0.4 ms of it waiting on memory
+        (issue 53)."""
+        return cls._built(list(states), aggregates, True)
+
+    @classmethod
+    def _built(cls, states, aggregates, by_zone):
+        zones = list(map(_ZONES, states))
+        az_sets = tuple(dict.fromkeys(zones))
+        az_position = {zone_set: i for i, zone_set in enumerate(az_sets)}
+        az_index = np.fromiter(map(az_position.__getitem__, zones),
+                               dtype=np.int32, count=len(states))
+        if by_zone and len(az_sets) > 1:
+            # Stable: each zone's rows in the given order.
+            order = np.argsort(az_index, kind='stable')
+            states = list(map(states.__getitem__, order.tolist()))
+            az_index = az_index[order]
         columns = table_columns.columns_of(states)
-        indexes = cls._build_indexes(states)
-        az_sets = indexes[3]
-        az_position = {zones: i for i, zones in enumerate(az_sets)}
-        columns['az_index'] = np.fromiter(
-            (az_position[state.availability_zones] for state in states),
-            dtype=np.int32, count=len(states))
+        columns['az_index'] = az_index
+        indexes = cls._build_indexes(states, az_sets)
         return cls(states, columns, aggregates, indexes)
 
     @staticmethod
-    def _build_indexes(states):
+    def _build_indexes(states, az_sets=None):
         # Whole lists at a time (dict(zip(...)) runs in C: 0.3 s at a
         # million hosts, where a loop over the states took 1.5 s).
         rows = list(range(len(states)))
@@ -220,7 +242,8 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         # host index.
         rows_by_nodename = (rows_by_host if nodenames == hosts
                             else index(nodenames))
-        az_sets = tuple(dict.fromkeys(map(_ZONES, states)))
+        if az_sets is None:
+            az_sets = tuple(dict.fromkeys(map(_ZONES, states)))
         return row_by_id, rows_by_host, rows_by_nodename, az_sets
 
     def replace(self, new_states):

@@ -642,7 +642,8 @@ def test_states_are_restated_without_node_rows(cloud, config,
     cloud.aggregate('rack', ['b'], availability_zone='az2')
     cloud.add_node('c')
     table = manager.refresh()
-    assert [s.host for s in table.states] == ['a', 'b', 'c']
+    # The rows of each set of zones together, in node order.
+    assert [s.host for s in table.states] == ['a', 'c', 'b']
     assert _state(table, 'a').vcpus_used == 1
     assert _state(table, 'b').cpu_allocation_ratio == 3.0
     assert _state(table, 'b').availability_zone == 'az2'

@@ -142,6 +142,37 @@ def test_the_indexes_hold_one_object_per_row_and_per_zone_set():
         ['z2'], ['z1'], ['nova']]
 
 
+def test_a_table_by_zone_holds_each_zone_set_together_in_the_given_order():
+    """build_by_zone: the rows of each set of zones together, the sets in
+    the order they first come, each set's states in the given order;
+    every column and index follows its state. build keeps the order."""
+    given = [fakes.host_state('a', zones=('z2',)),
+             fakes.host_state('b', zones=('z1',)),
+             fakes.host_state('c', zones=('z2',)),
+             fakes.host_state('d'),
+             fakes.host_state('e', zones=('z1',)),
+             fakes.host_state('f', zones=('z2',))]
+    for number, state in enumerate(given):
+        state.vcpus_used = number
+    assert [s.host for s in host_table.HostTable.build(given).states] == \
+        list('abcdef')
+    table = host_table.HostTable.build_by_zone(given)
+    assert [s.host for s in table.states] == list('acfbed')
+    assert [sorted(zones) for zones in table.az_sets] == [
+        ['z2'], ['z1'], ['nova']]
+    assert table.az_index.tolist() == [0, 0, 0, 1, 1, 2]
+    assert list(table.in_zone('z1')) == [False] * 3 + [True] * 2 + [False]
+    for row, state in enumerate(table.states):
+        assert table.row_by_id[state.id] == row
+        assert table.rows_by_host[state.host] == (row,)
+        assert table.ids[row] == state.id
+        assert table.used['vcpus'][row] == state.vcpus_used
+    # One set of zones: the given order, as build.
+    alone = [fakes.host_state(name) for name in 'cab']
+    assert [s.host for s in host_table.HostTable.build_by_zone(
+        alone).states] == list('cab')
+
+
 def test_in_zone():
     hosts = fakes.table([fakes.host_state('a', zones=['az1']),
                          fakes.host_state('b', zones=['az1', 'az2']),
