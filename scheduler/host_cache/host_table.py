@@ -200,12 +200,18 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         az_position = {zone_set: i for i, zone_set in enumerate(az_sets)}
         az_index = np.fromiter(map(az_position.__getitem__, zones),
                                dtype=np.int32, count=len(states))
-        if by_zone and len(az_sets) > 1:
+        # Read from the states in the given order (a first load's: the
+        # order they were made in, so each pass reads memory in order),
+        # then put in the table's.
+        columns = table_columns.columns_of(states)
+        if by_zone and len(az_sets) > 1 and \
+                bool((az_index[1:] < az_index[:-1]).any()):
             # Stable: each zone's rows in the given order.
             order = np.argsort(az_index, kind='stable')
             states = list(map(states.__getitem__, order.tolist()))
             az_index = az_index[order]
-        columns = table_columns.columns_of(states)
+            columns = {name: column[order]
+                       for name, column in columns.items()}
         columns['az_index'] = az_index
         indexes = cls._build_indexes(states, az_sets)
         return cls(states, columns, aggregates, indexes)

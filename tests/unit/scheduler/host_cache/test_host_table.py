@@ -26,6 +26,49 @@ def test_columns_align_with_states():
     assert hosts.row_by_id[states[1].id] == 1
 
 
+def _judged(host, alive, **fields):
+    return fakes.service(host, **fields)._replace(alive=alive)
+
+
+@pytest.mark.parametrize('case', [
+    'judged alive', 'one disabled, one forced down', 'one without service',
+    'one judged dead', 'one not judged', 'disk least', 'pci pools'])
+def test_whole_columns_equal_each_row_s_values(case):
+    """columns_of reads whole columns at once where every host is alike
+    (alive services, no disk least, no PCI pools) and row by row
+    otherwise: either way each column holds what row_values gives each
+    row."""
+    from tests.unit.scheduler.host_cache import test_host_children as pci
+
+    names = ('a', 'b', 'c', 'd')
+    services = {name: _judged(name, True) for name in names}
+    extra = {}
+    if case == 'one disabled, one forced down':
+        services['b'] = _judged('b', True, disabled=True, reason='x')
+        services['c'] = _judged('c', True, forced_down=True)
+    elif case == 'one without service':
+        services['b'] = None
+    elif case == 'one judged dead':
+        services['c'] = _judged('c', False)
+    elif case == 'one not judged':
+        services['d'] = fakes.service('d', seen_ago=30)
+    elif case == 'disk least':
+        extra['b'] = {'disk_available_least': 7}
+    else:
+        extra['c'] = {'pci_device_pools': [pci.pf_pool(2)]}
+    states = [fakes.host_state(name, svc=services[name],
+                               **extra.get(name, {})) for name in names]
+    columns = table_columns.columns_of(states)
+    rows = [dict(table_columns.row_values(state)) for state in states]
+    assert set(columns) == set(rows[0])
+    for name, column in columns.items():
+        assert column.tolist() == [row[name] for row in rows], name
+    if case == 'one disabled, one forced down':
+        assert columns['disabled'].tolist() == [False, True, False, False]
+        assert columns['forced_down'].tolist() == [False, False, True,
+                                                   False]
+
+
 def test_host_state_names_follow_nova():
     state = fakes.host_state(vcpus=8, vcpus_used=2, cpu_ratio=2.0,
                              reserved_vcpus=1, memory_mb=4096,
