@@ -301,13 +301,16 @@ class Applying:
         :func:`refresh_changes.default_ratios`, which also holds the
         default zone; ``extras``: the node_extras.Extras read with it,
         None: none)."""
-        # Looked up by the interned name (from_node's): found by identity,
-        # without comparing the text of a key of a dict of every host.
-        host = sys.intern(row.host)
+        # The host's name is its service's (interned, see
+        # host_state.service_info): one string per host, found without a
+        # look-up in the interpreter's table of every interned name (a
+        # random read of a table of a million names at a cold start).
+        service = self._services.get(row.host)
+        host = (service.host if service is not None
+                else sys.intern(row.host))
         state = host_state.HostState.from_node(
-            row, self._services.get(host),
-            self._aggregates_by_host.get(host, ()), ratios,
-            ratios[refresh_changes.DEFAULT_AZ])
+            row, service, self._aggregates_by_host.get(host, ()), ratios,
+            ratios[refresh_changes.DEFAULT_AZ], host=host)
         if row.id > cell_gather.NODE_MASK:
             cell = self._cells.cell_of(row.id)
             state.cell_uuid, state.cell_name = cell.uuid, cell.label()

@@ -253,7 +253,7 @@ class HostState:
 
     @classmethod
     def from_node(cls, row, service, aggregates, default_ratios, default_az,
-                  cell_uuid=None, cell_name=DEFAULT_CELL_NAME):
+                  cell_uuid=None, cell_name=DEFAULT_CELL_NAME, host=None):
         """Build from a ``compute_nodes`` row.
 
         :param service: the ServiceInfo of the node's host, or None.
@@ -263,6 +263,7 @@ class HostState:
         :param default_az: ``[DEFAULT] default_availability_zone``.
         :param cell_uuid: the uuid of the node's cell (None: one cell).
         :param cell_name: its name.
+        :param host: ``row.host`` interned, if the caller has it.
         """
         # Built slot by slot: a cold start makes one per node.
         state = cls.__new__(cls)
@@ -276,7 +277,7 @@ class HostState:
         state.uuid = row.uuid
         # Names repeat (a host's nodes, its service, the indexes): one
         # string object each.
-        state.host = host = _intern(row.host)
+        state.host = host = _intern(row.host) if host is None else host
         nodename = row.hypervisor_hostname
         state.nodename = host if nodename == host else _intern(nodename)
         if len(_sizes) > _SIZES_LIMIT:

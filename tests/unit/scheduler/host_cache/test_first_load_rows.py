@@ -4,6 +4,7 @@ are read left a quarter of a GB of holes in the interpreter's memory
 among the host states (issue 53)."""
 
 import gc
+import sys
 
 from scheduler.db import aggregates as db_aggregates
 from scheduler.db import api as db_api
@@ -44,6 +45,23 @@ def test_no_service_row_is_held_while_the_nodes_are_read(
     alive = {state.host: state.service.alive for state in table.states}
     assert alive == {'a': True, 'b': True, 'c': True, 'd': True,
                      'e': False}
+
+
+def test_a_host_s_name_is_one_string_for_its_node_service_and_aggregates(
+        any_database, make_host_manager):
+    cloud = fakes.Cloud()
+    for host in HOSTS:
+        cloud.add_node(host)
+    cloud.aggregate('rack', ['b', 'd'])
+    manager = make_host_manager(auto_refresh=False)
+    table = manager.snapshot()
+    members = {name: name for agg in table.aggregates for name in agg.hosts}
+    for state in table.states:
+        assert state.host is state.service.host
+        assert state.host is sys.intern(state.host)
+        assert state.nodename is state.host
+        if state.host in members:
+            assert members[state.host] is state.host
 
 
 def test_a_full_read_still_finds_the_services_that_are_gone(
