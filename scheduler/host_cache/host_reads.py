@@ -73,15 +73,22 @@ def stream_services(session):
     GB of holes in the interpreter's memory)."""
     connection = session.connection()
     if connection.dialect.driver == 'psycopg2':
-        query, params, processors = _driver_read(
-            connection.dialect, 'services', ServiceRow)
-        make = _maker(ServiceRow)
-        for batch in db_api.driver_batches(connection, query, params,
-                                           compute_nodes.STREAM_BATCH):
-            yield from map(make, _typed(batch, processors))
+        yield from _driver_stream(connection, 'services', ServiceRow)
         return
     yield from named_rows(ServiceRow, session.execute(
         _select_services()).all())
+
+
+def _driver_stream(connection, name, row_type):
+    """The rows of the whole read ``name`` as ``row_type`` tuples, from
+    psycopg2's own server-side cursor a batch at a time (see
+    :func:`_driver_read`)."""
+    query, params, processors = _driver_read(connection.dialect, name,
+                                             row_type)
+    make = _maker(row_type)
+    for batch in db_api.driver_batches(connection, query, params,
+                                       compute_nodes.STREAM_BATCH):
+        yield from map(make, _typed(batch, processors))
 
 
 def named_rows(row_type, rows):
@@ -109,12 +116,7 @@ def stream_nodes(session):
     cursor (see :func:`_driver_read`)."""
     connection = session.connection()
     if connection.dialect.driver == 'psycopg2':
-        query, params, processors = _driver_read(
-            connection.dialect, 'nodes', NodeRow)
-        make = _maker(NodeRow)
-        for rows in db_api.driver_batches(connection, query, params,
-                                          compute_nodes.STREAM_BATCH):
-            yield from map(make, _typed(rows, processors))
+        yield from _driver_stream(connection, 'nodes', NodeRow)
         return
     rows = compute_nodes.stream_nodes(session, raw_documents=True)
     first = next(rows, None)
