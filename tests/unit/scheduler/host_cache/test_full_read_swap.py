@@ -198,3 +198,32 @@ def test_the_swapped_in_table_has_the_values_requests_computed(
     assert column[table.row_by_id[node_id]] == table.states[
         table.row_by_id[node_id]].free_ram_mb
     assert sorted(set(keys)) == [1000, 3000]
+
+
+def test_a_claim_during_a_build_reaches_its_row_of_a_table_by_zone(
+        database, make_host_manager):
+    """Nodes whose zones alternate: the table a full read swaps in holds
+    each zone's rows together, and a claim recorded during its build is
+    in the claimed node's row, its columns with it."""
+    fakes.Cloud.add_many(6)
+    manager = make_host_manager(auto_refresh=False)
+    hosts = sorted(state.host for state in manager.snapshot().states)
+    cloud = fakes.Cloud()
+    cloud.aggregate('odd', hosts[1::2], availability_zone='az1')
+    cloud.aggregate('even', hosts[0::2], availability_zone='az2')
+    table = manager.refresh(full=True)
+    zones = [state.availability_zone for state in table.states]
+    assert zones == ['az2'] * 3 + ['az1'] * 3
+    node_id = table.states[4].id
+    _write_every_node(3000)
+    table = _full_read_with_a_claim_during_its_build(manager, node_id)
+    assert [state.availability_zone for state in table.states] == zones
+    assert table.az_index.tolist() == [0, 0, 0, 1, 1, 1]
+    row = table.row_by_id[node_id]
+    assert table.states[row].memory_mb_used == 512
+    assert table.columns['ram_used'][row] == 512
+    for position, state in enumerate(table.states):
+        assert table.row_by_id[state.id] == position
+        assert table.ids[position] == state.id
+        assert table.columns['ram_total'][position] == \
+            state.total_usable_ram_mb
