@@ -33,6 +33,7 @@ from conductor import manager as conductor_manager
 from conductor import rpcapi as conductor_rpcapi
 from scheduler import conf
 from scheduler import config
+from scheduler.cmd import deferred_signal
 from scheduler.cmd import demo_broker
 from scheduler.cmd import demo_database
 from scheduler.cmd import manage
@@ -94,6 +95,7 @@ def _services(host_count):
 def _wait_for(predicate, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        _termination.check()
         if predicate():
             return
         time.sleep(0.1)
@@ -108,6 +110,7 @@ def _start(services_started, host, binary, topic, manager, reporter):
     # service left running would keep the process from ever ending.
     services_started.append(server)
     server.start()
+    _termination.check()
 
 
 def _start_cluster(started, host_count):
@@ -145,6 +148,7 @@ def _boot(server_count, rng):
     uuids = []
     flavors = dict.fromkeys(FLAVORS, 0)
     while len(uuids) < server_count:
+        _termination.check()
         count = min(rng.randint(1, 3), server_count - len(uuids))
         name, vcpus, ram, disk = rng.choice(FLAVORS)
         spec = request_spec_obj.RequestSpec(
@@ -224,17 +228,28 @@ def _clean_broker():
           % config.redact_transport_url(CONF.transport_url))
 
 
-def _terminated(signum, frame):
+def _terminate(signum):
     """SIGTERM ends the demo as an error does: its cleaning runs (the
     services stop, its queues and its database go)."""
     sys.stderr.write('gantt-demo: terminated (signal %d)\n' % signum)
     raise SystemExit(128 + signum)
 
 
+# The SIGTERM handler main() sets: the demo ends at the main thread's
+# next step (a service started, a build asked for, a poll of a wait),
+# never inside one. Raised where it landed, the SystemExit once cut an
+# RPC call's frame short on a pooled connection: the next thread that
+# published on it waited for its confirm until the broker dropped the
+# connection, minutes later, and the demo with it.
+_termination = deferred_signal.Deferred(_terminate)
+
+
 def main(argv=None):
     _quiet_logging_defaults()
     demo_broker.shorten_transient_queues()
-    signal.signal(signal.SIGTERM, _terminated)
+    global _termination
+    _termination = deferred_signal.Deferred(_terminate)
+    signal.signal(signal.SIGTERM, _termination)
     config.parse_args(argv or sys.argv, cli_opts=cli_opts,
                       description='Run Gantt end to end in one process.')
     std_logging.getLogger('oslo_messaging._drivers.amqpdriver').addFilter(
@@ -262,8 +277,10 @@ def _run_demo(rng):
     started = []
     try:
         migration.db_sync()
+        _termination.check()
         rpc.init(CONF, check_broker=True)
         notifications.init(CONF)
+        _termination.check()
         _start_cluster(started, CONF.hosts)
         begin = time.monotonic()
         uuids, flavors = _boot(CONF.servers, rng)

@@ -51,6 +51,7 @@ from oslo_config import cfg
 import sqlalchemy as sa
 
 from scheduler import conf
+from scheduler.cmd import deferred_signal
 from scheduler.db import api as db_api
 from scheduler.db import migration
 from scheduler.db import models
@@ -201,7 +202,11 @@ def _drop_tables():
     db_api.dispose_engine()
 
 
-class CtrlC:
+def _keyboard_interrupt(signum):
+    raise KeyboardInterrupt()
+
+
+class CtrlC(deferred_signal.Deferred):
     """The SIGINT handler of the runs: the first Ctrl-C is noted, and the
     run stops at its next :meth:`check` (between two phases of the set-up,
     between two decisions of the replay), never inside a transaction or
@@ -212,17 +217,11 @@ class CtrlC:
     raises at once."""
 
     def __init__(self):
-        self.pressed = False
+        super().__init__(_keyboard_interrupt)
 
-    def __call__(self, signum, frame):
-        if self.pressed:
-            raise KeyboardInterrupt()
-        self.pressed = True
-
-    def check(self):
-        """Raise KeyboardInterrupt if Ctrl-C was pressed."""
-        if self.pressed:
-            raise KeyboardInterrupt()
+    @property
+    def pressed(self):
+        return self.noted
 
 
 def run_once(cloud, requests, path, args, ctrl_c=None):
