@@ -57,6 +57,7 @@ import datetime
 import functools
 import hashlib
 import itertools
+import queue
 import re
 import threading
 import time
@@ -631,11 +632,51 @@ def driver_batches(connection, statement, parameters, size):
     name = 'gantt_batches_%d' % next(_CURSOR_NUMBERS)
     with _driver_cursor(connection, statement, parameters,
                         name) as cursor:
+        yield from _fetched_ahead(cursor, size)
+
+
+def _fetched_ahead(cursor, size):
+    """The lists of ``cursor.fetchmany(size)`` to the end, each fetched by
+    a thread of its own while the caller works on the one before: the
+    server makes the next batch and sends it (the driver waits for it
+    without the interpreter) while the caller's thread makes Python
+    objects of this one (a million node rows of a cold start: the
+    server's share of the read, no longer added to the caller's). One
+    batch is held ahead at most. An error of a fetch is raised here, at
+    the batch it stopped; a caller that stops early ends the thread
+    before the cursor is closed (the thread's fetch in progress ends
+    first)."""
+    ahead = queue.Queue(maxsize=1)
+    stopped = threading.Event()
+
+    def fetch():
+        try:
+            while not stopped.is_set():
+                rows = cursor.fetchmany(size)
+                ahead.put(rows)
+                if not rows:
+                    return
+        except BaseException as error:
+            ahead.put(error)
+    thread = threading.Thread(target=fetch, name='gantt-fetch-ahead',
+                              daemon=True)
+    thread.start()
+    try:
         while True:
-            rows = cursor.fetchmany(size)
+            rows = ahead.get()
+            if isinstance(rows, BaseException):
+                raise rows
             if not rows:
                 return
             yield rows
+    finally:
+        stopped.set()
+        while thread.is_alive():
+            try:
+                ahead.get(timeout=0.05)
+            except queue.Empty:
+                pass
+        thread.join()
 
 
 def _timestamp(text, cursor):

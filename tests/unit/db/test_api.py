@@ -8,6 +8,7 @@ ended from an admin connection (``pg_terminate_backend`` on PostgreSQL,
 import contextlib
 import datetime
 import sqlite3
+import threading
 import time
 
 from oslo_db import exception as db_exc
@@ -408,6 +409,68 @@ def test_driver_results_gives_each_statement_and_raises_a_later_error(
                 connection, ';\n'.join(['SELECT 1', insert, insert,
                                          'COMMIT']), ('h1', 'h9'))
     assert _service_rows() == [('h1',)]
+
+
+def _fetch_ahead_threads():
+    return [thread for thread in threading.enumerate()
+            if thread.name == 'gantt-fetch-ahead']
+
+
+def test_batches_are_fetched_ahead_while_the_caller_works(
+        postgresql_database):
+    """The next batch's FETCH runs on the server while the caller still
+    holds the one before (seen in pg_stat_activity from another
+    session); every row comes, in order, and the fetching thread ends."""
+    query = ('SELECT n, pg_sleep(0.3) FROM generate_series(1, 6) AS n '
+             'ORDER BY n')
+    engine = db_api.get_engine()
+    seen_fetching = []
+    rows = []
+    with engine.connect() as connection, engine.connect() as watcher:
+        for batch in db_api.driver_batches(connection, query, (), 2):
+            rows.extend(row[0] for row in batch)
+            if len(rows) == 2:
+                deadline = time.monotonic() + 10
+                while not seen_fetching and time.monotonic() < deadline:
+                    seen_fetching = watcher.exec_driver_sql(
+                        "SELECT query FROM pg_stat_activity "
+                        "WHERE state = 'active' AND query LIKE 'FETCH%%' "
+                        "AND pid <> pg_backend_pid()").all()
+                    watcher.rollback()
+    assert rows == [1, 2, 3, 4, 5, 6]
+    assert seen_fetching, 'the second batch was not fetched ahead'
+    assert _fetch_ahead_threads() == []
+
+
+def test_a_caller_that_stops_early_ends_the_fetching_thread(
+        postgresql_database):
+    engine = db_api.get_engine()
+    with engine.connect() as connection:
+        batches = db_api.driver_batches(
+            connection, 'SELECT n FROM generate_series(1, 1000) AS n', (), 10)
+        assert [row[0] for row in next(batches)] == list(range(1, 11))
+        batches.close()
+        assert _fetch_ahead_threads() == []
+        # The connection is free for its next statement.
+        assert connection.exec_driver_sql('SELECT 42').scalar() == 42
+
+
+def test_an_error_of_a_fetch_ahead_is_raised_at_its_batch(
+        postgresql_database):
+    """The server fails the second batch (a division by zero at its
+    fifth row): the first batch came, the error is oslo.db's, raised
+    where the second would be, and no thread is left."""
+    engine = db_api.get_engine()
+    got = []
+    with engine.connect() as connection:
+        with pytest.raises(db_exc.DBError) as raised:
+            for batch in db_api.driver_batches(
+                    connection, 'SELECT 10 / (n - 5) FROM '
+                    'generate_series(1, 9) AS n', (), 3):
+                got.append([row[0] for row in batch])
+    assert got == [[-2, -3, -5]]
+    assert 'division by zero' in str(raised.value)
+    assert _fetch_ahead_threads() == []
 
 
 def test_batches_read_timestamps_as_psycopg2_does(postgresql_database,
