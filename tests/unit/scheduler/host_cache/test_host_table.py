@@ -162,8 +162,9 @@ def test_node_index_when_only_later_nodes_are_not_named_after_hosts():
 
 def test_the_indexes_hold_one_object_per_row_and_per_zone_set():
     """At a million hosts every object a row adds to the indexes counts:
-    the two name indexes share each row's tuple, the id index and the
-    tuples share the row's number, and the zone sets come in the order
+    a name of one row holds that row's number alone (no 1-tuple, the
+    same number object as the id index's), a name of several one tuple
+    shared by both name indexes, and the zone sets come in the order
     the rows first name them."""
     hosts = fakes.table([fakes.host_state('a', zones=('z2',)),
                          fakes.host_state('b', zones=('z1',)),
@@ -175,12 +176,22 @@ def test_the_indexes_hold_one_object_per_row_and_per_zone_set():
                                   'd': (4,)}
     assert hosts.rows_by_nodename == {'a': (0,), 'b': (1,), 'c-1': (2,),
                                       'c-2': (3,), 'd-1': (4,)}
+    held = dict.__getitem__
     for host, node in (('a', 'a'), ('b', 'b'), ('d', 'd-1')):
-        assert hosts.rows_by_host[host] is hosts.rows_by_nodename[node]
+        assert held(hosts.rows_by_host, host) is held(hosts.rows_by_nodename,
+                                                      node)
     for state in hosts.states:
         row = hosts.row_by_id[state.id]
         assert any(found is row
                    for found in hosts.rows_by_nodename[state.nodename])
+        if state.nodename != 'c-1' and state.nodename != 'c-2':
+            assert held(hosts.rows_by_nodename, state.nodename) is row
+    assert held(hosts.rows_by_host, 'c') == (2, 3)
+    assert hosts.rows_by_host.get('c') == (2, 3)
+    assert hosts.rows_by_host.get('a') == (0,)
+    assert hosts.rows_by_host.get('x', ()) == ()
+    assert dict(hosts.rows_by_host.items())['b'] == (1,)
+    assert hosts.rows_by_host != {'a': (0,)}
     assert [sorted(zones) for zones in hosts.az_sets] == [
         ['z2'], ['z1'], ['nova']]
 
