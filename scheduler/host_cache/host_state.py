@@ -67,7 +67,8 @@ def to_microseconds(when):
 # last refresh (see last_heartbeat); the cache reads liveness transitions,
 # not every heartbeat, so its last_seen_up is the one of the row's last
 # change and ``alive`` decides. ``created_at``: when the service row was
-# made, its heartbeat until it sends one.
+# made, its heartbeat until it sends one; None once it has sent one
+# (nothing reads it then, and a datetime is 48 bytes a host).
 ServiceInfo = collections.namedtuple(
     'ServiceInfo',
     'id host binary disabled disabled_reason forced_down last_seen_up alive '
@@ -104,10 +105,11 @@ def service_info(row, alive):
     False, or None: not judged)."""
     # tuple.__new__, not the named tuple's own (Python) constructor: a
     # cold start makes one per compute service.
+    last_seen_up = row.last_seen_up
     return _new_tuple(ServiceInfo, (
         row.id, sys.intern(row.host), sys.intern(row.binary),
         bool(row.disabled), row.disabled_reason, bool(row.forced_down),
-        row.last_seen_up, alive, row.created_at))
+        last_seen_up, alive, row.created_at if last_seen_up is None else None))
 
 
 _new_tuple = tuple.__new__

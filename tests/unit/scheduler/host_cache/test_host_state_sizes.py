@@ -48,3 +48,25 @@ def test_each_node_keeps_its_own_sizes_past_the_limit():
     assert [state.total_usable_disk_gb for state in states] == [
         5000 + number for number in range(count)]
     assert len(host_state._sizes) <= host_state._SIZES_LIMIT + 1
+
+
+def _service_row(last_seen_up):
+    return host_reads.ServiceRow(
+        id=7, host='host-7', binary='gantt-compute', disabled=False,
+        disabled_reason=None, forced_down=False, last_seen_up=last_seen_up,
+        created_at=datetime.datetime(2025, 6, 1))
+
+
+def test_a_service_that_heartbeated_keeps_no_creation_time():
+    """A service's creation time is its heartbeat only until it sends
+    one: kept until then (and judged by it), dropped after."""
+    now = datetime.datetime(2026, 1, 1, 12)
+    seen = host_state.service_info(_service_row(now), True)
+    assert seen.created_at is None
+    assert host_state.last_heartbeat(seen) == now
+    never = host_state.service_info(_service_row(None), None)
+    assert never.created_at == datetime.datetime(2025, 6, 1)
+    assert host_state.last_heartbeat(never) == never.created_at
+    assert host_state.service_is_up(
+        never, datetime.datetime(2025, 6, 1, 0, 0, 30), 60)
+    assert not host_state.service_is_up(never, now, 60)
