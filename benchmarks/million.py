@@ -270,6 +270,9 @@ def measure(url, hosts, requests, seed, profile, memory_sites):
         filter_weigh, claim, _kinds, failed = (
             select_destinations.time_requests(driver, rng, requests,
                                               'default'))
+        # After claims wrote their rows (a column held once that a write
+        # made whole counts here).
+        after_requests = _status_kb('VmRSS')
     finally:
         driver.stop()
     under = ' (cold start under %s)' % (
@@ -288,8 +291,10 @@ def measure(url, hosts, requests, seed, profile, memory_sites):
     row('filter+weigh p99', metrics.percentile(filter_weigh, 0.99), 'ms',
         '')
     row('claim p50', statistics.median(claim), 'ms', '')
-    print('  (no valid host: %d; process RSS after the load %.0f MB)'
-          % (failed, (before + grown * hosts / 1024) / 1024))
+    print('  (no valid host: %d; process RSS after the load %.0f MB, '
+          'after the requests %.0f MB)'
+          % (failed, (before + grown * hosts / 1024) / 1024,
+             after_requests / 1024))
     sys.stdout.flush()
 
 

@@ -140,7 +140,8 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         self.derived = {}
         for name, (inputs, compute) in table_columns.DERIVED.items():
             if previous is None:
-                self.derived[name] = compute(columns, np)
+                self.derived[name] = table_columns.derive(name, columns,
+                                                          len(states))
             elif changed.isdisjoint(inputs):
                 self.derived[name] = previous.derived[name]
             else:
@@ -245,14 +246,18 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         # Read from the states in the given order (a first load's: the
         # order they were made in, so each pass reads memory in order),
         # then put in the table's.
-        columns = table_columns.columns_of(states)
+        columns = {name: (column if name in table_columns.ALWAYS_WHOLE
+                          else table_columns.held_once(column))
+                   for name, column in
+                   table_columns.columns_of(states).items()}
         if by_zone and len(az_sets) > 1 and \
                 bool((az_index[1:] < az_index[:-1]).any()):
             # Stable: each zone's rows in the given order.
             order = np.argsort(az_index, kind='stable')
             states = list(map(states.__getitem__, order.tolist()))
             az_index = az_index[order]
-            columns = {name: column[order]
+            columns = {name: (column if table_columns.is_held_once(column)
+                              else column[order])
                        for name, column in columns.items()}
         columns['az_index'] = az_index
         indexes = cls._build_indexes(states, az_sets)
@@ -359,8 +364,11 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         :meth:`update_in_place` on this one leaves it alone (for a
         request that accounts for its own instances as it places them).
         """
-        columns = {name: column.copy() for name, column in
-                   self.columns.items()}
+        # A column held once is read-only: shared, each table makes its
+        # own whole when it writes a row of it.
+        columns = {name: (column if table_columns.is_held_once(column)
+                          else column.copy())
+                   for name, column in self.columns.items()}
         table = HostTable(list(self.states), columns, self.aggregates,
                           self._indexes)
         table._az_masks = self._az_masks
@@ -405,16 +413,16 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
                 for name, value in values_of(state):
                     column = self.columns[name]
                     if column.item(row) != value:
-                        column[row] = value
+                        self._whole(name)[row] = value
                         changed.add(name)
         else:
             for name, values in table_columns.columns_of(
                     list(new_states.values())).items():
                 column = self.columns[name]
                 if not np.array_equal(column[rows], values):
-                    column[rows] = values
+                    self._whole(name)[rows] = values
                     changed.add(name)
-        affected = [(self.derived[name], inputs, compute)
+        affected = [(name, inputs, compute)
                     for name, (inputs, compute)
                     in table_columns.DERIVED.items()
                     if not changed.isdisjoint(inputs)]
@@ -424,12 +432,19 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
             # per call on scalars.
             for row in new_states:
                 values = table_columns.RowValues(self.columns, row)
-                for column, _inputs, compute in affected:
-                    column[row] = compute(values, table_columns.Scalars)
+                for name, _inputs, compute in affected:
+                    value = compute(values, table_columns.Scalars)
+                    column = self.derived[name]
+                    if column.flags.writeable or column.item(row) != value:
+                        self._whole(name)[row] = value
         else:
-            for column, inputs, compute in affected:
-                column[rows] = compute(
+            for name, inputs, compute in affected:
+                values = compute(
                     {key: self.columns[key][rows] for key in inputs}, np)
+                column = self.derived[name]
+                if column.flags.writeable or not np.array_equal(
+                        column[rows], values):
+                    self._whole(name)[rows] = values
         for row, state in new_states.items():
             self.states[row] = state
         self._per_state.update_rows(new_states)
@@ -453,6 +468,26 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
             self._placement = host_placement.derived(
                 self._placement, old_states, new_states)
         return True
+
+    def _whole(self, name):
+        """Column ``name`` (base or derived) as an array of this table's
+        own it may write rows of: a column held once (see
+        :func:`table_columns.held_once`) is made whole first, in place of
+        the view (requests holding the view read the value it held)."""
+        derived = name in self.derived
+        column = self.derived[name] if derived else self.columns[name]
+        if column.flags.writeable:
+            return column
+        column = column.copy()
+        if derived:
+            self.derived[name] = column
+            resource = name[len('capacity_'):]
+            if name.startswith('capacity_'):
+                self.capacity[resource] = column
+        else:
+            self.columns[name] = column
+        setattr(self, name, column)
+        return column
 
     def rows_written_since(self, writes):
         """The rows :meth:`update_in_place` wrote since the table's

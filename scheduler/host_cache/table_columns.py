@@ -309,3 +309,52 @@ DERIVED = {
                    lambda c, xp: (c['vcpus_total'] * c['cpu_ratio']
                                   - c['reserved_vcpus']) - c['vcpus_used']),
 }
+
+
+# -- columns held once ----------------------------------------------------
+
+# The usage a claim changes on the node it lands on: a table holds these,
+# and the columns derived from them, one value per row always. The others
+# (sizes, reservations, allocation ratios, liveness, the columns of what
+# most hosts do not report) are the same on every host of many clouds: a
+# table holds such a column as its one value (see held_once) until a row
+# is written with another.
+CLAIMED_USAGE = ('vcpus_used', 'ram_used', 'disk_used', 'num_instances',
+                 'io_workload')
+ALWAYS_WHOLE = frozenset(('ids', 'az_index') + CLAIMED_USAGE + tuple(
+    name for name, (inputs, _compute) in DERIVED.items()
+    if not set(inputs).isdisjoint(CLAIMED_USAGE)))
+
+
+def is_held_once(column):
+    """True if ``column`` is a value held once for every row (see
+    :func:`held_once`)."""
+    return column.strides == (0,) and len(column) > 1
+
+
+def held_once(column):
+    """``column`` as a read-only view of its one value in every row, no
+    memory a row, when each of its rows (two or more) holds the same
+    value; else ``column`` itself. Writing a row of such a view is
+    refused: the table's owner makes the column whole first (see
+    ``HostTable.update_in_place``)."""
+    if len(column) < 2 or is_held_once(column):
+        return column
+    first = column[:1]
+    if not bool((column == first).all()):
+        return column
+    # A copy: a view of column[:1] would keep the whole array alive.
+    return np.broadcast_to(first.copy(), column.shape)
+
+
+def derive(name, columns, count):
+    """Derived column ``name`` of ``columns`` (of ``count`` rows): computed
+    once when every input is held once, and held once when it holds one
+    value (unless :data:`ALWAYS_WHOLE`)."""
+    inputs, compute = DERIVED[name]
+    if name in ALWAYS_WHOLE:
+        return compute(columns, np)
+    if count > 1 and all(is_held_once(columns[key]) for key in inputs):
+        one = compute({key: columns[key][:1] for key in inputs}, np)
+        return np.broadcast_to(one, (count,))
+    return held_once(compute(columns, np))

@@ -450,3 +450,109 @@ def test_one_row_write_computes_derived_columns_as_whole_columns(ratio):
         assert all(_same_floats(float(a), float(b)) for a, b in zip(
             table.derived[name].tolist(), column.tolist())), name
         assert table.derived[name].dtype == column.dtype, name
+
+
+def _memory_of(column):
+    """Bytes ``column`` holds of its own (a view: those of the array it
+    views)."""
+    return column.base.nbytes if column.base is not None else column.nbytes
+
+
+def test_a_column_every_host_agrees_on_is_held_once():
+    """Sizes, reservations and ratios the same on every host take one
+    value's memory, not one a row; the usage a claim changes is held
+    whole even when every host has the same."""
+    states = [fakes.host_state(name, memory_mb=1024 * (number + 1),
+                               reserved_memory_mb=512,
+                               svc=_judged(name, True))
+              for number, name in enumerate('abcdef')]
+    table = fakes.table(states)
+    for name in ('cpu_ratio', 'reserved_ram', 'reserved_vcpus', 'mapped',
+                 'disabled', 'heartbeat_us', 'pci_free'):
+        column = table.columns[name]
+        assert table_columns.is_held_once(column), name
+        assert _memory_of(column) == column.itemsize, name
+        assert not column.flags.writeable
+    assert table_columns.is_held_once(table.least_disk_room)
+    assert table.least_disk_room.tolist() == [math.inf] * 6
+    # Different on each host, or changed by claims: one value a row.
+    for name in ('ram_total', 'ids', 'vcpus_used', 'ram_used',
+                 'num_instances'):
+        assert not table_columns.is_held_once(table.columns[name]), name
+    for name in ('capacity_memory_mb', 'free_ram_mb', 'vcpus_free'):
+        assert not table_columns.is_held_once(table.derived[name]), name
+    assert table.cpu_ratio.tolist() == [16.0] * 6
+    assert table.reserved_ram.tolist() == [512] * 6
+
+
+def test_a_row_written_with_another_value_makes_the_column_whole():
+    states = [fakes.host_state(name) for name in 'abcd']
+    table = fakes.table(states)
+    held_ratio = table.cpu_ratio
+    held_capacity = table.capacity['vcpus']
+    assert table_columns.is_held_once(held_capacity)
+    # The same value again: still held once.
+    assert table.update_in_place({1: fakes.host_state(
+        'b', node_id=states[1].id, vcpus_used=3)})
+    assert table.cpu_ratio is held_ratio
+    assert table.capacity['vcpus'] is held_capacity
+    # Another value: the table's own whole column, every derived column
+    # computed from it right; a reader of the old view reads what it read.
+    changed = fakes.host_state('c', node_id=states[2].id, cpu_ratio=2.0)
+    assert table.update_in_place({2: changed})
+    assert table.cpu_ratio.tolist() == [16.0, 16.0, 2.0, 16.0]
+    assert table.columns['cpu_ratio'] is table.cpu_ratio
+    assert table.cpu_ratio.flags.writeable
+    assert held_ratio.tolist() == [16.0] * 4
+    assert table.capacity['vcpus'] is table.derived['capacity_vcpus']
+    assert table.capacity['vcpus'] is table.capacity_vcpus
+    fresh = fakes.table([states[0], table.states[1], changed, states[3]])
+    for name, column in fresh.columns.items():
+        assert table.columns[name].tolist() == column.tolist(), name
+    for name, column in fresh.derived.items():
+        assert table.derived[name].tolist() == column.tolist(), name
+    assert held_capacity.tolist() == [256.0] * 4
+    # And another row after it writes into that column.
+    whole = table.cpu_ratio
+    assert table.update_in_place({0: fakes.host_state(
+        'a', node_id=states[0].id, cpu_ratio=4.0)})
+    assert table.cpu_ratio is whole
+    assert whole.tolist() == [4.0, 16.0, 2.0, 16.0]
+
+
+def test_a_detached_table_shares_a_held_column_until_it_writes_it():
+    states = [fakes.host_state(name) for name in 'abc']
+    table = fakes.table(states)
+    copy = table.detached()
+    assert copy.cpu_ratio is table.cpu_ratio
+    assert copy.update_in_place({0: fakes.host_state(
+        'a', node_id=states[0].id, cpu_ratio=3.0)})
+    assert copy.cpu_ratio.tolist() == [3.0, 16.0, 16.0]
+    assert table.cpu_ratio.tolist() == [16.0, 16.0, 16.0]
+    assert table_columns.is_held_once(table.cpu_ratio)
+
+
+def test_many_rows_written_at_once_make_a_held_column_whole():
+    states = [fakes.host_state('h%d' % number) for number in range(20)]
+    table = fakes.table(states)
+    new = {row: fakes.host_state('h%d' % row, node_id=states[row].id,
+                                 reserved_vcpus=row % 3)
+           for row in range(0, 20, 2)}
+    assert len(new) > host_table._ROW_BY_ROW
+    assert table.update_in_place(new)
+    assert table.reserved_vcpus.tolist() == [
+        row % 3 if row % 2 == 0 else 0 for row in range(20)]
+    assert table.vcpus_free.tolist() == [
+        16 * 16.0 - (row % 3 if row % 2 == 0 else 0) for row in range(20)]
+
+
+def test_a_table_by_zone_keeps_held_columns_held():
+    states = [fakes.host_state('h%d' % number,
+                               zones=('az%d' % (number % 2),),
+                               memory_mb=1024 * (number + 1))
+              for number in range(6)]
+    table = host_table.HostTable.build_by_zone(states)
+    assert table_columns.is_held_once(table.cpu_ratio)
+    assert [state.host for state in table.states] == [
+        'h0', 'h2', 'h4', 'h1', 'h3', 'h5']
+    assert table.ram_total.tolist() == [1024, 3072, 5120, 2048, 4096, 6144]
