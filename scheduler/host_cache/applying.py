@@ -308,12 +308,14 @@ class Applying:
         service = self._services.get(row.host)
         host = (service.host if service is not None
                 else sys.intern(row.host))
-        state = host_state.HostState.from_node(
-            row, service, self._aggregates_by_host.get(host, ()), ratios,
-            ratios[refresh_changes.DEFAULT_AZ], host=host)
+        cell_uuid, cell_name = None, host_state.DEFAULT_CELL_NAME
         if row.id > cell_gather.NODE_MASK:
             cell = self._cells.cell_of(row.id)
-            state.cell_uuid, state.cell_name = cell.uuid, cell.label()
+            cell_uuid, cell_name = cell.uuid, cell.label()
+        state = host_state.HostState.from_node(
+            row, service, self._aggregates_by_host.get(host, ()), ratios,
+            ratios[refresh_changes.DEFAULT_AZ], cell_uuid, cell_name,
+            host=host)
         state.instances = self._instances_of(host)
         if extras is not None:
             state.inventories, state.traits = extras.of(row.id)

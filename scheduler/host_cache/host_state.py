@@ -134,6 +134,49 @@ def service_is_up(service, now, down_time):
 
 _RATIO_FIELDS = ('cpu_allocation_ratio', 'ram_allocation_ratio',
                  'disk_allocation_ratio')
+# The HostState attributes that take few values in a cloud (reservations
+# and allocation ratios from nova.conf, the hypervisor, the cell): held
+# together in one tuple (``_profile``), one tuple object for all the
+# nodes that have the same, where each took a slot of every node (88
+# bytes a host at a million hosts; issue 53). Read as attributes.
+PROFILE_FIELDS = ('reserved_vcpus', 'reserved_memory_mb', 'reserved_disk_gb',
+                  'cpu_allocation_ratio', 'ram_allocation_ratio',
+                  'disk_allocation_ratio', 'node_ratios', 'hypervisor_type',
+                  'hypervisor_version', 'mapped', 'cell_uuid', 'cell_name')
+_RATIOS_AT = PROFILE_FIELDS.index(_RATIO_FIELDS[0])
+# The profiles met so far, one object each; emptied when it grows past
+# _PROFILES_LIMIT (values that vary by node: sharing buys nothing).
+_profiles = {}
+_PROFILES_LIMIT = 4096
+
+
+def shared_profile(values):
+    """``values`` (a tuple of the PROFILE_FIELDS), as the one tuple
+    object the nodes with the same share."""
+    try:
+        known = _profiles.get(values)
+    except TypeError:
+        # A value that cannot be hashed (a HostState built by hand): its
+        # own.
+        return values
+    if known is not None:
+        return known
+    if len(_profiles) >= _PROFILES_LIMIT:
+        _profiles.clear()
+    _profiles[values] = values
+    return values
+
+
+def _profile_attribute(index, name):
+    def read(self):
+        return self._profile[index]
+
+    def write(self, value):
+        profile = list(self._profile)
+        profile[index] = value
+        self._profile = shared_profile(tuple(profile))
+    return property(read, write, doc='``%s`` (held in the profile tuple).'
+                    % name)
 # node_ratios of a node that reports none (shared by all of them).
 NO_RATIOS = (None, None, None)
 _intern = sys.intern
@@ -150,6 +193,13 @@ _sizes = {}
 _SIZES_LIMIT = 4096
 # id(default ratios dict) -> (that dict, its three ratios as floats)
 _defaults_seen = {}
+
+
+def _resolved(node_ratios, default_ratios):
+    """The three allocation ratios of a node reporting ``node_ratios``
+    (None where the default applies), as floats."""
+    return tuple(float(default_ratios[name] if value is None else value)
+                 for name, value in zip(_RATIO_FIELDS, node_ratios))
 
 
 def _resolved_defaults(default_ratios):
@@ -225,10 +275,13 @@ class HostState:
     # the configured default applies), for :meth:`restated`;
     # ``cell_uuid``/``cell_name``: the node's cell (None/'default' in a
     # deployment of one cell).
-    __slots__ = NODE_FIELDS + tuple(HARDWARE_FIELDS) + tuple(
-        PLACEMENT_FIELDS) + (
+    # ``_profile``: the PROFILE_FIELDS' values, a tuple shared by the
+    # nodes with the same.
+    __slots__ = tuple(name for name in NODE_FIELDS
+                      if name not in PROFILE_FIELDS) + tuple(
+        HARDWARE_FIELDS) + tuple(PLACEMENT_FIELDS) + (
         'service', 'aggregates', 'availability_zones', 'instances',
-        'node_ratios', 'cell_uuid', 'cell_name')
+        '_profile')
 
     def __init__(self, service=None, aggregates=(),
                  availability_zones=frozenset(['nova']), cell_uuid=None,
@@ -243,15 +296,17 @@ class HostState:
         fields['inventories'] = node_extras.checked_inventories(
             fields['inventories'])
         fields['traits'] = frozenset(fields['traits'])
+        fields['node_ratios'] = tuple(fields[name] for name in _RATIO_FIELDS)
+        fields['cell_uuid'] = cell_uuid
+        fields['cell_name'] = cell_name
+        self._profile = shared_profile(tuple(
+            fields.pop(name) for name in PROFILE_FIELDS))
         for name, value in fields.items():
             setattr(self, name, value)
         self.service = service
         self.aggregates = tuple(aggregates)
         self.availability_zones = frozenset(availability_zones)
         self.instances = host_instances.NO_INSTANCES
-        self.node_ratios = tuple(fields[name] for name in _RATIO_FIELDS)
-        self.cell_uuid = cell_uuid
-        self.cell_name = cell_name
 
     @classmethod
     def from_node(cls, row, service, aggregates, default_ratios, default_az,
@@ -269,8 +324,6 @@ class HostState:
         """
         # Built slot by slot: a cold start makes one per node.
         state = cls.__new__(cls)
-        state.cell_uuid = cell_uuid
-        state.cell_name = cell_name
         state.service = service
         state.aggregates = tuple(aggregates)
         state.availability_zones = zones_of(aggregates, default_az)
@@ -287,28 +340,21 @@ class HostState:
         size = _sizes.setdefault
         state.vcpus_total = row.vcpus
         state.vcpus_used = row.vcpus_used
-        state.reserved_vcpus = row.reserved_vcpus
         state.total_usable_ram_mb = size(row.memory_mb, row.memory_mb)
         state.memory_mb_used = row.memory_mb_used
-        state.reserved_memory_mb = size(row.reserved_memory_mb,
-                                        row.reserved_memory_mb)
         state.total_usable_disk_gb = size(row.local_gb, row.local_gb)
         state.local_gb_used = row.local_gb_used
-        state.reserved_disk_gb = row.reserved_disk_gb
         ratios = (row.cpu_allocation_ratio, row.ram_allocation_ratio,
                   row.disk_allocation_ratio)
         if ratios == NO_RATIOS:
-            state.node_ratios = NO_RATIOS
-            (state.cpu_allocation_ratio, state.ram_allocation_ratio,
-             state.disk_allocation_ratio) = _resolved_defaults(default_ratios)
+            ratios = NO_RATIOS
+            resolved = _resolved_defaults(default_ratios)
         else:
-            state.node_ratios = ratios
-            state._resolve_ratios(default_ratios)
-        hypervisor_type = row.hypervisor_type
-        state.hypervisor_type = (_intern(hypervisor_type)
-                                 if hypervisor_type else hypervisor_type)
-        state.hypervisor_version = size(row.hypervisor_version,
-                                        row.hypervisor_version)
+            resolved = _resolved(ratios, default_ratios)
+        state._profile = shared_profile((
+            row.reserved_vcpus, row.reserved_memory_mb, row.reserved_disk_gb)
+            + resolved + (ratios, row.hypervisor_type, row.hypervisor_version,
+                          bool(row.mapped), cell_uuid, cell_name))
         state.host_ip = row.host_ip
         # Empty ones shared (a HostState is read-only).
         state.supported_instances = row.supported_instances or _NO_LIST
@@ -316,7 +362,6 @@ class HostState:
         state.metrics = row.metrics or _NO_LIST
         state.num_instances = row.num_instances
         state.io_workload = row.io_workload
-        state.mapped = bool(row.mapped)
         state.generation = row.generation
         state.updated = row.updated_at
         (state.cpu_info, state.disk_available_least, state.numa_topology,
@@ -328,9 +373,11 @@ class HostState:
         return state
 
     def _resolve_ratios(self, default_ratios):
-        for name, value in zip(_RATIO_FIELDS, self.node_ratios):
-            setattr(self, name, float(default_ratios[name] if value is None
-                                      else value))
+        profile = self._profile
+        at = _RATIOS_AT
+        self._profile = shared_profile(
+            profile[:at] + _resolved(self.node_ratios, default_ratios)
+            + profile[at + len(_RATIO_FIELDS):])
 
     def restated(self, service, aggregates, default_ratios, default_az,
                  instances):
@@ -512,3 +559,8 @@ class HostState:
     def _set_hardware_usage(self, columns):
         for name, value in columns.items():
             setattr(self, name, value)
+
+
+for _index, _name in enumerate(PROFILE_FIELDS):
+    setattr(HostState, _name, _profile_attribute(_index, _name))
+del _index, _name

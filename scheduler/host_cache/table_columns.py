@@ -89,13 +89,26 @@ def _service_values(state):
             heartbeat)
 
 
+# Where each attribute held in a HostState's profile tuple is in it.
+_IN_PROFILE = {name: index
+               for index, name in enumerate(host_state.PROFILE_FIELDS)}
+_PROFILE = operator.attrgetter('_profile')
+
+
 def columns_of(states):
     """``{column name: array}`` of the base and service columns."""
     columns = {}
+    profiles = None
     for name, (attr, dtype) in _BASE_COLUMNS.items():
-        columns[name] = np.fromiter(
-            map(operator.attrgetter(attr), states), dtype=dtype,
-            count=len(states))
+        if attr in _IN_PROFILE:
+            # Read from the profiles (an item of a tuple, in C), not
+            # through the attribute's property.
+            if profiles is None:
+                profiles = list(map(_PROFILE, states))
+            values = map(operator.itemgetter(_IN_PROFILE[attr]), profiles)
+        else:
+            values = map(operator.attrgetter(attr), states)
+        columns[name] = np.fromiter(values, dtype=dtype, count=len(states))
     columns.update(_hardware_columns(states))
     columns.update(_service_columns(states))
     return columns

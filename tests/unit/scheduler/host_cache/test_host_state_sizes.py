@@ -70,3 +70,48 @@ def test_a_service_that_heartbeated_keeps_no_creation_time():
     assert host_state.service_is_up(
         never, datetime.datetime(2025, 6, 1, 0, 0, 30), 60)
     assert not host_state.service_is_up(never, now, 60)
+
+
+def test_nodes_with_the_same_reservations_and_ratios_share_a_profile():
+    """The attributes that take few values in a cloud are held in one
+    tuple that the nodes with the same values share: a node takes no slot
+    for each, and still reads and writes them as attributes."""
+    first, second = _state(_row(1)), _state(_row(2))
+    assert first._profile is second._profile
+    assert (first.reserved_memory_mb, first.cpu_allocation_ratio,
+            first.ram_allocation_ratio, first.mapped, first.cell_name) == (
+        512, 16.0, 1.5, True, host_state.DEFAULT_CELL_NAME)
+    for name in host_state.PROFILE_FIELDS:
+        assert name not in host_state.HostState.__slots__
+    own = _state(_row(3, cpu_allocation_ratio=4.0, reserved_vcpus=2))
+    assert own._profile is not first._profile
+    assert (own.cpu_allocation_ratio, own.reserved_vcpus,
+            own.node_ratios) == (4.0, 2, (4.0, None, None))
+    # A write changes this node's value only, and finds the shared tuple
+    # of the values it comes to.
+    own.cpu_allocation_ratio = 16.0
+    own.reserved_vcpus = 0
+    own.node_ratios = host_state.NO_RATIOS
+    assert own._profile is first._profile
+    assert first.cpu_allocation_ratio == 16.0
+    restated = first.restated(
+        None, (), dict(_RATIOS, ram_allocation_ratio=2.0), 'nova',
+        first.instances)
+    assert (restated.ram_allocation_ratio, first.ram_allocation_ratio) == (
+        2.0, 1.5)
+
+
+def test_each_node_keeps_its_own_profile_past_the_limit():
+    count = host_state._PROFILES_LIMIT * 2 + 10
+    states = [_state(_row(number, reserved_memory_mb=number))
+              for number in range(count)]
+    assert [state.reserved_memory_mb for state in states] == list(
+        range(count))
+    assert len(host_state._profiles) <= host_state._PROFILES_LIMIT
+
+
+def test_a_profile_of_values_that_cannot_be_hashed_is_the_node_own():
+    state = _state(_row(1))
+    state.hypervisor_type = ['not', 'hashable']
+    assert state.hypervisor_type == ['not', 'hashable']
+    assert state.reserved_memory_mb == 512
