@@ -246,9 +246,7 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         # Read from the states in the given order (a first load's: the
         # order they were made in, so each pass reads memory in order),
         # then put in the table's.
-        columns = {name: (column if name in table_columns.ALWAYS_WHOLE
-                          else table_columns.held_once(column))
-                   for name, column in
+        columns = {name: _stored(name, column) for name, column in
                    table_columns.columns_of(states).items()}
         if by_zone and len(az_sets) > 1 and \
                 bool((az_index[1:] < az_index[:-1]).any()):
@@ -324,7 +322,7 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         for name, values in table_columns.columns_of(
                 list(new_states.values())).items():
             if not np.array_equal(columns[name][rows], values):
-                column = columns[name].copy()
+                column = table_columns.writable(columns[name], values)
                 column[rows] = values
                 columns[name] = column
                 changed.append(name)
@@ -413,14 +411,14 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
                 for name, value in values_of(state):
                     column = self.columns[name]
                     if column.item(row) != value:
-                        self._whole(name)[row] = value
+                        self._whole(name, value)[row] = value
                         changed.add(name)
         else:
             for name, values in table_columns.columns_of(
                     list(new_states.values())).items():
                 column = self.columns[name]
                 if not np.array_equal(column[rows], values):
-                    self._whole(name)[rows] = values
+                    self._whole(name, values)[rows] = values
                     changed.add(name)
         affected = [(name, inputs, compute)
                     for name, (inputs, compute)
@@ -436,7 +434,7 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
                     value = compute(values, table_columns.Scalars)
                     column = self.derived[name]
                     if column.flags.writeable or column.item(row) != value:
-                        self._whole(name)[row] = value
+                        self._whole(name, value)[row] = value
         else:
             for name, inputs, compute in affected:
                 values = compute(
@@ -444,7 +442,7 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
                 column = self.derived[name]
                 if column.flags.writeable or not np.array_equal(
                         column[rows], values):
-                    self._whole(name)[rows] = values
+                    self._whole(name, values)[rows] = values
         for row, state in new_states.items():
             self.states[row] = state
         self._per_state.update_rows(new_states)
@@ -469,16 +467,18 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
                 self._placement, old_states, new_states)
         return True
 
-    def _whole(self, name):
+    def _whole(self, name, values):
         """Column ``name`` (base or derived) as an array of this table's
-        own it may write rows of: a column held once (see
-        :func:`table_columns.held_once`) is made whole first, in place of
-        the view (requests holding the view read the value it held)."""
+        own it may write ``values`` into: a column held once (see
+        :func:`table_columns.held_once`) is made whole first, and an
+        int32 one that they do not fit made int64 (see
+        :func:`table_columns.narrowed`), in place of the column
+        (requests holding it read what it held)."""
         derived = name in self.derived
         column = self.derived[name] if derived else self.columns[name]
-        if column.flags.writeable:
+        if column.flags.writeable and table_columns.fits(column, values):
             return column
-        column = column.copy()
+        column = table_columns.writable(column, values)
         if derived:
             self.derived[name] = column
             resource = name[len('capacity_'):]
@@ -580,6 +580,18 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
             if rows is not None:
                 counts[list(rows)] += count
         return counts
+
+
+def _stored(name, column):
+    """A full build's column ``name`` as the table holds it: held once
+    where every row agrees (see :func:`table_columns.held_once`), int32
+    where it may be and every value fits."""
+    if name not in table_columns.ALWAYS_WHOLE:
+        column = table_columns.held_once(column)
+    if name in table_columns.NARROWED and \
+            not table_columns.is_held_once(column):
+        column = table_columns.narrowed(column)
+    return column
 
 
 def _rows_of(entries):

@@ -556,3 +556,57 @@ def test_a_table_by_zone_keeps_held_columns_held():
     assert [state.host for state in table.states] == [
         'h0', 'h2', 'h4', 'h1', 'h3', 'h5']
     assert table.ram_total.tolist() == [1024, 3072, 5120, 2048, 4096, 6144]
+
+
+def test_integer_columns_are_int32_where_every_value_fits():
+    big = 2 ** 31 + 5
+    states = [fakes.host_state('a', memory_mb=4096, vcpus_used=3),
+              fakes.host_state('b', memory_mb=8192, local_gb=big),
+              fakes.host_state('c', memory_mb=2048, vcpus=8)]
+    table = fakes.table(states)
+    for name in ('vcpus_total', 'ram_total', 'vcpus_used'):
+        assert table.columns[name].dtype == np.int32, name
+    assert table.disk_total.dtype == np.int64
+    assert table.disk_total.tolist() == [1000, big, 1000]
+    # What is derived from them is as before: exact, in int64 or float64.
+    assert table.free_disk_mb.tolist() == [1000 * 1024, big * 1024,
+                                           1000 * 1024]
+    assert table.capacity['memory_mb'].tolist() == [
+        state.capacity('memory_mb') for state in states]
+
+
+@pytest.mark.parametrize('rows', [1, 12])
+def test_a_value_beyond_int32_written_makes_the_column_int64(rows):
+    """Row by row (a claim) or many rows at once: the value is kept
+    exactly, not wrapped; a table the column was shared with keeps its
+    own."""
+    big = 2 ** 31 + 7
+    states = [fakes.host_state('h%d' % number, memory_mb=4096 + number)
+              for number in range(12)]
+    table = fakes.table(states)
+    before = table.ram_total
+    assert before.dtype == np.int32
+    new = {row: fakes.host_state('h%d' % row, node_id=states[row].id,
+                                 memory_mb=big + row, memory_mb_used=big)
+           for row in range(rows)}
+    assert table.update_in_place(new)
+    assert table.ram_total.dtype == np.int64
+    assert table.ram_total.tolist() == [
+        big + row if row < rows else 4096 + row for row in range(12)]
+    assert table.ram_used.tolist() == [big if row < rows else 0
+                                       for row in range(12)]
+    assert before.tolist() == [4096 + row for row in range(12)]
+    assert table.free_ram_mb.tolist() == [
+        row if row < rows else 4096 + row for row in range(12)]
+
+
+def test_a_replaced_row_beyond_int32_widens_the_new_table_only():
+    big = 2 ** 31 + 1
+    states = [fakes.host_state(name) for name in 'abc']
+    table = fakes.table(states)
+    new = table.replace({1: fakes.host_state('b', node_id=states[1].id,
+                                             local_gb_used=big)})
+    assert new.disk_used.tolist() == [0, big, 0]
+    assert new.disk_used.dtype == np.int64
+    assert table.disk_used.tolist() == [0, 0, 0]
+    assert table.disk_used.dtype == np.int32
