@@ -182,17 +182,49 @@ NO_RATIOS = (None, None, None)
 _intern = sys.intern
 _NO_LIST = []
 _NO_STATS = {}
-# One int object per distinct size a node row reports (RAM, disk,
-# reserved RAM, hypervisor version: above 256, where CPython shares no
-# int): a cloud has few hardware models, and the driver makes a new
-# 28-byte object for each value of each row (about 100 bytes a host, 5%
-# of the host cache at a million hosts, for 0.3-0.4 us a row; issue 53).
-# Emptied when it grows past _SIZES_LIMIT (values that are not the sizes
-# of a few models).
+# One int object per distinct size a node row reports (RAM, disk: above
+# 256, where CPython shares no int; the reservations and the hypervisor
+# version are shared with the profile): a cloud has few hardware models,
+# and the driver makes a new 28-byte object for each value of each row
+# (5% of the host cache at a million hosts, for 0.3-0.4 us a row; issue
+# 53). Emptied when it grows past _SIZES_LIMIT (values that are not the
+# sizes of a few models).
 _sizes = {}
 _SIZES_LIMIT = 4096
-# id(default ratios dict) -> (that dict, its three ratios as floats)
-_defaults_seen = {}
+
+
+# {id(default ratios dict): (that dict, {a node row's profile values:
+# the profile})}: see from_node.
+_row_profiles = {}
+
+
+def _row_profile(key, default_ratios):
+    """The shared profile of a node row whose profile values are ``key``
+    (see HostState.from_node), remembered for the rows after it."""
+    (reserved_vcpus, reserved_memory_mb, reserved_disk_gb, cpu, ram, disk,
+     hypervisor_type, hypervisor_version, mapped, cell_uuid,
+     cell_name) = key
+    ratios = (cpu, ram, disk)
+    if ratios == NO_RATIOS:
+        ratios = NO_RATIOS
+    profile = shared_profile(
+        (reserved_vcpus, reserved_memory_mb, reserved_disk_gb)
+        + _resolved(ratios, default_ratios)
+        + (ratios, hypervisor_type, hypervisor_version, bool(mapped),
+           cell_uuid, cell_name))
+    by_row = _row_profiles.get(id(default_ratios))
+    if by_row is None or by_row[0] is not default_ratios:
+        _row_profiles.clear()
+        by_row = _row_profiles[id(default_ratios)] = (default_ratios, {})
+    known = by_row[1]
+    if len(known) >= _PROFILES_LIMIT:
+        known.clear()
+    try:
+        known[key] = profile
+    except TypeError:
+        # A value that cannot be hashed: not remembered.
+        pass
+    return profile
 
 
 def _resolved(node_ratios, default_ratios):
@@ -202,15 +234,6 @@ def _resolved(node_ratios, default_ratios):
                  for name, value in zip(_RATIO_FIELDS, node_ratios))
 
 
-def _resolved_defaults(default_ratios):
-    """The three default ratios as floats, computed once per dict."""
-    known = _defaults_seen.get(id(default_ratios))
-    if known is not None and known[0] is default_ratios:
-        return known[1]
-    floats = tuple(float(default_ratios[name]) for name in _RATIO_FIELDS)
-    _defaults_seen.clear()
-    _defaults_seen[id(default_ratios)] = (default_ratios, floats)
-    return floats
 # One frozenset per distinct set of zones, shared by the HostStates in it.
 _zone_sets = {}
 # The zones of the last aggregates tuples asked about: {id(tuple):
@@ -344,17 +367,22 @@ class HostState:
         state.memory_mb_used = row.memory_mb_used
         state.total_usable_disk_gb = size(row.local_gb, row.local_gb)
         state.local_gb_used = row.local_gb_used
-        ratios = (row.cpu_allocation_ratio, row.ram_allocation_ratio,
-                  row.disk_allocation_ratio)
-        if ratios == NO_RATIOS:
-            ratios = NO_RATIOS
-            resolved = _resolved_defaults(default_ratios)
-        else:
-            resolved = _resolved(ratios, default_ratios)
-        state._profile = shared_profile((
-            row.reserved_vcpus, row.reserved_memory_mb, row.reserved_disk_gb)
-            + resolved + (ratios, row.hypervisor_type, row.hypervisor_version,
-                          bool(row.mapped), cell_uuid, cell_name))
+        # The row's values of the profile, looked up as they are: most
+        # rows find the profile of a row before them (and no ratios are
+        # resolved again).
+        key = (row.reserved_vcpus, row.reserved_memory_mb,
+               row.reserved_disk_gb, row.cpu_allocation_ratio,
+               row.ram_allocation_ratio, row.disk_allocation_ratio,
+               row.hypervisor_type, row.hypervisor_version, row.mapped,
+               cell_uuid, cell_name)
+        by_row = _row_profiles.get(id(default_ratios))
+        profile = None
+        if by_row is not None and by_row[0] is default_ratios:
+            try:
+                profile = by_row[1].get(key)
+            except TypeError:
+                pass
+        state._profile = profile or _row_profile(key, default_ratios)
         state.host_ip = row.host_ip
         # Empty ones shared (a HostState is read-only).
         state.supported_instances = row.supported_instances or _NO_LIST

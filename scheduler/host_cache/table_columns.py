@@ -350,8 +350,13 @@ def held_once(column):
     memory a row, when each of its rows (two or more) holds the same
     value; else ``column`` itself. Writing a row of such a view is
     refused: the table's owner makes the column whole first (see
-    ``HostTable.update_in_place``)."""
-    if len(column) < 2 or is_held_once(column):
+    ``HostTable.update_in_place``).
+
+    A boolean column stays whole: a byte a row, and requests combine
+    them as masks (a pass over a view of one value runs NumPy's strided
+    loops: ``~``, ``&`` and counting it took 2-5 times longer at a
+    million hosts)."""
+    if len(column) < 2 or is_held_once(column) or column.dtype == np.bool_:
         return column
     first = column[:1]
     if not bool((column == first).all()):
@@ -369,7 +374,8 @@ def derive(name, columns, count):
         return compute(columns, np)
     if count > 1 and all(is_held_once(columns[key]) for key in inputs):
         one = compute({key: columns[key][:1] for key in inputs}, np)
-        return np.broadcast_to(one, (count,))
+        if one.dtype != np.bool_:
+            return np.broadcast_to(one, (count,))
     return held_once(compute(columns, np))
 
 

@@ -115,3 +115,20 @@ def test_a_profile_of_values_that_cannot_be_hashed_is_the_node_own():
     state.hypervisor_type = ['not', 'hashable']
     assert state.hypervisor_type == ['not', 'hashable']
     assert state.reserved_memory_mb == 512
+
+
+def test_rows_find_the_profile_of_rows_before_them_per_ratio_defaults():
+    """A node row with the profile values of a row before it takes that
+    row's profile, resolved against the same default ratios; another
+    set of defaults resolves its own."""
+    first = _state(_row(1))
+    assert _state(_row(2))._profile is first._profile
+    other = host_state.HostState.from_node(
+        _row(3), None, (), dict(_RATIOS, cpu_allocation_ratio=4.0), 'nova')
+    assert (other.cpu_allocation_ratio, first.cpu_allocation_ratio) == (
+        4.0, 16.0)
+    assert _state(_row(4)).cpu_allocation_ratio == 16.0
+    reported = _state(_row(5, ram_allocation_ratio=3.0))
+    assert (reported.ram_allocation_ratio, reported.node_ratios) == (
+        3.0, (None, 3.0, None))
+    assert _state(_row(6)).node_ratios is host_state.NO_RATIOS

@@ -467,19 +467,21 @@ def test_a_column_every_host_agrees_on_is_held_once():
                                svc=_judged(name, True))
               for number, name in enumerate('abcdef')]
     table = fakes.table(states)
-    for name in ('cpu_ratio', 'reserved_ram', 'reserved_vcpus', 'mapped',
-                 'disabled', 'heartbeat_us', 'pci_free'):
+    for name in ('cpu_ratio', 'reserved_ram', 'reserved_vcpus',
+                 'heartbeat_us', 'pci_free'):
         column = table.columns[name]
         assert table_columns.is_held_once(column), name
         assert _memory_of(column) == column.itemsize, name
         assert not column.flags.writeable
     assert table_columns.is_held_once(table.least_disk_room)
     assert table.least_disk_room.tolist() == [math.inf] * 6
-    # Different on each host, or changed by claims: one value a row.
+    # Different on each host, changed by claims, or masks: one value a
+    # row.
     for name in ('ram_total', 'ids', 'vcpus_used', 'ram_used',
-                 'num_instances'):
+                 'num_instances', 'mapped', 'disabled', 'has_service'):
         assert not table_columns.is_held_once(table.columns[name]), name
-    for name in ('capacity_memory_mb', 'free_ram_mb', 'vcpus_free'):
+    for name in ('capacity_memory_mb', 'free_ram_mb', 'vcpus_free',
+                 'candidates'):
         assert not table_columns.is_held_once(table.derived[name]), name
     assert table.cpu_ratio.tolist() == [16.0] * 6
     assert table.reserved_ram.tolist() == [512] * 6
