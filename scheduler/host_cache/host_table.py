@@ -49,6 +49,8 @@ _WRITE_LOG = 32
 WRITE_LOG_KEPT = 256
 _CONSTANTS = 64
 _ID = operator.attrgetter('id')
+_INT32_MIN, _INT32_MAX = (int(np.iinfo(np.int32).min),
+                          int(np.iinfo(np.int32).max))
 _HOST = operator.attrgetter('host')
 _NODENAME = operator.attrgetter('nodename')
 _ZONES = operator.attrgetter('availability_zones')
@@ -407,11 +409,18 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
             # A claim changes one row: Python values, no arrays to build.
             values_of = (table_columns.claim_row_values if claim_only
                          else table_columns.row_values)
+            whole = table_columns.ALWAYS_WHOLE
             for row, state in new_states.items():
                 for name, value in values_of(state):
                     column = self.columns[name]
                     if column.item(row) != value:
-                        self._whole(name, value)[row] = value
+                        # A claim's usage: whole, int32 or int64.
+                        if name in whole and (
+                                column.itemsize != 4
+                                or _INT32_MIN <= value <= _INT32_MAX):
+                            column[row] = value
+                        else:
+                            self._whole(name, value)[row] = value
                         changed.add(name)
         else:
             for name, values in table_columns.columns_of(
@@ -428,12 +437,17 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
             # The row's Python values, each read once for all the derived
             # columns: the same float64 operations, without NumPy's cost
             # per call on scalars.
+            whole = table_columns.ALWAYS_WHOLE
             for row in new_states:
                 values = table_columns.RowValues(self.columns, row)
                 for name, _inputs, compute in affected:
                     value = compute(values, table_columns.Scalars)
                     column = self.derived[name]
-                    if column.flags.writeable or column.item(row) != value:
+                    # A derived column: float64 or int64, whole or held
+                    # once.
+                    if name in whole or column.flags.writeable:
+                        column[row] = value
+                    elif column.item(row) != value:
                         self._whole(name, value)[row] = value
         else:
             for name, inputs, compute in affected:
