@@ -150,7 +150,8 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
                 # Only ``rows`` changed: compute those, copy the rest.
                 column = previous.derived[name].copy()
                 column[rows] = compute({key: columns[key][rows]
-                                        for key in inputs}, np)
+                                        for key in inputs},
+                                       table_columns.Arrays)
                 self.derived[name] = column
             setattr(self, name, self.derived[name])
         self.capacity = {resource: self.derived['capacity_' + resource]
@@ -452,7 +453,8 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         else:
             for name, inputs, compute in affected:
                 values = compute(
-                    {key: self.columns[key][rows] for key in inputs}, np)
+                    {key: self.columns[key][rows] for key in inputs},
+                    table_columns.Arrays)
                 column = self.derived[name]
                 if column.flags.writeable or not np.array_equal(
                         column[rows], values):

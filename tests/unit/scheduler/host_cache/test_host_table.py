@@ -612,3 +612,23 @@ def test_a_replaced_row_beyond_int32_widens_the_new_table_only():
     assert new.disk_used.dtype == np.int64
     assert table.disk_used.tolist() == [0, 0, 0]
     assert table.disk_used.dtype == np.int32
+
+
+def test_free_ram_and_disk_are_exact_float64_columns():
+    """What the RAM and disk weighers gather is float64 already, each
+    value the whole number the state gives, after a write too."""
+    big = 2 ** 40 + 3
+    states = [fakes.host_state('a', memory_mb=big, memory_mb_used=1,
+                               reserved_memory_mb=2),
+              fakes.host_state('b', local_gb=big, disk_available_least=7),
+              fakes.host_state('c')]
+    table = fakes.table(states)
+    for name in ('free_ram_mb', 'free_disk_mb'):
+        assert table.derived[name].dtype == np.float64, name
+        assert table.derived[name].tolist() == [
+            getattr(state, name) for state in states], name
+    assert table.free_ram_mb[0] == big - 3
+    claimed = states[2].consumed(claims.Resources(1, 100, 10))
+    assert table.update_in_place({2: claimed}, claim_only=True)
+    assert table.free_ram_mb.tolist()[2] == claimed.free_ram_mb
+    assert table.free_disk_mb.tolist()[2] == claimed.free_disk_mb
