@@ -49,8 +49,6 @@ _WRITE_LOG = 32
 WRITE_LOG_KEPT = 256
 _CONSTANTS = 64
 _ID = operator.attrgetter('id')
-_INT32_MIN, _INT32_MAX = (int(np.iinfo(np.int32).min),
-                          int(np.iinfo(np.int32).max))
 _HOST = operator.attrgetter('host')
 _NODENAME = operator.attrgetter('nodename')
 _ZONES = operator.attrgetter('availability_zones')
@@ -416,9 +414,8 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
                     column = self.columns[name]
                     if column.item(row) != value:
                         # A claim's usage: whole, int32 or int64.
-                        if name in whole and (
-                                column.itemsize != 4
-                                or _INT32_MIN <= value <= _INT32_MAX):
+                        if name in whole and table_columns.fits(column,
+                                                                value):
                             column[row] = value
                         else:
                             self._whole(name, value)[row] = value
@@ -497,9 +494,8 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         column = table_columns.writable(column, values)
         if derived:
             self.derived[name] = column
-            resource = name[len('capacity_'):]
             if name.startswith('capacity_'):
-                self.capacity[resource] = column
+                self.capacity[name[len('capacity_'):]] = column
         else:
             self.columns[name] = column
         setattr(self, name, column)

@@ -403,17 +403,19 @@ def derive(name, columns, count):
 # Integer columns a table holds as int32 when every value fits: half the
 # memory (32 bytes a host) and half the memory a request's pass over them
 # reads. A row written with a value that does not fit makes the column
-# int64 first (see fitting); what is derived from them is computed in
+# int64 first (see fits); what is derived from them is computed in
 # int64 or float64 as before (the reservations stay int64).
 NARROWED = frozenset(('vcpus_total', 'ram_total', 'disk_total')
                      + CLAIMED_USAGE)
-_INT32 = np.iinfo(np.int32)
+# The values an int32 column holds, as Python ints.
+INT32_MIN, INT32_MAX = (int(np.iinfo(np.int32).min),
+                        int(np.iinfo(np.int32).max))
 
 
 def narrowed(column):
     """``column`` (int64) as int32 if every value fits, else itself."""
-    if len(column) and (int(column.min()) < _INT32.min
-                        or int(column.max()) > _INT32.max):
+    if len(column) and (int(column.min()) < INT32_MIN
+                        or int(column.max()) > INT32_MAX):
         return column
     return column.astype(np.int32)
 
@@ -421,12 +423,12 @@ def narrowed(column):
 def fits(column, values):
     """True if ``values`` (a number or an array) can be written into
     ``column`` as they are."""
-    if column.dtype != np.int32:
+    if column.itemsize != 4 or column.dtype != np.int32:
         return True
     if isinstance(values, np.ndarray):
-        return not len(values) or (int(values.min()) >= _INT32.min
-                                   and int(values.max()) <= _INT32.max)
-    return _INT32.min <= values <= _INT32.max
+        return not len(values) or (int(values.min()) >= INT32_MIN
+                                   and int(values.max()) <= INT32_MAX)
+    return INT32_MIN <= values <= INT32_MAX
 
 
 def writable(column, values):
