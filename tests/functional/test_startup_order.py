@@ -34,4 +34,6 @@ def test_computes_started_first_register_once_the_conductor_answers(
         took = time.monotonic() - started
         for host in ('c1', 'c2'):
             cluster.wait_for_service(host, 'gantt-compute', timeout=10)
-        assert took < 10, 'the computes registered %.1f s late' % took
+        # About 4 s here; under a loaded CI run 10.3 s was seen. Without
+        # the wait they came with the next report, 30 s on.
+        assert took < 20, 'the computes registered %.1f s late' % took
