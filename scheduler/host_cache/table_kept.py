@@ -37,7 +37,11 @@ class Kept:
         A cloud has few flavors, so the capacity filters ask for the same
         few amounts again and again: the mask is kept, and a later call
         compares the rows written since instead of the whole column (a
-        byte a row instead of eight).
+        byte a row instead of eight), in the mask itself.
+
+        The mask is a filter's to read during one request: a write of
+        the table changes the rows it wrote, as it changes the table's
+        columns (a reader meanwhile may see a row before or after).
         """
         column = self.derived[name]
         key = (name, amount)
@@ -45,24 +49,25 @@ class Kept:
         kept = self._at_least
         entry = kept.get(key)
         if entry is not None and entry[0] is column:
-            _column, mask, proof = entry
+            _column, mask, view, proof = entry
             rows = self.rows_written_since(proof)
             if rows is not None:
                 if len(rows):
-                    # A new array: a reader may hold the old one.
-                    mask = mask.copy()
+                    # Into the mask the view reads (the view stays
+                    # read-only: no flag is switched back and forth
+                    # under another reader).
                     mask[rows] = column[rows] >= amount
-                    mask.flags.writeable = False
-                    kept[key] = (column, mask, writes)
-                return mask
+                    kept[key] = (column, mask, view, writes)
+                return view
         mask = column >= amount
-        mask.flags.writeable = False
+        view = mask.view()
+        view.flags.writeable = False
         if key not in kept and len(kept) >= AT_LEAST:
             # The least recently found first (a new dict, for the readers
             # iterating over the old one: none does).
             kept = self._at_least = dict(list(kept.items())[1:])
-        kept[key] = (column, mask, writes)
-        return mask
+        kept[key] = (column, mask, view, writes)
+        return view
 
     def nonzero_rows(self, column):
         """The rows (ascending, read-only) where ``column`` (one of this
