@@ -110,6 +110,24 @@ def nth_largest(values, n):
     return np.partition(values, count - n)[count - n]
 
 
+def _near_the_top(values, n):
+    """Positions (ascending) of a few of ``values`` (numbers, none NaN)
+    that hold every value at least as large as the ``n``-th largest,
+    found from a sample as :func:`nth_largest` finds its bound (two
+    passes over ``values`` fewer than it and the look for the positions
+    after); None when ``values`` are too few for a sample to help, or
+    when that bound is met by over a quarter of them (many hosts alike
+    near the top: a selection over those would cost more than the passes
+    it spares)."""
+    count = len(values)
+    sample = values[::SAMPLE_STRIDE]
+    if len(sample) < n or len(sample) * 4 >= count:
+        return None
+    bound = np.partition(sample, len(sample) - n)[len(sample) - n]
+    near = np.flatnonzero(values >= bound)
+    return near if len(near) * 4 <= count else None
+
+
 def _smallest(keys, count):
     """Positions of the ``count`` smallest ``keys`` (None: the first
     ``count`` positions), in any order."""
@@ -262,11 +280,22 @@ class Ranking:
         # (The maximum of an array with a NaN is NaN.)
         self._numbers = not np.isnan(threshold)
         tied = np.flatnonzero(weights_ == threshold)
+        near = None
         if len(tied) >= need:
             # As many tied for the best as needed (identical hosts): no
             # selection.
             above = tied[:0]
-        else:
+        elif self._numbers:
+            near = _near_the_top(weights_, need)
+        if near is not None:
+            # A few positions hold every weight that may be among the
+            # best: the selection looks at them alone.
+            values = weights_[near]
+            count = len(values)
+            threshold = np.partition(values, count - need)[count - need]
+            tied = near[values == threshold]
+            above = near[values > threshold]
+        elif len(tied) < need:
             threshold = nth_largest(weights_, need)
             tied = np.flatnonzero(weights_ == threshold)
             if not len(tied):
