@@ -138,6 +138,31 @@ def test_a_large_ranking_equals_a_full_sort(seed):
         np.argsort(-weights_, kind='stable')].tolist()
 
 
+@pytest.mark.parametrize('seed', range(20))
+def test_a_large_ranking_of_spread_weights_equals_a_full_sort(seed,
+                                                              monkeypatch):
+    """Weights of many values, fewer than needed tied for the best, some
+    tied at the cut: the selection among the weights near the top (see
+    ranking._near_the_top) heads as a full sort does."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(2000, 40000))
+    rows = np.arange(count)
+    weights_ = np.round(rng.random(count) * int(rng.integers(50, 5000)))
+    need = int(rng.integers(2, 12))
+    ids = rng.permutation(10 ** 6)[:count]
+    found = []
+    near = ranking._near_the_top
+    monkeypatch.setattr(ranking, '_near_the_top',
+                        lambda *args: found.append(near(*args)) or found[-1])
+    breaks = ranking.TieBreaks(random.Random(seed))
+    ranked = ranking.Ranking(rows, weights_, need, ids, breaks)
+    full = rows[np.lexsort((breaks.keys(ids[rows]), -weights_))].tolist()
+    assert ranked.head.tolist() == full[:len(ranked.head)]
+    assert ranked.head.tolist() + ranked.rest() == full
+    if np.count_nonzero(weights_ == weights_.max()) < need:
+        assert found and found[0] is not None
+
+
 @pytest.mark.parametrize('seed', range(5))
 def test_shuffling_the_best_covers_every_host_tied_for_best(seed):
     """shuffle_best_same_weighed_hosts: the pick is among all the hosts
