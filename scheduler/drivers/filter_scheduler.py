@@ -622,12 +622,16 @@ class _Request:
         chosen, order = [], []
         try:
             for index in range(self.count):
-                mask, order, row = self._place_one(index, mask, steps,
-                                                   skip_filters)
+                result, order, row = self._place_one(index, mask, steps,
+                                                     skip_filters)
                 chosen.append(row)
-                # The next instance starts from the hosts this one left.
+                # The next instance starts from the hosts this one left
+                # (the mask of the whole table is made only then, when
+                # the filters ended on a stretch).
                 steps = [filters.Step(EARLIER_INSTANCES, self.total,
-                                      int(np.count_nonzero(mask)))]
+                                      result.passed)]
+                if self.count > 1:
+                    mask = result.mask
         except Exception:
             self.driver.release(self.claimed)
             raise
@@ -721,19 +725,30 @@ class _Request:
                 steps=steps, total=self.total,
                 on_filter=(self.observer and self.observer.filtered
                            or self.between_steps),
-                wanted=wanted)
+                wanted=wanted, stretch=self.observer is None)
         self.timer.add('filter', started)
         started = time.perf_counter()
-        rows = np.flatnonzero(result.mask)
+        # The weighers read the stretch the filters ended on, if any (the
+        # table's rows of a zone), with its row numbers.
+        table = self.table
+        if result.stretch is not None and all(
+                map(weights.reads_stretches, self.weighers)):
+            table = result.stretch
+            weighed_rows = np.flatnonzero(result.stretch_mask)
+            rows = weighed_rows + table.lo
+        else:
+            rows = weighed_rows = result.rows()
         if self.keep_weighed or self.count > 1:
             weighed = self.driver.weight_handler.weighed(
-                self.weighers, self.table, rows, self.spec,
+                self.weighers, table, weighed_rows, self.spec,
                 between=self.between_steps)
+            # Kept in the table's rows (reweighed later on the table).
+            weighed.rows = rows
             host_weights = weighed.totals
         else:
             weighed = None
             host_weights = self.driver.weight_handler.weigh(
-                self.weighers, self.table, rows, self.spec,
+                self.weighers, table, weighed_rows, self.spec,
                 between=self.between_steps)
         ranking = ranking_mod.Ranking(
             rows, host_weights, need + AHEAD_DEPTH if self.keep_weighed
@@ -789,7 +804,7 @@ class _Request:
             self._put({row: state}, claim_only=record is None)
         if self.group is not None:
             self._join_group(index, row)
-        return result.mask, order, row
+        return result, order, row
 
     def _rank_next(self):
         """Rank this request's shape again for the next one, once the

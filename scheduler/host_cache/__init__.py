@@ -29,7 +29,9 @@ What lies behind the door:
   reads of the cells on PostgreSQL);
 * the view that filters and weighers read: ``host_state`` (one node),
   ``host_table`` with ``table_columns`` and ``table_lookups`` (all of
-  them), ``host_table_per_state`` (values computed per HostState),
+  them), ``table_stretch`` (a stretch of a table's rows, a zone's, as a
+  table of its own), ``host_table_per_state`` (values computed per
+  HostState),
   ``host_instances`` (the instances on each host), ``host_inputs`` (the
   hardware documents computes report, checked and parsed),
   ``private_tables`` (a request's own copy of the table, kept between
@@ -56,6 +58,7 @@ from scheduler.host_cache import refreshing
 from scheduler.host_cache import switching
 from scheduler.host_cache import table_columns
 from scheduler.host_cache import table_lookups
+from scheduler.host_cache import table_stretch
 
 # -- the cache and its owner --------------------------------------------------
 
@@ -80,6 +83,10 @@ FULL_READ_INTERVAL = refreshing.FULL_READ_INTERVAL
 # -- the view filters, weighers and drivers read ------------------------------
 
 HostTable = host_table.HostTable
+# Rows lo..hi-1 of a table as a table of their own (a zone's, in a table
+# built by zone), and whether a filter or weigher may be given one.
+Stretch = table_stretch.Stretch
+reads_stretches = table_stretch.reads_stretches
 PrivateTables = private_tables.PrivateTables
 HostState = host_state.HostState
 ServiceInfo = host_state.ServiceInfo

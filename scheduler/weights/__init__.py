@@ -146,6 +146,15 @@ class BaseHostWeigher:
         return np.where(np.isnan(picked), default, picked)
 
 
+def reads_stretches(weigher):
+    """Whether ``weigher`` may weigh the rows of a
+    :class:`scheduler.host_cache.Stretch` (see
+    :func:`scheduler.host_cache.reads_stretches`)."""
+    return host_cache.reads_stretches(
+        weigher, BaseHostWeigher,
+        ('weigh_all', 'weight_multipliers', 'raw_column', 'constant_weight'))
+
+
 def _weighed_one_by_one(weigher, host_table, rows, spec):
     """``weigher``'s raw weights of ``rows``, host by host (a new float
     array)."""

@@ -497,3 +497,83 @@ def _derive_and_compare(cloud, spec_list, changes):
             assert outcome(_raw_batch, weigher, hosts, rows, spec) == (
                 outcome(_raw_batch, weigher, fresh, rows, spec)), (
                     type(weigher).__name__)
+
+
+@st.composite
+def stretches(draw, count):
+    lo = draw(st.integers(0, count))
+    return lo, draw(st.integers(lo, count))
+
+
+@settings
+@hypothesis.given(clouds(), specs(), options(), st.data())
+def test_filters_and_weighers_agree_on_a_stretch(cloud, spec, drawn, data):
+    """Every built-in filter and weigher may be given a stretch of the
+    table (host_cache.Stretch): on rows lo..hi-1 it answers what it
+    answers for them on the whole table, when the hosts in the running
+    lie in the stretch (as the handler gives one), and the weight
+    handler's totals are the same to the bit."""
+    states, aggregates, mask = cloud
+    hosts = fakes.table(states, aggregates)
+    lo, hi = data.draw(stretches(len(states)))
+    mask = mask.copy()
+    mask[:lo] = False
+    mask[hi:] = False
+    stretch = host_cache.Stretch(hosts, lo, hi)
+    part = mask[lo:hi]
+    local = np.flatnonzero(part)
+    with overridden(drawn):
+        for filter_obj in FILTERS:
+            assert host_cache.reads_stretches(
+                filter_obj, filters.BaseHostFilter, ('filter_all',))
+            whole = outcome(_batch_mask, filter_obj, hosts, mask, spec)
+            if whole[0] == 'returned':
+                whole = whole[0], whole[1][lo:hi]
+            assert outcome(_batch_mask, filter_obj, stretch, part,
+                           spec) == whole, type(filter_obj).__name__
+        for weigher in WEIGHERS:
+            assert weights.reads_stretches(weigher)
+            assert outcome(_raw_batch, weigher, stretch, local, spec) == (
+                outcome(_raw_batch, weigher, hosts, local + lo, spec)), (
+                    type(weigher).__name__)
+            assert np.array_equal(
+                np.broadcast_to(weigher.weight_multipliers(stretch, local),
+                                (len(local),)),
+                np.broadcast_to(weigher.weight_multipliers(hosts, local + lo),
+                                (len(local),)))
+        handler = weights.HostWeightHandler()
+        on_stretch = outcome(handler.weigh, WEIGHERS, stretch, local, spec)
+        on_table = outcome(handler.weigh, WEIGHERS, hosts, local + lo, spec)
+    assert on_stretch[0] == on_table[0]
+    if on_stretch[0] == 'raised':
+        assert on_stretch == on_table
+    else:
+        assert on_stretch[1].tolist() == on_table[1].tolist()
+
+
+@settings
+@hypothesis.given(clouds(), specs(), options(), st.data())
+def test_the_handler_filters_on_a_stretch_alike(cloud, spec, drawn, data):
+    """Filtering with stretches (every table big enough) gives the mask
+    and steps of filtering the whole table, when the hosts left lie in
+    a stretch."""
+    states, aggregates, mask = cloud
+    hosts = fakes.table(states, aggregates)
+    lo, hi = data.draw(stretches(len(states)))
+    mask = mask.copy()
+    mask[:lo] = False
+    mask[hi:] = False
+
+    def run(stretch):
+        result = filters.HostFilterHandler().run_filters(
+            FILTERS, hosts, mask, spec, stretch=stretch)
+        return (result.mask.tolist(), result.rows().tolist(), result.passed,
+                [tuple(step) for step in result.steps])
+    least = filters.STRETCH_MIN_ROWS
+    try:
+        # (Not monkeypatch: a fixture each example would share.)
+        filters.STRETCH_MIN_ROWS = 0
+        with overridden(drawn):
+            assert outcome(run, True) == outcome(run, False)
+    finally:
+        filters.STRETCH_MIN_ROWS = least
