@@ -163,6 +163,26 @@ def test_a_large_ranking_of_spread_weights_equals_a_full_sort(seed,
         assert found and found[0] is not None
 
 
+def test_the_best_few_at_the_samples_bound_are_found():
+    """The best three sit where the sample looks (every
+    SAMPLE_STRIDE-th weight): the third is the sample's bound itself,
+    and two more tie with it elsewhere."""
+    count = 4000
+    weights_ = np.arange(count, dtype=float) % 100
+    stride = ranking.SAMPLE_STRIDE
+    weights_[[stride * 3, stride * 40, stride * 77]] = [900.0, 800.0, 700.0]
+    weights_[[5, 1001]] = 700.0
+    ids = np.arange(count) + 1
+    breaks = ranking.TieBreaks(random.Random(4))
+    ranked = ranking.Ranking(np.arange(count), weights_, 3, ids, breaks)
+    tied = sorted([stride * 77, 5, 1001],
+                  key=dict(zip([stride * 77, 5, 1001],
+                               breaks.keys(ids[[stride * 77, 5, 1001]])
+                               )).get)
+    assert ranked.head.tolist() == [stride * 3, stride * 40, tied[0]]
+    assert ranked.rest()[:2] == tied[1:]
+
+
 @pytest.mark.parametrize('seed', range(5))
 def test_shuffling_the_best_covers_every_host_tied_for_best(seed):
     """shuffle_best_same_weighed_hosts: the pick is among all the hosts
