@@ -76,9 +76,10 @@ class Kept:
         the I/O operations or instances of a cloud whose hosts are mostly
         idle, which a weigher then need not read row by row.
 
-        Kept with the count of rows that were not 0 when the column is
-        not sparse, so that it is read again only once enough rows were
-        written since to make it so.
+        Kept with a count of rows that were not 0 when the column is
+        not sparse (at least that many are not: each row written since
+        may have become 0), so that it is read again only once enough
+        rows were written to make it so.
         """
         limit = len(column) // SPARSE
         key = id(column)
@@ -89,16 +90,16 @@ class Kept:
             written = self.rows_written_since(proof)
             if written is not None:
                 if found is None:
-                    if count - len(written) > limit:
+                    count -= len(written)
+                    if count > limit:
+                        self._nonzero[key] = (column, None, count, writes)
                         return None
                 elif not len(written):
                     return found
                 else:
-                    written = np.unique(written)
-                    found = np.union1d(
-                        np.setdiff1d(found, written, assume_unique=True),
-                        written[column[written] != 0])
-                    return self._kept_nonzero(column, limit, writes, found)
+                    return self._kept_nonzero(
+                        column, limit, writes,
+                        _rewritten_rows(found, column, written))
         return self._kept_nonzero(column, limit, writes,
                                   np.flatnonzero(column))
 
@@ -117,3 +118,27 @@ class Kept:
             kept = self._nonzero = {}
         kept[id(column)] = (column, found, count, writes)
         return found
+
+
+# _rewritten_rows looks a write of this many rows or fewer up row by row.
+_FEW_WRITTEN = 16
+
+
+def _rewritten_rows(found, column, written):
+    """``found`` (ascending rows of ``column`` that were not 0) once the
+    rows ``written`` (any order, repeats) were written: a new array."""
+    if len(written) > _FEW_WRITTEN:
+        written = np.unique(written)
+        return np.union1d(np.setdiff1d(found, written, assume_unique=True),
+                          written[column[written] != 0])
+    # A claim or two: a few searches, no set operations over ``found``.
+    rows = sorted(set(written.tolist()))
+    places = np.searchsorted(found, rows).tolist()
+    size = len(found)
+    gone = [place for place, row in zip(places, rows)
+            if place < size and found.item(place) == row]
+    kept = np.delete(found, gone)
+    added = [row for row in rows if column.item(row) != 0]
+    if added:
+        kept = np.insert(kept, np.searchsorted(kept, added), added)
+    return kept

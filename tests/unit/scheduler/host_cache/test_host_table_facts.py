@@ -297,3 +297,22 @@ def test_nonzero_rows_follow_random_writes_in_place(seed):
             handed.append((found, found.copy()))
     for found, copied in handed:
         assert found.tolist() == copied.tolist()
+
+
+def test_a_column_far_from_sparse_is_not_read_again_after_each_claim(
+        monkeypatch):
+    """Every host busy: a claim a request is written, and nonzero_rows
+    answers None from what it kept, past the writes the table
+    remembers, without reading the column again."""
+    table = fakes.table([fakes.host_state('h%d' % i, io_workload=1)
+                         for i in range(640)])
+    reads = []
+    flatnonzero = np.flatnonzero
+    monkeypatch.setattr(table_kept.np, 'flatnonzero',
+                        lambda column: reads.append(1) or flatnonzero(column))
+    for step in range(3 * host_table._WRITE_LOG):
+        assert table.nonzero_rows(table.io_workload) is None
+        row = step % 640
+        assert table.update_in_place({row: _rewritten(
+            table.states[row], io_workload=2)})
+    assert len(reads) == 1
