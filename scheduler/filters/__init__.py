@@ -63,13 +63,15 @@ all, exactly as without it.
 Stretches (``stretch=True``, what the filter scheduler asks for when no
 one watches the masks): once the filters left only hosts within one
 stretch of rows that is at most half of a large table (a zone, in a
-table built by zone), the filters after run on a
-:class:`scheduler.host_cache.Stretch` of it and the stretch's part of the
-mask, and the result says so (:attr:`FilterResult.stretch`), for the
-weighers to read the stretch too. The masks, counts and steps are the
-ones the whole table gives. A filter of its own kind runs on a stretch
-only if it says ``reads_stretches = True`` or keeps the base class's
-``filter_all``; else the table's rows stay whole.
+table built by zone), or before a filter that passes no host outside
+one (``passing_rows``: the AvailabilityZoneFilter's zone), the filters
+from there run on a :class:`scheduler.host_cache.Stretch` of it and the
+stretch's part of the mask, and the result says so
+(:attr:`FilterResult.stretch`), for the weighers to read the stretch
+too. The masks, counts and steps are the ones the whole table gives. A
+filter of its own kind runs on a stretch only if it says
+``reads_stretches = True`` or keeps the base class's ``filter_all``;
+else the table's rows stay whole.
 """
 
 import collections
@@ -104,6 +106,13 @@ class BaseHostFilter:
     # as they do from one instance of a request to the next, although the
     # host's row did not (see the module docstring).
     reads_group = False
+
+    def passing_rows(self, host_table, spec):
+        """``(lo, hi)``: rows of ``host_table`` outside which no host
+        passes for ``spec``, or None (any row may). The handler may then
+        run this filter and the ones after on that stretch of the table
+        alone (see the module docstring)."""
+        return None
 
     def host_passes(self, host_state, spec):
         """True if the host may take one instance of ``spec``."""
@@ -409,9 +418,9 @@ class HostFilterHandler:
             map(_reads_stretches, running))
         on_stretch = None
         for filter_obj in running:
-            if (stretchable and on_stretch is None
-                    and count * 2 <= len(mask)):
-                found = stretch_of(mask)
+            if stretchable and on_stretch is None:
+                found = _stretch_before(filter_obj, host_table, mask, count,
+                                        spec)
                 if found is not None:
                     on_stretch = host_cache.Stretch(host_table, *found)
                     host_table = on_stretch
@@ -437,6 +446,26 @@ class HostFilterHandler:
                 LOG.info('Filter %s returned 0 hosts', name)
                 break
         return FilterResult(total, steps, mask, on_stretch)
+
+
+def _stretch_before(filter_obj, host_table, mask, count, spec):
+    """The stretch ``(lo, hi)`` of ``host_table`` that ``filter_obj`` may
+    run on, given the hosts left (``mask``, ``count`` of them): the one
+    they lie in, or the one outside which the filter passes none (its
+    ``passing_rows``: the rows of a zone); None if neither is half the
+    table at most, or the table is small."""
+    size = len(mask)
+    if size < STRETCH_MIN_ROWS:
+        return None
+    if count * 2 <= size:
+        found = stretch_of(mask)
+        if found is not None:
+            return found
+    passing = getattr(filter_obj, 'passing_rows', None)
+    found = None if passing is None else passing(host_table, spec)
+    if found is not None and (found[1] - found[0]) * 2 <= size:
+        return found
+    return None
 
 
 def _reads_stretches(filter_obj):

@@ -39,6 +39,10 @@ class AvailabilityZoneFilter(filters.BaseHostFilter):
                                   'host_az': host_state.availability_zone})
         return False
 
+    def passing_rows(self, host_table, spec):
+        zone = spec.obj_get('availability_zone')
+        return host_table.zone_rows(zone) if zone else None
+
     def filter_all(self, host_table, mask, spec):
         zone = spec.obj_get('availability_zone')
         if not zone:

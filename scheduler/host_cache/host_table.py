@@ -160,9 +160,11 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
             # Zones, aggregates and host names did not change: the caches
             # derived from them still hold.
             self._az_masks = previous._az_masks
+            self._az_rows = previous._az_rows
             self._multipliers = previous._multipliers
         else:
             self._az_masks = {}
+            self._az_rows = {}
             self._multipliers = {}
         # Values computed from each HostState on demand (state_column,
         # grouped); replace() carries them over, recomputing changed rows.
@@ -371,6 +373,7 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         table = HostTable(list(self.states), columns, self.aggregates,
                           self._indexes)
         table._az_masks = self._az_masks
+        table._az_rows = self._az_rows
         table._multipliers = self._multipliers
         table._per_state = self._per_state.carried({}, len(self.states))
         table._instance_index = self._instance_index

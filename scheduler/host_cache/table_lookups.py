@@ -138,6 +138,21 @@ class Lookups:
             self._az_masks[zone] = mask
         return mask
 
+    def zone_rows(self, zone):
+        """``(lo, hi)``: the first row in availability zone ``zone`` and
+        one past the last (every row of the zone lies between), or None
+        when no row is in it. Kept, as the zone's mask is."""
+        found = self._az_rows.get(zone, False)
+        if found is False:
+            mask = self.in_zone(zone)
+            lo = int(mask.argmax())
+            if not len(mask) or not mask[lo]:
+                found = None
+            else:
+                found = lo, len(mask) - int(mask[::-1].argmax())
+            self._az_rows[zone] = found
+        return found
+
     def aggregate_multipliers(self, key):
         """Column of aggregate overrides of a weight multiplier, or None.
 

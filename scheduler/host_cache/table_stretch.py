@@ -140,6 +140,26 @@ class _Rows(collections.abc.Mapping):
         return sum(1 for _key in self)
 
 
+class _Cut(collections.abc.Mapping):
+    """A table's ``columns`` or ``derived`` as a stretch's: each column
+    cut when first read."""
+
+    __slots__ = ('_stretch', '_source')
+
+    def __init__(self, stretch, source):
+        self._stretch = stretch
+        self._source = source
+
+    def __getitem__(self, name):
+        return self._stretch.cut(self._source[name])
+
+    def __iter__(self):
+        return iter(self._source)
+
+    def __len__(self):
+        return len(self._source)
+
+
 class Stretch:
     """Rows ``lo`` to ``hi - 1`` of ``table`` (see the module
     docstring)."""
@@ -160,18 +180,37 @@ class Stretch:
         self.states = _States(table.states, lo, hi)
         self.aggregates = table.aggregates
         self.az_sets = table.az_sets
-        self.columns = self._cut_all(table.columns)
-        self.derived = self._cut_all(table.derived)
-        for name, view in self.columns.items():
-            setattr(self, name, view)
-        for name, view in self.derived.items():
-            setattr(self, name, view)
-        self.capacity = self._cut_all(table.capacity)
-        self.used = self._cut_all(table.used)
+        # Columns are cut when first read (a request reads a dozen of the
+        # sixty).
+        self.columns = _Cut(self, table.columns)
+        self.derived = _Cut(self, table.derived)
         self.row_by_id = _Rows(table.row_by_id, lo, hi, single=True)
         self.rows_by_host = _Rows(table.rows_by_host, lo, hi)
         self.rows_by_nodename = _Rows(table.rows_by_nodename, lo, hi)
         self._rows_by_host_lower = None
+
+    def __getattr__(self, name):
+        # A column (base or derived) under its name, as on a table.
+        table = self.__dict__.get('table')
+        if table is not None:
+            for source in (table.columns, table.derived):
+                column = source.get(name)
+                if column is not None:
+                    view = self.cut(column)
+                    setattr(self, name, view)
+                    return view
+        raise AttributeError('%s has no attribute %r'
+                             % (type(self).__name__, name))
+
+    @property
+    def capacity(self):
+        return {resource: self.cut(column)
+                for resource, column in self.table.capacity.items()}
+
+    @property
+    def used(self):
+        return {resource: self.cut(column)
+                for resource, column in self.table.used.items()}
 
     def __len__(self):
         return self.hi - self.lo
@@ -203,9 +242,6 @@ class Stretch:
         self._columns_of[id(view)] = (view, column)
         return view
 
-    def _cut_all(self, columns):
-        return {name: self.cut(column) for name, column in columns.items()}
-
     def _table_column(self, column):
         """The table's column that ``column`` is this stretch's view of,
         or None."""
@@ -227,6 +263,13 @@ class Stretch:
 
     def in_zone(self, zone):
         return self.cut(self.table.in_zone(zone))
+
+    def zone_rows(self, zone):
+        found = self.table.zone_rows(zone)
+        if found is None:
+            return None
+        lo, hi = max(found[0], self.lo), min(found[1], self.hi)
+        return (lo - self.lo, hi - self.lo) if lo < hi else None
 
     def aggregate_multipliers(self, key):
         column = self.table.aggregate_multipliers(key)

@@ -134,3 +134,42 @@ def test_a_small_table_is_never_stretched():
     mask = np.zeros(filters.STRETCH_MIN_ROWS - 1, dtype=np.bool_)
     mask[3] = True
     assert filters.stretch_of(mask) is None
+
+
+def test_a_zones_rows_are_kept_and_cut_to_a_stretch():
+    table = _zoned()
+    assert table.zone_rows('one') == (0, 200)
+    assert table.zone_rows('two') == (200, 400)
+    assert table.zone_rows('nowhere') is None
+    stretch = host_cache.Stretch(table, 150, 260)
+    assert stretch.zone_rows('one') == (0, 50)
+    assert stretch.zone_rows('two') == (50, 110)
+    assert host_cache.Stretch(table, 0, 100).zone_rows('two') is None
+    # Carried to the tables derived from it, as the zones' masks are.
+    later = table.replace({3: _rewritten(table.states[3],
+                                         memory_mb_used=100)})
+    assert later._az_rows is table._az_rows
+
+
+def test_the_zone_filter_starts_the_stretch_it_passes_hosts_in(
+        monkeypatch):
+    """With every host in the running, the zone filter's rows are the
+    stretch it and the filters after run on; the steps count the whole
+    table's hosts."""
+    from scheduler.filters import availability_zone_filter
+    from scheduler.filters import ram_filter
+    table = _zoned()
+    monkeypatch.setattr(filters, 'STRETCH_MIN_ROWS', 0)
+    chain = [availability_zone_filter.AvailabilityZoneFilter(),
+             ram_filter.RamFilter()]
+    spec = fakes.spec(memory_mb=3000, availability_zone='two')
+    handler = filters.HostFilterHandler()
+    stretched = handler.run_filters(chain, table, table.candidates, spec,
+                                    stretch=True)
+    whole = handler.run_filters(chain, table, table.candidates, spec)
+    assert (stretched.stretch.lo, stretched.stretch.hi) == (200, 400)
+    assert whole.stretch is None
+    assert stretched.steps == whole.steps
+    assert stretched.steps[0] == ('AvailabilityZoneFilter', 400, 200)
+    assert stretched.mask.tolist() == whole.mask.tolist()
+    assert stretched.rows().tolist() == whole.rows().tolist()
