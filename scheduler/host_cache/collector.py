@@ -23,6 +23,13 @@ cache, or a refresh builds a new table (as when most services changed
 liveness at once), for :data:`PAUSE_LIMIT` seconds at most
 (:func:`paused`).
 
+A full read in the daemon also ends by giving the C heap's free pages
+back to the system (glibc's ``malloc_trim``, where the C library has
+it): the read's rows and the lists and arrays the table was built from
+are freed by then, and what they took in the middle of the heap would
+otherwise stay in the process's resident memory (at a million hosts,
+43-65 MB, for 3 ms).
+
 Both are the HostManager's (:mod:`scheduler.host_cache.refreshing`): a
 full read runs under :func:`paused` and ends with
 :func:`after_full_read`::
@@ -34,6 +41,8 @@ full read runs under :func:`paused` and ends with
 """
 
 import contextlib
+import ctypes
+import functools
 import gc
 import sys
 import threading
@@ -106,11 +115,34 @@ def after_full_read(collect=False):
     if collect:
         _collect_and_freeze()
         _blocks_after_collect = sys.getallocatedblocks()
-        return
-    gc.freeze()
-    if _blocks_after_collect is None:
-        # The first load, collected before it read (before_full_read).
-        _blocks_after_collect = sys.getallocatedblocks()
+    else:
+        gc.freeze()
+        if _blocks_after_collect is None:
+            # The first load, collected before it read (before_full_read).
+            _blocks_after_collect = sys.getallocatedblocks()
+    trim_heap()
+
+
+def trim_heap():
+    """Give the free pages of the C heap back to the system (see the
+    module's doc); nothing where the C library has no ``malloc_trim``.
+    """
+    trim = _malloc_trim()
+    if trim is not None:
+        # (A foreign call: the interpreter is released meanwhile.)
+        trim(0)
+
+
+@functools.lru_cache(maxsize=1)
+def _malloc_trim():
+    """glibc's ``malloc_trim``, or None."""
+    try:
+        trim = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    trim.argtypes = [ctypes.c_size_t]
+    trim.restype = ctypes.c_int
+    return trim
 
 
 # The longest a full read keeps the collector paused: a read held up by

@@ -251,41 +251,42 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         # then put in the table's.
         columns = {name: _stored(name, column) for name, column in
                    table_columns.columns_of(states).items()}
-        names = None
+        given = rows = None
         if by_zone and len(az_sets) > 1 and \
                 bool((az_index[1:] < az_index[:-1]).any()):
-            # Stable: each zone's rows in the given order. The names the
-            # indexes hold are read in the given order too, then moved
-            # (in zone order, reading them from the states took 1.5 s
+            # Stable: each zone's rows in the given order. The indexes
+            # read the names from the states in the given order too, with
+            # the row each goes to (in zone order, reading them took 1.5 s
             # at a million hosts, in the given order 0.8 s).
             order = np.argsort(az_index, kind='stable')
-            moved = order.tolist()
-            names = [list(map(list(map(getter, states)).__getitem__, moved))
-                     for getter in (_ID, _HOST, _NODENAME)]
-            states = list(map(states.__getitem__, moved))
+            where = np.empty(len(order), dtype=np.intp)
+            where[order] = np.arange(len(order))
+            given, rows = states, where.tolist()
+            states = list(map(states.__getitem__, order.tolist()))
             az_index = az_index[order]
             columns = {name: (column if table_columns.is_held_once(column)
                               else column[order])
                        for name, column in columns.items()}
         columns['az_index'] = az_index
-        indexes = cls._build_indexes(states, az_sets, names)
+        indexes = cls._build_indexes(states, az_sets, given, rows)
         return cls(states, columns, aggregates, indexes)
 
     @staticmethod
-    def _build_indexes(states, az_sets=None, names=None):
-        """The row indexes of ``states`` (``names``: their ids, hosts
-        and node names, if read already)."""
+    def _build_indexes(states, az_sets=None, given=None, rows=None):
+        """The row indexes of ``states``, read from ``given`` (the same
+        states in another order; default ``states``) whose row in the
+        table each of ``rows`` is."""
         # Whole lists at a time (dict(zip(...)) runs in C: 0.3 s at a
         # million hosts, where a loop over the states took 1.5 s).
-        rows = list(range(len(states)))
-        if names is None:
-            names = [list(map(getter, states))
-                     for getter in (_ID, _HOST, _NODENAME)]
-        ids, hosts, nodenames = names
-        row_by_id = dict(zip(ids, rows))
-        # A name with several rows holds them as a tuple, one object per
-        # distinct tuple, shared by both indexes; a name with one row (most
-        # hosts have one node) holds the row alone (see RowIndex).
+        if given is None:
+            given, rows = states, list(range(len(states)))
+        row_by_id = dict(zip(map(_ID, given), rows))
+        hosts = list(map(_HOST, given))
+        nodenames = list(map(_NODENAME, given))
+        # A name with several rows holds them as a tuple (ascending), one
+        # object per distinct tuple, shared by both indexes; a name with
+        # one row (most hosts have one node) holds the row alone (see
+        # RowIndex).
         shared = {}
 
         def index(names):
@@ -302,7 +303,7 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
                 if len(named_rows) == 1:
                     frozen[name] = named_rows[0]
                 else:
-                    named_rows = tuple(named_rows)
+                    named_rows = tuple(sorted(named_rows))
                     frozen[name] = shared.setdefault(named_rows, named_rows)
             return frozen
         rows_by_host = index(hosts)
