@@ -505,6 +505,17 @@ def stretches(draw, count):
     return lo, draw(st.integers(lo, count))
 
 
+def _confined(cloud, data):
+    """``(table, mask, lo, hi)``: the cloud's table and its mask left
+    with the hosts of a drawn stretch lo..hi-1 only."""
+    states, aggregates, mask = cloud
+    lo, hi = data.draw(stretches(len(states)))
+    mask = mask.copy()
+    mask[:lo] = False
+    mask[hi:] = False
+    return fakes.table(states, aggregates), mask, lo, hi
+
+
 @settings
 @hypothesis.given(clouds(), specs(), options(), st.data())
 def test_filters_and_weighers_agree_on_a_stretch(cloud, spec, drawn, data):
@@ -513,12 +524,7 @@ def test_filters_and_weighers_agree_on_a_stretch(cloud, spec, drawn, data):
     answers for them on the whole table, when the hosts in the running
     lie in the stretch (as the handler gives one), and the weight
     handler's totals are the same to the bit."""
-    states, aggregates, mask = cloud
-    hosts = fakes.table(states, aggregates)
-    lo, hi = data.draw(stretches(len(states)))
-    mask = mask.copy()
-    mask[:lo] = False
-    mask[hi:] = False
+    hosts, mask, lo, hi = _confined(cloud, data)
     stretch = host_cache.Stretch(hosts, lo, hi)
     part = mask[lo:hi]
     local = np.flatnonzero(part)
@@ -557,12 +563,7 @@ def test_the_handler_filters_on_a_stretch_alike(cloud, spec, drawn, data):
     """Filtering with stretches (every table big enough) gives the mask
     and steps of filtering the whole table, when the hosts left lie in
     a stretch."""
-    states, aggregates, mask = cloud
-    hosts = fakes.table(states, aggregates)
-    lo, hi = data.draw(stretches(len(states)))
-    mask = mask.copy()
-    mask[:lo] = False
-    mask[hi:] = False
+    hosts, mask, _lo, _hi = _confined(cloud, data)
 
     def run(stretch):
         result = filters.HostFilterHandler().run_filters(
