@@ -42,7 +42,8 @@ def _specs(rng, count):
         yield fakes.spec(vcpus=rng.choice([1, 2, 8, 32]),
                          memory_mb=rng.choice([512, 4096, 16384, 65536]),
                          root_gb=rng.choice([0, 10, 100]),
-                         availability_zone=rng.choice((None,) + ZONES))
+                         availability_zone=rng.choice((None,) + ZONES),
+                         num_instances=rng.choice([1, 1, 2, 4]))
 
 
 def _answer(driver, spec):
@@ -82,6 +83,9 @@ def test_a_zone_is_filtered_and_weighed_on_its_stretch_alike(
             lo, hi = made[-1]
             assert (hi - lo) * 3 <= 42
         made.clear()
+    # Later instances ranked from the stretch's weights, kept in the
+    # table's rows.
+    assert driver.stats.get('later_instances_ranked_again', 0) > 0
 
 
 def test_a_filter_of_its_own_with_a_batch_path_keeps_the_table_whole(
