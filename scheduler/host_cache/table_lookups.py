@@ -145,7 +145,7 @@ class Lookups:
         found = self._az_rows.get(zone, False)
         if found is False:
             mask = self.in_zone(zone)
-            lo = int(mask.argmax())
+            lo = int(mask.argmax()) if len(mask) else 0
             if not len(mask) or not mask[lo]:
                 found = None
             else:

@@ -61,6 +61,15 @@ def test_rows_and_columns_are_the_tables_at_an_offset():
     assert 'h001' not in stretch.rows_by_host
     assert stretch.rows_by_host.get('h001', ()) == ()
     assert stretch.row_by_id[table.ids[125]] == 5
+    assert stretch.rows_by_nodename['h259'] == (139,)
+    assert stretch.rows_by_host_lower['h130'] == (10,)
+    assert stretch.nodes_mask(['h121', 'h001']).tolist() == [
+        row == 1 for row in range(140)]
+    assert stretch.mask_of_rows([0, 139]).tolist() == [
+        row in (0, 139) for row in range(140)]
+    assert stretch.writes == table.writes
+    assert stretch.liveness_changes_at(3600, 0) == (
+        table.liveness_changes_at(3600, 0))
     with pytest.raises(ValueError, match='not a stretch'):
         host_cache.Stretch(table, 10, 401)
 
@@ -141,6 +150,7 @@ def test_a_zones_rows_are_kept_and_cut_to_a_stretch():
     assert table.zone_rows('one') == (0, 200)
     assert table.zone_rows('two') == (200, 400)
     assert table.zone_rows('nowhere') is None
+    assert host_cache.HostTable.build([]).zone_rows('one') is None
     stretch = host_cache.Stretch(table, 150, 260)
     assert stretch.zone_rows('one') == (0, 50)
     assert stretch.zone_rows('two') == (50, 110)
