@@ -22,6 +22,7 @@ filters only fails its claim if something else took the room first.
 """
 
 import collections
+import functools
 import operator
 
 import numpy as np
@@ -48,10 +49,21 @@ _WRITE_LOG = 32
 # hosts under pack, 32 writes were outrun by one such request in 25.
 WRITE_LOG_KEPT = 256
 _CONSTANTS = 64
+_IDENTITY_OF = operator.attrgetter(*table_columns.IDENTITY)
 _ID = operator.attrgetter('id')
 _HOST = operator.attrgetter('host')
 _NODENAME = operator.attrgetter('nodename')
 _ZONES = operator.attrgetter('availability_zones')
+
+
+@functools.lru_cache(maxsize=64)
+def _affected(changed):
+    """``[(name, inputs, compute)]`` of the derived columns computed
+    from any of the (base) columns ``changed``, a frozenset: the same few
+    sets come back write after write."""
+    return tuple((name, inputs, compute)
+                 for name, (inputs, compute) in table_columns.DERIVED.items()
+                 if not changed.isdisjoint(inputs))
 
 
 class RowIndex(dict):
@@ -416,8 +428,7 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         old_states = {}
         for row, state in new_states.items():
             old = self.states[row]
-            if any(getattr(old, name) != getattr(state, name)
-                   for name in table_columns.IDENTITY):
+            if _IDENTITY_OF(old) != _IDENTITY_OF(state):
                 return False
             old_states[row] = old
         rows = np.fromiter(new_states, dtype=np.intp, count=len(new_states))
@@ -445,10 +456,7 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
                 if not np.array_equal(column[rows], values):
                     self._whole(name, values)[rows] = values
                     changed.add(name)
-        affected = [(name, inputs, compute)
-                    for name, (inputs, compute)
-                    in table_columns.DERIVED.items()
-                    if not changed.isdisjoint(inputs)]
+        affected = _affected(frozenset(changed))
         if len(new_states) <= _ROW_BY_ROW:
             # The row's Python values, each read once for all the derived
             # columns: the same float64 operations, without NumPy's cost
@@ -474,6 +482,49 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
                 if column.flags.writeable or not np.array_equal(
                         column[rows], values):
                     self._whole(name, values)[rows] = values
+        self._rows_written(rows, old_states, new_states, changed)
+        return True
+
+    def copy_rows_from(self, source, rows, names=None):
+        """Put the rows ``rows`` (ascending) of ``source`` in this table
+        itself, as :meth:`update_in_place` puts states: ``source`` is a
+        table of the same nodes row for row (the table this one was
+        detached from, written in place since), whose columns and derived
+        columns hold what this one would compute from its states, and
+        are copied, every row at once. ``names``: the (base) columns
+        that may differ at those rows (None: any); the derived columns
+        computed from none of them are left. Only the table's owner
+        calls this. Returns False (and changes nothing) when a state
+        changed its identity there."""
+        if not len(rows):
+            return True
+        old_states, new_states = {}, {}
+        for row in rows:
+            old, state = self.states[row], source.states[row]
+            if _IDENTITY_OF(old) != _IDENTITY_OF(state):
+                return False
+            old_states[row] = old
+            new_states[row] = state
+        index = np.fromiter(new_states, dtype=np.intp, count=len(new_states))
+        changed = set()
+        for name in self.columns if names is None else names:
+            values = source.columns[name][index]
+            if (self.columns[name][index] != values).any():
+                self._whole(name, values)[index] = values
+                changed.add(name)
+        for name, _inputs, _compute in _affected(frozenset(changed)):
+            values = source.derived[name][index]
+            column = self.derived[name]
+            if column.flags.writeable or (column[index] != values).any():
+                self._whole(name, values)[index] = values
+        self._rows_written(index, old_states, new_states, changed)
+        return True
+
+    def _rows_written(self, rows, old_states, new_states, changed):
+        """The rest of an in-place write of ``new_states`` (``{row:
+        HostState}``, in place of ``old_states``) whose columns are
+        written: the states, the values kept per state, the instance
+        index, the write log and count, the placement view."""
         for row, state in new_states.items():
             self.states[row] = state
         self._per_state.update_rows(new_states)
@@ -496,7 +547,6 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
         with host_placement.LOCK:
             self._placement = host_placement.derived(
                 self._placement, old_states, new_states)
-        return True
 
     def _whole(self, name, values):
         """Column ``name`` (base or derived) as an array of this table's

@@ -11,11 +11,12 @@ as much again.
 :class:`PrivateTables` keeps such copies between requests instead. A copy
 taken again is brought up to date with the rows the shared table wrote
 since it was last taken (its write log: ``HostTable.written_since``) and
-the rows its last request changed, each put back from the shared table
-with ``HostTable.update_in_place``; the request then writes its own rows
-in place too. Both cost the rows changed, not the hosts. A new copy is
-made (``detached``) only the first time, when the shared table was
-replaced by another, or when it no longer remembers all its writes since::
+the rows its last request changed, their values copied from the shared
+table's (``HostTable.copy_rows_from``); the request then writes its own
+rows in place (``HostTable.update_in_place``). Both cost the rows
+changed, not the hosts. A new copy is made (``detached``) only the first
+time, when the shared table was replaced by another, or when it no
+longer remembers all its writes since::
 
     tables = PrivateTables()
     private = tables.take(manager.snapshot())
@@ -79,20 +80,14 @@ class PrivateTable:
             return False
         rows, names = written
         rows = sorted(self.changed.union(int(row) for row in rows))
-        states = self.shared.states
-        # Claims alone, here and there (the usual case): a few rows at a
-        # time, their claims' columns only.
-        if self.claims_only and names <= table_columns.CLAIM_COLUMNS:
-            step = host_table._ROW_BY_ROW
-            claim_only = True
-        else:
-            step = max(len(rows), 1)
-            claim_only = False
-        for start in range(0, len(rows), step):
-            if not self.table.update_in_place(
-                    {row: states[row] for row in rows[start:start + step]},
-                    claim_only):
-                return False
+        # The shared table's values of those rows, copied: what its own
+        # writes computed from the same states. Claims alone (the usual
+        # case) differ in their claims' columns only.
+        claims = self.claims_only and names <= table_columns.CLAIM_COLUMNS
+        if not self.table.copy_rows_from(
+                self.shared, rows,
+                table_columns.CLAIM_COLUMNS if claims else None):
+            return False
         self.seen = writes
         self.changed = set()
         self.claims_only = True
