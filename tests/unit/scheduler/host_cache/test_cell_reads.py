@@ -93,7 +93,9 @@ def test_reads_together_what_each_pooled_read_reads(two_databases):
     assert [row.id for row in together['two'][0]] == \
         [(2 << 40) + second['b1']]
     assert [row.host for row in together['two'][1]] == ['b1']
-    assert isinstance(together['two'][1][0].created_at, datetime.datetime)
+    assert isinstance(together['two'][1][0].last_seen_up, datetime.datetime)
+    # Read only for a service that never sent a heartbeat.
+    assert together['two'][1][0].created_at is None
     assert again == {'one': ([], [])}
 
 

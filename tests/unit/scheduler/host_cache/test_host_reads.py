@@ -140,7 +140,10 @@ def test_a_cells_one_statement_reads_what_the_separate_reads_read(
     assert got[0][0].stats == {'gpu': 1}
     assert isinstance(got[0][0].cpu_info, (str, type(None)))
     assert got[1][0].disabled is True
-    assert isinstance(got[1][0].created_at, datetime.datetime)
+    # A service's creation only where it never sent a heartbeat (its
+    # heartbeat until it does), typed.
+    assert isinstance(got[1][2].created_at, datetime.datetime)
+    assert got[1][0].created_at is None
     assert [row.id for row in shifted[0]] == [offset + ids['fresh'],
                                               offset + ids['reread']]
     assert [row.host for row in shifted[1]] == ['quiet', 'dead', 'never']
