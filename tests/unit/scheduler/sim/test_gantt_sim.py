@@ -8,7 +8,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 
+import numpy as np
 import pytest
 import sqlalchemy as sa
 
@@ -415,3 +417,16 @@ def test_an_error_raised_while_ctrl_c_unwinds_counts_as_the_interrupt():
     wrapped = RuntimeError('outer')
     wrapped.__cause__ = ValueError('inner')
     assert not sim._interrupted(wrapped)
+
+
+def test_instance_uuids_are_the_seeds_16_bytes_at_a_time(database):
+    # Drawn in batches, the uuids are those of one draw of 16 bytes per
+    # uuid: a seed's run places the same instances as before.
+    simulation = engine.Simulation(sim_cloud.default_cloud(hosts=4), [],
+                                   seed=5)
+    count = engine._UUID_BATCH + 10
+    drawn = [simulation._new_uuid() for _ in range(count)]
+    generator = np.random.default_rng(5)
+    assert drawn == [str(uuid.UUID(bytes=generator.bytes(16)))
+                     for _ in range(count)]
+    assert len(set(drawn)) == count
