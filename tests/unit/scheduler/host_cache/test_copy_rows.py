@@ -13,6 +13,7 @@ from scheduler.host_cache import host_placement
 from scheduler.host_cache import table_columns
 from tests.unit.scheduler import fakes
 from tests.unit.scheduler.host_cache import test_host_placement
+from tests.unit.scheduler.host_cache import test_host_table
 
 
 def _states(count, least=40):
@@ -32,15 +33,9 @@ def _claimed(state, rng):
     return state
 
 
-def _reworked(state, number):
-    """The same node with every column-backed value changed."""
-    new = state.consumed(claims.Resources(2, 1024, 10))
-    new.cpu_allocation_ratio = state.cpu_allocation_ratio + 1
-    new.reserved_memory_mb = 100 + number
-    new.disk_available_least = None if number % 2 else 30 - number
-    new.mapped = not state.mapped
-    new.service = fakes.service(state.host, disabled=bool(number % 2))
-    return new
+def _reworked(*states):
+    """The same nodes with every column-backed value changed."""
+    return test_host_table._changed_states(states)
 
 
 def _assert_same(table, expected):
@@ -97,7 +92,7 @@ def test_every_column_copied_when_the_rows_changed_beyond_claims():
     # Allocation ratios and reservations agree on every host: columns
     # held once in the copy, made whole by the rows copied.
     assert table_columns.is_held_once(private.columns['cpu_ratio'])
-    new = {row: _reworked(states[row], row) for row in (1, 4)}
+    new = dict(zip((1, 4), _reworked(states[1], states[4])))
     assert source.update_in_place(new)
     assert private.copy_rows_from(source, [1, 4])
     _assert_same(private, fakes.table(list(source.states)))
@@ -122,7 +117,7 @@ def test_only_the_columns_named_are_compared():
     states = _states(4)
     source = fakes.table(states)
     private = source.detached()
-    assert source.update_in_place({1: _reworked(states[1], 1)})
+    assert source.update_in_place({1: _reworked(states[1])[0]})
     assert private.copy_rows_from(source, [1], ['vcpus_used'])
     assert private.vcpus_used[1] == source.vcpus_used[1]
     assert private.columns['cpu_ratio'][1] != source.columns['cpu_ratio'][1]
