@@ -418,7 +418,7 @@ class FilterScheduler(base.Scheduler):
             spec.validate()
         self.count('requests')
         self._warn_if_retries_unfiltered(spec)
-        with self._counted():
+        with self._counted(), spec.resources_held():
             request = _Request(self, spec, instance_uuids, return_alternates,
                                self._host_table(context),
                                owner=base.consumer_owner(context, spec))

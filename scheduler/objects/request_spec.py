@@ -9,6 +9,7 @@ Nova's legacy ``request_spec`` and ``filter_properties`` dicts instead;
     spec.resources()   # Resources(vcpus=2, memory_mb=4096, disk_gb=41)
 """
 
+import contextlib
 import math
 
 from oslo_utils import versionutils
@@ -206,6 +207,11 @@ def _shared_vcpus(flavor, extra_specs, properties):
     return flavor.vcpus - pinned
 
 
+# Where RequestSpec.resources_held keeps the resources (not a field: never
+# sent, never compared).
+_HELD = '_held_resources'
+
+
 @base.GanttObjectRegistry.register
 class RequestSpec(base.GanttObject):
     # Version 1.0: Initial version
@@ -267,7 +273,34 @@ class RequestSpec(base.GanttObject):
         VCPU; ``mixed``: the shared ones); on a host that reports no PCPU
         the placement stage's fallback claims VCPU instead. A malformed
         amount is left to the placement stage, which refuses the
-        request."""
+        request. Within :meth:`resources_held`, what it answered on
+        entry."""
+        held = self.__dict__.get(_HELD)
+        if held is not None:
+            return held
+        return self._resources()
+
+    @contextlib.contextmanager
+    def resources_held(self):
+        """Within, :meth:`resources` answers what it answered on entry
+        without reading the flavor, its extra specs and the image again
+        (a request's capacity filters, its placement stage and its
+        claims each ask: four times a request, 6 us each). For a caller
+        that changes none of them meanwhile: a scheduler's request.
+        Yields the resources."""
+        held = self.__dict__.get(_HELD)
+        if held is not None:
+            # Held already (a request within a request): the outer one
+            # lets go.
+            yield held
+            return
+        held = self.__dict__[_HELD] = self._resources()
+        try:
+            yield held
+        finally:
+            self.__dict__.pop(_HELD, None)
+
+    def _resources(self):
         flavor = self.flavor
         disk_gb = (flavor.root_gb + flavor.ephemeral_gb
                    + int(math.ceil(flavor.swap / 1024.0)))

@@ -46,6 +46,33 @@ def test_lands_on_the_host_with_most_free_ram_and_claims_in_sql(cloud,
     assert driver.last_timings['claim'] > 0
 
 
+def test_a_request_reads_its_resources_from_the_spec_once(
+        cloud, driver, config, monkeypatch):
+    # The capacity filters, the placement stage and the claim all ask the
+    # spec for its resources: the flavor and image are read once.
+    config.config(enabled_filters=['ComputeFilter', 'RamFilter',
+                                   'CoreFilter', 'DiskFilter'],
+                  group='filter_scheduler')
+    driver.reload_plugins()
+    for name in ('a', 'b', 'c'):
+        cloud.add_node(name)
+    reads = []
+    real = request_spec.RequestSpec._resources
+
+    def counted(spec):
+        reads.append(spec)
+        return real(spec)
+    monkeypatch.setattr(request_spec.RequestSpec, '_resources', counted)
+    spec = fakes.spec(vcpus=2, memory_mb=2048, root_gb=20)
+    selections = driver.select_destinations(None, spec, fakes.uuids(2),
+                                            False)
+    assert len(selections) == 2
+    assert len(reads) == 1
+    # Let go once answered: the spec reads its flavor again.
+    spec.flavor.vcpus = 3
+    assert spec.resources().vcpus == 3
+
+
 def test_alternates_are_the_next_best_unclaimed_hosts(cloud, driver,
                                                       config):
     config.config(max_attempts=3, group='scheduler')

@@ -26,6 +26,30 @@ def test_resources_round_swap_up_to_whole_gb():
     assert _spec().resources() == (2, 4096, 20 + 5 + 2)
 
 
+def test_resources_held_answer_what_they_answered_on_entry():
+    spec = _spec()
+    with spec.resources_held() as held:
+        assert held == (2, 4096, 27)
+        spec.flavor.vcpus = 8
+        assert spec.resources() is held
+        with spec.resources_held() as inner:
+            assert inner is held
+        # The inner hold does not let go of the outer one's.
+        assert spec.resources() is held
+        # Never sent.
+        assert '_held_resources' not in str(spec.obj_to_primitive())
+    assert spec.resources() == (8, 4096, 27)
+
+
+def test_resources_held_are_let_go_when_the_block_raises():
+    spec = _spec()
+    with pytest.raises(RuntimeError):
+        with spec.resources_held():
+            raise RuntimeError('the request failed')
+    spec.flavor.memory_mb = 1024
+    assert spec.resources() == (2, 1024, 27)
+
+
 @pytest.mark.parametrize('extra_specs, image, vcpus', [
     ({'hw:cpu_policy': 'dedicated'}, {}, 0),
     ({}, {'hw_cpu_policy': 'dedicated'}, 0),
