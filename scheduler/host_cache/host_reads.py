@@ -35,9 +35,9 @@ COMPUTE_BINARY = 'gantt-compute'
 _SERVICE = models.Service.__table__
 # (Not ``updated_at``: the reads select by it, and nothing reads its
 # value; a timestamp of every service is a tenth of a second at 100,000.
-# ``created_at`` only where the service never sent a heartbeat: nothing
-# reads it then, and the driver makes a datetime of every one it gets,
-# half a second of a million-row cold start.)
+# ``created_at`` only where the service never sent a heartbeat: once it
+# has, nothing reads it, and the driver makes a datetime of every one it
+# gets, half a second of a million-row cold start.)
 _SERVICE_COLUMNS = (_SERVICE.c.id, _SERVICE.c.host, _SERVICE.c.binary,
                     _SERVICE.c.disabled, _SERVICE.c.disabled_reason,
                     _SERVICE.c.forced_down, _SERVICE.c.last_seen_up,
