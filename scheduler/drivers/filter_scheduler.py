@@ -544,16 +544,28 @@ class _Request:
         # AHEAD_DEPTH hosts more (one made ahead, to be patched after the
         # next claim: see FilterScheduler._patch_shape).
         self.keep_weighed = False
-        # The request accounts for its earlier instances itself, on a
-        # table of its own that only it writes (the shared one also takes
-        # each claim, in place: see HostManager.consume), kept by the
-        # driver between requests so that it costs the rows changed
-        # since, not a copy of every host (see
+        # A request for several instances sees the room its earlier
+        # instances took. One that claims reads the shared table, where
+        # each claim's reservation lands (HostManager.consume), its later
+        # instances ranked again on the rows the table's write log names
+        # since (its own claims, and those of requests that ran meanwhile:
+        # see _follow_shared). Anything else (a request that claims
+        # nothing, an explanation, a table the host manager replaced
+        # mid-request, a state the request must put itself) accounts for
+        # its instances on a table of its own that only it writes, kept
+        # by the driver between requests so that it costs the rows
+        # changed since, not a copy of every host (see
         # host_cache.PrivateTables). None for a single instance.
+        self.shared = False
         self.private = None
         if self.count > 1:
-            self.private = driver.private_tables.take(table)
-            table = self.private.table
+            if self.claiming and observer is None:
+                self.shared = True
+            else:
+                self.private = driver.private_tables.take(table)
+                table = self.private.table
+        # The shared table's write count when the last ranking began.
+        self.ranked_at = None
         self.table = table
         # What the last instance's ranking leaves for the next (see
         # later_instances): a request for several keeps its weights.
@@ -648,6 +660,9 @@ class _Request:
         its private table when it has one (``claim_only``: the states
         differ in what a reservation changes at most, see
         HostTable.update_in_place), else a new table."""
+        if self.shared:
+            # The shared table is the host manager's to write.
+            self._go_private()
         if self.kept is not None:
             self.kept.written.update(new_states)
         if self.private is not None:
@@ -691,6 +706,9 @@ class _Request:
                 self.keep_weighed = False
                 self.driver.ahead.keep(keep, ranked)
                 return ranked
+        if index and self.shared:
+            self._follow_shared()
+        self.ranked_at = self.table.writes
         if index:
             # A later instance: from the ranking of the one before.
             ranked = later_instances.rank_again(self, self.kept, index, mask,
@@ -705,7 +723,58 @@ class _Request:
         """Keep what the next instance's :func:`later_instances.rank_again`
         starts from (a request for several)."""
         self.kept = later_instances.Kept(self.table, result.mask,
-                                         ranking.weighed, set())
+                                         ranking.weighed, set(),
+                                         self.ranked_at)
+
+    def _follow_shared(self):
+        """Before a later instance ranks on the shared table: the rows
+        its write log names since the last ranking began (this request's
+        claims, those of requests that ran meanwhile, nodes read again)
+        are to be filtered and weighed again; a log that no longer
+        reaches back so far leaves nothing kept (every host is ranked).
+        When the host manager replaced its table meanwhile (a full read,
+        a state that changed identity), the request goes on with a copy
+        of the one it ranked on (see _go_private)."""
+        if self.driver.host_manager.current_table() is not self.table:
+            self._go_private()
+            return
+        kept = self.kept
+        if kept is None or kept.table is not self.table:
+            return
+        rows = self.table.rows_written_since(kept.writes)
+        if rows is None:
+            self.kept = None
+        else:
+            kept.written.update(int(row) for row in rows)
+
+    def _go_private(self):
+        """From now on, account for this request's instances on a private
+        copy of the table it ranked on (whose rows the request's masks,
+        choices and failed hosts are numbered in), as a request that
+        claims nothing does. The copy takes the host manager's current
+        states of the nodes the request claimed on or failed to: a table
+        that replaced this one holds their claims and the rows read
+        again, which this one may not."""
+        held = self.table
+        self.shared = False
+        self.kept = None
+        self.driver.count('later_instances_gone_private')
+        self.private = self.driver.private_tables.take(held)
+        self.table = self.private.table
+        current = self.driver.host_manager.current_table()
+        if current is None or current is held:
+            return
+        nodes = {node_id for _uuid, node_id in self.claimed}
+        nodes.update(held.states[row].id for row in self.failed)
+        puts = {}
+        for node_id in nodes:
+            row = held.row_by_id.get(node_id)
+            at = current.row_by_id.get(node_id)
+            if row is not None and at is not None:
+                puts[row] = current.states[at]
+        if puts:
+            self.private.put(puts)
+            self.table = self.private.table
 
     def _rank_all(self, index, mask, steps, skip_filters):
         """Filter every candidate and weigh those that pass: ``(result,
@@ -794,9 +863,10 @@ class _Request:
                 index, result, claims_failed=True))
         if self.observer is not None:
             self.observer.placed(index, self.table.states[row])
-        if self.count > 1:
+        if self.count > 1 and not self.shared:
             # Later instances, and the re-ranking for alternates, see the
-            # room this one took. (A single instance skips it.)
+            # room this one took (on the shared table, its claim's
+            # reservation). (A single instance skips it.)
             resources, extra = self._amounts(row)
             state, record = self.table.states[row].reserved(
                 resources, self.hardware, extra or None)
@@ -867,7 +937,10 @@ class _Request:
             self.timer.add('claim', started)
 
     def _reload_row(self, row):
-        """Take the row the lost claim made the host manager re-read."""
+        """Take the row the lost claim made the host manager re-read
+        (already there on the shared table)."""
+        if self.shared:
+            return
         node_id = self.table.states[row].id
         shared = self.driver.host_manager.snapshot()
         if node_id in shared.row_by_id:

@@ -45,9 +45,11 @@ from scheduler import filters
 from scheduler import weights
 
 # What an instance's ranking leaves for the next: the table it was made
-# on, the hosts that passed, their weights (a weights.Weighed), and the
-# rows the request wrote since (a set the request adds to).
-Kept = collections.namedtuple('Kept', 'table mask weighed written')
+# on, the hosts that passed, their weights (a weights.Weighed), the rows
+# written since (a set the request adds to), and the table's write count
+# when the ranking began (None: only the request writes the table).
+Kept = collections.namedtuple('Kept', 'table mask weighed written writes',
+                              defaults=(None,))
 
 
 def rank_again(request, kept, index, mask, steps, skip_filters):
