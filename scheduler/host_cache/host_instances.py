@@ -137,15 +137,20 @@ class InstanceIndex:
             old = old_states[row]
             if old.instances is state.instances and old.host == state.host:
                 continue
-            moved = old.host != state.host
-            for uuid in old.instances:
+            # The instances that left and came, as set differences of
+            # the keys (a claim adds one instance to a host that may run
+            # dozens: no Python loop over them).
+            if old.host != state.host:
+                gone, came = old.instances.keys(), state.instances.keys()
+            else:
+                gone = old.instances.keys() - state.instances.keys()
+                came = state.instances.keys() - old.instances.keys()
+            for uuid in gone:
                 # (Unless another host took it meanwhile.)
-                if ((moved or uuid not in state.instances)
-                        and self.get(uuid) == old.host):
+                if self.get(uuid) == old.host:
                     removed[uuid] = None
-            for uuid in state.instances:
-                if moved or uuid not in old.instances:
-                    added[uuid] = state.host
+            for uuid in came:
+                added[uuid] = state.host
         if not removed and not added:
             return self
         recent = dict(self._recent)

@@ -160,12 +160,16 @@ def test_without_tracking_each_request_reads_sql(manager, config):
     assert set(_instances(manager.request_snapshot(), 'a')) == {uuid}
 
 
-def _check_index(table):
+def _check_index(table, pool=()):
     index = host_instances.InstanceIndex.build(table.states)
     carried = table._instance_index
     for state in table.states:
         for uuid in state.instances:
             assert carried.get(uuid) == index.get(uuid) == state.host
+    # Those that left every host are forgotten.
+    placed = {uuid for state in table.states for uuid in state.instances}
+    for uuid in set(pool) - placed:
+        assert carried.get(uuid) is index.get(uuid) is None
 
 
 def test_index_carried_through_replacements_matches_a_fresh_one(
@@ -195,7 +199,7 @@ def test_index_carried_through_replacements_matches_a_fresh_one(
             table = host_instances.set_host_instances(table, other, kept)
         if not first:
             table = host_instances.set_host_instances(table, host, instances)
-        _check_index(table)
+        _check_index(table, pool)
         members = rng.sample(pool, 10)
         expected = [len(set(members) & set(state.instances))
                     for state in table.states]
