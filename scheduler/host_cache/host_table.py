@@ -42,6 +42,9 @@ _ROW_BY_ROW = 8
 # about (further back, the caller's own full pass costs less than the
 # rows written since), and how many columns' constancy a table keeps.
 _WRITE_LOG = 32
+# Rows few enough to read one by one rather than as an array (see
+# _all_equal).
+_FEW_ROWS = 16
 # How many in-place writes a table remembers the rows of at least (up to
 # twice as many), for callers that ask further back: a request for
 # several instances catches its private table up from the log (see
@@ -626,7 +629,7 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
             else:
                 writes = self.writes
                 rows = self.rows_written_since(proof)
-                if rows is not None and bool((column[rows] == value).all()):
+                if rows is not None and _all_equal(column, rows, value):
                     self._constants[key] = (column, value, writes)
                     return value
         writes = self.writes
@@ -672,6 +675,17 @@ def _stored(name, column):
             not table_columns.is_held_once(column):
         column = table_columns.narrowed(column)
     return column
+
+
+def _all_equal(column, rows, value):
+    """Whether ``column`` holds ``value`` (a number, not NaN) at every
+    one of ``rows``: the few rows a claim or two wrote read one by one
+    (NumPy's gather and comparison cost more than that below a few
+    dozen), more as arrays."""
+    if len(rows) <= _FEW_ROWS:
+        item = column.item
+        return all(item(row) == value for row in rows.tolist())
+    return bool((column[rows] == value).all())
 
 
 def _rows_of(entries):
