@@ -2,11 +2,13 @@
 again on the rows the earlier ones changed.
 
 Each instance of a request for several starts from the hosts that passed
-the filters for the instance before it, on the request's own table (see
-:class:`scheduler.host_cache.PrivateTable`), where the only rows written
-since are those the request put there: the earlier instance's
+the filters for the instance before it, on a table whose rows written
+since are known: the shared table, whose write log names them (the
+earlier instance's claim, other requests' claims, nodes read again), or
+the request's own (see :class:`scheduler.host_cache.PrivateTable`), where
+they are those the request put there (the earlier instance's
 reservation, its server group's member, a row read again after a lost
-claim. The filters and weighers judge a host by its own row (every one
+claim). The filters and weighers judge a host by its own row (every one
 is pure, as for a ranking made ahead: see
 :meth:`FilterScheduler._patch_shape`), and the spec is the same from one
 instance to the next but for its server group and the instance being
@@ -26,7 +28,8 @@ rows:
 
 Anything else (an explanation being recorded, the placement stage's
 resource classes, a weigher that follows the group and counts, a plugin
-that is not pure, a table the request replaced) takes the full pass::
+that is not pure, a table the request replaced, a shared table written
+more times since than its log holds) takes the full pass::
 
     kept = later_instances.Kept(table, result.mask, weighed, set())
     kept.written.update(rows)    # the rows its claim wrote since

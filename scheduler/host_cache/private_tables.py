@@ -1,12 +1,15 @@
 """Private tables: a request's own copy of the shared host table, kept.
 
 A request for several instances accounts for its earlier instances as it
-places them: the rows it took must show the room they lost, for it alone
-(requests running meanwhile read the shared table, which the HostManager
-writes in place), and the shared table's writes while it runs must not
-reach it. A copy of every column gives both, at the cost of every host
-(``HostTable.detached``); building a new table per instance placed costs
-as much again.
+places them. One that claims finds each claim's reservation in the
+shared table, which the HostManager writes in place, and ranks there
+(see ``filter_scheduler``). One that claims nothing (or that must put a
+state itself, or whose shared table was replaced mid-request) puts the
+room its instances take in a table of its own: for it alone, since
+requests running meanwhile read the shared table, and out of reach of
+the shared table's writes while it runs. A copy of every column gives
+both, at the cost of every host (``HostTable.detached``); building a new
+table per instance placed costs as much again.
 
 :class:`PrivateTables` keeps such copies between requests instead. A copy
 taken again is brought up to date with the rows the shared table wrote
