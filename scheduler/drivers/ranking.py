@@ -85,6 +85,10 @@ class TieBreaks:
 
 
 # nth_largest samples every SAMPLE_STRIDE-th weight.
+# Up to how many best rows a ranking finds one weight at a time (see
+# _best_few) rather than by a selection over every weight: a request
+# needs the host_subset_size best and the alternates.
+FEW_BEST = 4
 SAMPLE_STRIDE = 16
 
 
@@ -126,6 +130,29 @@ def _near_the_top(values, n):
     bound = np.partition(sample, len(sample) - n)[len(sample) - n]
     near = np.flatnonzero(values >= bound)
     return near if len(near) * 4 <= count else None
+
+
+def _best_few(weights_, tied, need):
+    """``(above, threshold, tied)`` for the best ``need`` (a few) of
+    ``weights_`` (numbers, none NaN), ``tied`` the positions of their
+    largest, fewer than ``need``: the positions (ascending within each
+    weight) of the weights larger than ``threshold``, fewer than
+    ``need``, and those of the weights equal to it, which make up the
+    rest. Found one weight at a time, the best left first (two passes
+    over the weights each, where a selection over all of them takes
+    several)."""
+    left = weights_.copy()
+    found, count = [], 0
+    while True:
+        found.append(tied)
+        count += len(tied)
+        left[tied] = -np.inf
+        # The largest weight left. (Where only -inf is left, the rows
+        # that hold it are those compared equal below, not those set.)
+        threshold = left[int(left.argmax())]
+        tied = np.flatnonzero(weights_ == threshold)
+        if count + len(tied) >= need:
+            return np.concatenate(found), threshold, tied
 
 
 def _smallest(keys, count):
@@ -280,14 +307,18 @@ class Ranking:
         # (The maximum of an array with a NaN is NaN.)
         self._numbers = not np.isnan(threshold)
         tied = np.flatnonzero(weights_ == threshold)
-        near = None
+        above = near = None
         if len(tied) >= need:
             # As many tied for the best as needed (identical hosts): no
             # selection.
             above = tied[:0]
+        elif self._numbers and need <= FEW_BEST:
+            above, threshold, tied = _best_few(weights_, tied, need)
         elif self._numbers:
             near = _near_the_top(weights_, need)
-        if near is not None:
+        if above is not None:
+            pass
+        elif near is not None:
             # A few positions hold every weight that may be among the
             # best: the selection looks at them alone.
             values = weights_[near]
@@ -295,7 +326,7 @@ class Ranking:
             threshold = np.partition(values, count - need)[count - need]
             tied = near[values == threshold]
             above = near[values > threshold]
-        elif len(tied) < need:
+        else:
             threshold = nth_largest(weights_, need)
             tied = np.flatnonzero(weights_ == threshold)
             if not len(tied):

@@ -154,6 +154,8 @@ def test_a_large_ranking_of_spread_weights_equals_a_full_sort(seed,
     near = ranking._near_the_top
     monkeypatch.setattr(ranking, '_near_the_top',
                         lambda *args: found.append(near(*args)) or found[-1])
+    # (Not the few best found one weight at a time.)
+    monkeypatch.setattr(ranking, 'FEW_BEST', 0)
     breaks = ranking.TieBreaks(random.Random(seed))
     ranked = ranking.Ranking(rows, weights_, need, ids, breaks)
     full = rows[np.lexsort((breaks.keys(ids[rows]), -weights_))].tolist()
@@ -161,6 +163,38 @@ def test_a_large_ranking_of_spread_weights_equals_a_full_sort(seed,
     assert ranked.head.tolist() + ranked.rest() == full
     if np.count_nonzero(weights_ == weights_.max()) < need:
         assert found and found[0] is not None
+
+
+@pytest.mark.parametrize('seed', range(30))
+def test_the_few_best_found_one_weight_at_a_time_head_a_full_sort(
+        seed, monkeypatch):
+    """A ranking of up to FEW_BEST rows (a request's host_subset_size
+    and alternates) finds them one weight at a time: the same head and
+    rest as a full sort, with ties for the best and at the cut, and
+    weights of minus infinity (left, or among the best)."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(300, 20000))
+    rows = rng.permutation(count * 2)[:count]
+    weights_ = np.round(rng.random(count) * int(rng.integers(1, 400)))
+    weights_[rng.random(count) < rng.random() * 0.3] = -np.inf
+    if seed % 5 == 0:
+        weights_[:] = -np.inf
+        weights_[rng.integers(0, count, 2)] = 1.0
+    need = int(rng.integers(1, ranking.FEW_BEST + 1))
+    ids = rng.permutation(10 ** 6)[:count * 2]
+    used = []
+    few = ranking._best_few
+    monkeypatch.setattr(ranking, '_best_few',
+                        lambda *args: used.append(1) or few(*args))
+    breaks = ranking.TieBreaks(random.Random(seed))
+    ranked = ranking.Ranking(rows, weights_, need, ids, breaks)
+    full = rows[np.lexsort((breaks.keys(ids[rows]), -weights_))].tolist()
+    assert len(ranked.head) >= need
+    assert ranked.head.tolist() == full[:len(ranked.head)]
+    assert ranked.head.tolist() + ranked.rest() == full
+    # Taken whenever fewer than needed tie for the best.
+    assert bool(used) == (
+        np.count_nonzero(weights_ == weights_.max()) < need)
 
 
 def test_the_best_few_at_the_samples_bound_are_found():
