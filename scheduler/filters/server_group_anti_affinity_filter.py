@@ -75,10 +75,17 @@ class ServerGroupAntiAffinityFilter(filters.BaseHostFilter):
         group = _anti_affinity_group(spec)
         if group is None:
             return mask
-        members = group.obj_get('members', [])
-        passed = host_table.instance_counts(members) < max_server_per_host(
-            group)
+        # The rows of the hosts the group's members fill (a few), not a
+        # count for every host.
+        limit = max_server_per_host(group)
+        full = [row for row, count in host_table.instance_rows(
+            group.obj_get('members', [])).items() if count >= limit]
         instance_uuid = spec.obj_get('instance_uuid')
-        if instance_uuid:
-            passed |= host_table.instance_counts([instance_uuid]) > 0
-        return mask & passed
+        if full and instance_uuid:
+            staying = host_table.instance_rows([instance_uuid])
+            full = [row for row in full if row not in staying]
+        if not full:
+            return mask
+        passed = mask.copy()
+        passed[full] = False
+        return passed

@@ -651,18 +651,28 @@ class HostTable(table_lookups.Lookups, table_kept.Kept):
     def instance_counts(self, uuids):
         """Column: how many of the instances ``uuids`` each row's host
         runs (``len(set(uuids) & state.instances.keys())`` per row)."""
+        counts = np.zeros(len(self.states), dtype=np.int64)
+        rows = self.instance_rows(uuids)
+        if rows:
+            counts[list(rows)] = list(rows.values())
+        return counts
+
+    def instance_rows(self, uuids):
+        """``{row: count}``: the rows whose host runs any of the
+        instances ``uuids``, and how many (:meth:`instance_counts`
+        without the rows of 0: a server group's few hosts, not a column
+        of every host)."""
         index = self._instance_index
         if index is None:
             index = self._instance_index = (
                 host_instances.InstanceIndex.build(self.states))
-        counts = np.zeros(len(self.states), dtype=np.int64)
         per_host = collections.Counter(
             host for host in map(index.get, set(uuids)) if host is not None)
+        found = {}
         for host, count in per_host.items():
-            rows = self.rows_by_host.get(host)
-            if rows is not None:
-                counts[list(rows)] += count
-        return counts
+            for row in self.rows_by_host.get(host, ()):
+                found[row] = count
+        return found
 
 
 def _stored(name, column):

@@ -293,6 +293,12 @@ class Stretch:
     def instance_counts(self, uuids):
         return self.table.instance_counts(uuids)[self.lo:self.hi]
 
+    def instance_rows(self, uuids):
+        lo, hi = self.lo, self.hi
+        return {row - lo: count for row, count
+                in self.table.instance_rows(uuids).items()
+                if lo <= row < hi}
+
     def mask_of_rows(self, rows):
         mask = np.zeros(len(self), dtype=np.bool_)
         if len(rows):

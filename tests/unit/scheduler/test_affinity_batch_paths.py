@@ -4,7 +4,9 @@ hosts (some with several nodes), instances, server groups and hints."""
 
 import hypothesis
 from hypothesis import strategies as st
+import numpy as np
 
+from scheduler import host_cache
 from scheduler.filters import different_host_filter
 from scheduler.filters import same_host_filter
 from scheduler.filters import server_group_affinity_filter
@@ -72,3 +74,28 @@ def test_batch_and_per_host_paths_agree(states, spec):
         fakes.passes(filter_obj, states, spec)
     for weigher in WEIGHERS:
         fakes.raw_weights(weigher, states, spec)
+
+
+@hypothesis.settings(max_examples=200, deadline=None)
+@hypothesis.given(clouds(), specs(), st.data())
+def test_a_stretch_filters_as_its_rows_of_the_table(states, spec, data):
+    """On a stretch of the table (a zone's rows), the filters pass what
+    they pass of those rows on the whole table, and the rows running
+    some instances are those the whole table counts."""
+    table = fakes.table(states)
+    lo = data.draw(st.integers(0, len(states)))
+    hi = data.draw(st.integers(lo, len(states)))
+    stretch = host_cache.Stretch(table, lo, hi)
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=len(states),
+                                       max_size=len(states))),
+                    dtype=np.bool_)
+    for filter_obj in FILTERS:
+        whole = np.asarray(filter_obj.filter_all(table, mask, spec))
+        cut = np.asarray(filter_obj.filter_all(stretch, mask[lo:hi], spec))
+        assert cut.tolist() == whole[lo:hi].tolist(), filter_obj
+    members = spec.instance_group.members if spec.obj_get(
+        'instance_group') else gf.UUIDS[:3]
+    for on in (table, stretch):
+        counts = on.instance_counts(members)
+        assert on.instance_rows(members) == {
+            row: int(count) for row, count in enumerate(counts) if count}
