@@ -61,15 +61,8 @@ def _answer(driver, spec, uuids=None):
 
 @pytest.fixture
 def options(config):
-    config.config(enabled_filters=FILTERS, group='filter_scheduler')
-    config.config(max_attempts=3, group='scheduler')
-    # The claims the tests record in the host caches stay there: no
-    # refresh from the database meanwhile.
-    config.config(host_state_refresh_interval=3600, group='scheduler')
     # Free RAM alone decides (the figures below are worked out by hand).
-    for weigher in ('cpu', 'disk', 'io_ops'):
-        config.config(group='filter_scheduler',
-                      **{weigher + '_weight_multiplier': 0.0})
+    gf.several_instances_options(config, FILTERS)
 
 
 def test_a_later_instance_sees_the_room_an_earlier_one_took(
@@ -206,17 +199,6 @@ def test_a_concurrent_claim_stays_out_and_the_request_stays_private(
         ['a', 'c'], ['a', 'c']]
 
 
-def _nodes_answer(driver, spec):
-    """Each instance's ``host/node`` and its alternates', or the
-    NoValidHost reason."""
-    try:
-        selections = driver.select_destinations(None, spec, None, True)
-    except exception.NoValidHost as error:
-        return str(error)
-    return [['%s/%s' % (s.service_host, s.nodename) for s in alternatives]
-            for alternatives in selections]
-
-
 def test_later_instances_rank_as_a_full_pass_would(cloud, make_driver,
                                                    options, config):
     """The later instances of a request filter and weigh again only the
@@ -228,23 +210,8 @@ def test_later_instances_rank_as_a_full_pass_would(cloud, make_driver,
     groups of every policy and hosts of two nodes."""
     config.config(enabled_filters=FILTERS[:3] + ['CoreFilter'] + FILTERS[3:],
                   group='filter_scheduler')
-    config.config(ram_weight_multiplier=-1.0, cpu_weight_multiplier=1.0,
-                  disk_weight_multiplier=1.0, io_ops_weight_multiplier=-1.0,
-                  soft_affinity_weight_multiplier=2.0,
-                  group='filter_scheduler')
-    sizes = random.Random(7)
-    for number in range(24):
-        cloud.add_node('h%02d' % number, vcpus=sizes.choice((4, 8, 16)),
-                       memory_mb=sizes.choice((4096, 6144, 8192, 16384)),
-                       local_gb=sizes.choice((40, 80, 200)),
-                       ram_allocation_ratio=1.0, disk_allocation_ratio=1.0,
-                       cpu_allocation_ratio=1.0)
-    for number in range(3):
-        for node in ('a', 'b'):
-            cloud.add_node('m%d' % number, 'm%d-%s' % (number, node),
-                           memory_mb=8192, local_gb=80,
-                           ram_allocation_ratio=1.0,
-                           disk_allocation_ratio=1.0)
+    gf.weigh_every_resource(config)
+    gf.add_mixed_nodes(cloud, 7, 24, 3)
     driver, reference = _drivers(make_driver)
     workload = random.Random(13)
     later_failures = 0
@@ -259,8 +226,8 @@ def test_later_instances_rank_as_a_full_pass_would(cloud, make_driver,
                        vcpus=workload.choice((1, 2, 4)), memory_mb=memory,
                        root_gb=workload.choice((0, 10, 40)),
                        num_instances=count)
-        answer = _nodes_answer(driver, spec)
-        assert answer == _nodes_answer(reference, spec), step
+        answer = gf.nodes_answer(driver, spec)
+        assert answer == gf.nodes_answer(reference, spec), step
         if isinstance(answer, str):
             later_failures += 'Instance 1 of' not in answer and count > 1
             continue

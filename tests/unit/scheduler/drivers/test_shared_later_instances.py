@@ -10,7 +10,6 @@ import uuid
 
 import pytest
 
-from scheduler import exception
 from scheduler import host_cache
 from scheduler import placement_types
 from scheduler.drivers import filter_scheduler
@@ -24,25 +23,7 @@ FILTERS = ['ComputeFilter', 'RamFilter', 'DiskFilter', 'CoreFilter',
 
 @pytest.fixture
 def options(config):
-    config.config(enabled_filters=FILTERS, group='filter_scheduler')
-    config.config(max_attempts=3, group='scheduler')
-    # What the tests put in the host caches stays there: no refresh from
-    # the database meanwhile.
-    config.config(host_state_refresh_interval=3600, group='scheduler')
-    for weigher in ('cpu', 'disk', 'io_ops'):
-        config.config(group='filter_scheduler',
-                      **{weigher + '_weight_multiplier': 0.0})
-
-
-def _answer(driver, spec, uuids=None):
-    """Each instance's ``host/node`` and its alternates', or the
-    NoValidHost reason."""
-    try:
-        selections = driver.select_destinations(None, spec, uuids, True)
-    except exception.NoValidHost as error:
-        return str(error)
-    return [['%s/%s' % (s.service_host, s.nodename) for s in alternatives]
-            for alternatives in selections]
+    gf.several_instances_options(config, FILTERS)
 
 
 def _group(policy, rules=None):
@@ -75,23 +56,8 @@ def test_claiming_requests_answer_as_the_private_table_does(
     cache: the same hosts, alternates and NoValidHost reasons; the
     claiming ones took no private table and ranked their later instances
     again from the one before."""
-    config.config(ram_weight_multiplier=-1.0, cpu_weight_multiplier=1.0,
-                  disk_weight_multiplier=1.0, io_ops_weight_multiplier=-1.0,
-                  soft_affinity_weight_multiplier=2.0,
-                  group='filter_scheduler')
-    sizes = random.Random(17)
-    for number in range(20):
-        cloud.add_node('h%02d' % number, vcpus=sizes.choice((4, 8, 16)),
-                       memory_mb=sizes.choice((4096, 6144, 8192, 16384)),
-                       local_gb=sizes.choice((40, 80, 200)),
-                       ram_allocation_ratio=1.0, disk_allocation_ratio=1.0,
-                       cpu_allocation_ratio=1.0)
-    for number in range(2):
-        for node in ('a', 'b'):
-            cloud.add_node('m%d' % number, 'm%d-%s' % (number, node),
-                           memory_mb=8192, local_gb=80,
-                           ram_allocation_ratio=1.0,
-                           disk_allocation_ratio=1.0)
+    gf.weigh_every_resource(config)
+    gf.add_mixed_nodes(cloud, 17, 20, 2)
     driver = make_driver(filter_scheduler.FilterScheduler,
                          tie_breaks=random.Random(5))
     workload = random.Random(23)
@@ -106,10 +72,10 @@ def test_claiming_requests_answer_as_the_private_table_does(
                        root_gb=workload.choice((0, 10, 40)),
                        num_instances=count)
         privately = driver.stats.get('later_instances_ranked_again', 0)
-        expected = _answer(driver, spec)
+        expected = gf.nodes_answer(driver, spec)
         private_tables = driver.private_tables._idle[:]
         before = driver.stats.get('later_instances_ranked_again', 0)
-        answer = _answer(driver, spec, fakes.uuids(count))
+        answer = gf.nodes_answer(driver, spec, fakes.uuids(count))
         assert answer == expected, step
         # Nothing private was taken or given back.
         assert driver.private_tables._idle == private_tables
@@ -150,7 +116,7 @@ def test_a_claim_made_meanwhile_reaches_the_later_instances(
                 fakes.uuids(1)[0])
     _after_each_claim(driver, another_request)
     spec = fakes.spec(memory_mb=2048, num_instances=3)
-    answer = _answer(driver, spec, fakes.uuids(3))
+    answer = gf.nodes_answer(driver, spec, fakes.uuids(3))
     # Free RAM decides. After the first instance took 'a' down to 6,144
     # MB, 'b' had 7,168, but the other request took it all; then 'a'
     # beats 'c' (5,120), and 'c' beats 'a' (4,096). A private table made
@@ -185,8 +151,8 @@ def test_a_table_replaced_mid_request_goes_on_privately(
             replaced[-1] = manager.current_table() is not table
         return consume(*args, **kwargs)
     manager.consume = consuming
-    landed = _answer(driver, fakes.spec(memory_mb=2048, num_instances=4),
-                     fakes.uuids(4))
+    landed = gf.nodes_answer(
+        driver, fakes.spec(memory_mb=2048, num_instances=4), fakes.uuids(4))
     assert replaced[1] is True
     assert driver.stats['later_instances_gone_private'] == 1
     # Each claim counted once, the one reserved in the new table too:
@@ -221,8 +187,8 @@ def test_a_write_log_outrun_ranks_every_host(cloud, make_driver, options):
                                 instance, info)
                 manager.forget_instances([(instance, node)])
     _after_each_claim(driver, many_writes)
-    answer = _answer(driver, fakes.spec(memory_mb=2048, num_instances=2),
-                     fakes.uuids(2))
+    answer = gf.nodes_answer(
+        driver, fakes.spec(memory_mb=2048, num_instances=2), fakes.uuids(2))
     assert [hosts[0] for hosts in answer] == ['a/a', 'a/a']
     # The second instance and the alternates' ranking: one of them in
     # full, the other from it.
