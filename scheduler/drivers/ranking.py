@@ -84,11 +84,11 @@ class TieBreaks:
         return keys
 
 
-# nth_largest samples every SAMPLE_STRIDE-th weight.
 # Up to how many best rows a ranking finds one weight at a time (see
 # _best_few) rather than by a selection over every weight: a request
 # needs the host_subset_size best and the alternates.
 FEW_BEST = 4
+# nth_largest samples every SAMPLE_STRIDE-th weight.
 SAMPLE_STRIDE = 16
 
 
@@ -316,9 +316,7 @@ class Ranking:
             above, threshold, tied = _best_few(weights_, tied, need)
         elif self._numbers:
             near = _near_the_top(weights_, need)
-        if above is not None:
-            pass
-        elif near is not None:
+        if above is None and near is not None:
             # A few positions hold every weight that may be among the
             # best: the selection looks at them alone.
             values = weights_[near]
@@ -326,7 +324,7 @@ class Ranking:
             threshold = np.partition(values, count - need)[count - need]
             tied = near[values == threshold]
             above = near[values > threshold]
-        else:
+        elif above is None:
             threshold = nth_largest(weights_, need)
             tied = np.flatnonzero(weights_ == threshold)
             if not len(tied):
