@@ -606,6 +606,14 @@ class _Request:
                                self.plugins,
                                cached.group(None).service_down_time)
 
+    def depth(self, index):
+        """How many of the best hosts instance ``index``'s ranking sorts
+        up front: :attr:`need`, and one more for each instance after it,
+        whose rankings patch its head (each takes the host the one
+        before claimed out of it, at most: see
+        :func:`later_instances.rank_again`)."""
+        return self.need + max(self.count - 1 - index, 0)
+
     def rank_first(self):
         """Filter and rank for the first instance, claiming nothing:
         ``(result, ranking)``."""
@@ -724,7 +732,7 @@ class _Request:
         starts from (a request for several)."""
         self.kept = later_instances.Kept(self.table, result.mask,
                                          ranking.weighed, set(),
-                                         self.ranked_at)
+                                         self.ranked_at, ranking)
 
     def _follow_shared(self):
         """Before a later instance ranks on the shared table: the rows
@@ -821,7 +829,7 @@ class _Request:
                 between=self.between_steps)
         ranking = ranking_mod.Ranking(
             rows, host_weights, need + AHEAD_DEPTH if self.keep_weighed
-            else need, self.table.ids, self.driver.tie_breaks)
+            else self.depth(index), self.table.ids, self.driver.tie_breaks)
         ranking.weighed = weighed
         if self.count > 1:
             self._keep(result, ranking)

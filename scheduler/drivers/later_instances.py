@@ -49,10 +49,15 @@ from scheduler import weights
 
 # What an instance's ranking leaves for the next: the table it was made
 # on, the hosts that passed, their weights (a weights.Weighed), the rows
-# written since (a set the request adds to), and the table's write count
-# when the ranking began (None: only the request writes the table).
-Kept = collections.namedtuple('Kept', 'table mask weighed written writes',
-                              defaults=(None,))
+# written since (a set the request adds to), the table's write count
+# when the ranking began (None: only the request writes the table), and
+# the ranking itself (a ranking.Ranking, None: the next ranks anew).
+# Up to how many rows written _positions_of looks for one by one.
+_FEW = 8
+
+Kept = collections.namedtuple('Kept',
+                              'table mask weighed written writes ranking',
+                              defaults=(None, None))
 
 
 def rank_again(request, kept, index, mask, steps, skip_filters):
@@ -74,6 +79,7 @@ def rank_again(request, kept, index, mask, steps, skip_filters):
         return None
     driver = request.driver
     changed = np.array(sorted(kept.written), dtype=np.intp)
+    before = weighed
     whole = [filter_obj for filter_obj in request.filters
              if filters.reads_group(filter_obj)] if grouped else ()
     if skip_filters:
@@ -82,11 +88,15 @@ def rank_again(request, kept, index, mask, steps, skip_filters):
         result = driver.filter_handler.rerun(
             request.filters, table, mask, spec, changed, index, steps,
             request.total, whole=whole)
-    weighed = driver.weight_handler.narrowed(
-        weighed, _dropped(weighed.rows, result, changed, whole))
+    dropped = _dropped(weighed.rows, result, changed, whole)
+    weighed = driver.weight_handler.narrowed(weighed, dropped)
     if weighed is None:
         return None
+    # Whether a total changed but at the rows written (a weigher's bounds
+    # moved: every total was summed again).
+    resummed = weighed is not before and weighed.resummed
     rows = weighed.rows
+    positions = rows[:0]
     if len(changed) and len(rows) > 1:
         positions = _positions_of(rows, changed)
         if len(positions):
@@ -94,8 +104,17 @@ def rank_again(request, kept, index, mask, steps, skip_filters):
                 weighed, table, positions, spec, in_place=True)
             if weighed is None:
                 return None
-    ranking = ranking_mod.Ranking(rows, weighed.totals, request.need,
-                                  table.ids, driver.tie_breaks)
+            resummed = resummed or weighed.resummed
+    depth = request.depth(index)
+    ranking = None
+    if kept.ranking is not None and not resummed and len(rows) > 1:
+        # The last ranking, without the rows dropped, its head ranked
+        # again with the rows written.
+        ranking = kept.ranking.carried(rows, weighed.totals, dropped,
+                                       positions, request.need, depth)
+    if ranking is None:
+        ranking = ranking_mod.Ranking(rows, weighed.totals, depth,
+                                      table.ids, driver.tie_breaks)
     ranking.weighed = weighed
     return result, ranking
 
@@ -103,7 +122,14 @@ def rank_again(request, kept, index, mask, steps, skip_filters):
 def _positions_of(rows, changed):
     """The positions in ``rows`` (ascending) of those of the rows
     ``changed`` (ascending) that it holds."""
-    positions = np.searchsorted(rows, changed)
+    positions = rows.searchsorted(changed)
+    if len(changed) <= _FEW:
+        # (Python's comparisons: NumPy's calls cost more on a few.)
+        count = len(rows)
+        return np.array([position for position, row in
+                         zip(positions.tolist(), changed.tolist())
+                         if position < count and rows.item(position) == row],
+                        dtype=np.intp)
     inside = positions < len(rows)
     positions = positions[inside]
     return positions[rows[positions] == changed[inside]]

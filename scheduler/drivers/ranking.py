@@ -16,6 +16,7 @@ its own); given a seeded :class:`random.Random` it repeats itself, as
     order.pick_order(subset_size=1, shuffle_best=False)
 """
 
+import bisect
 import os
 import random
 
@@ -88,6 +89,11 @@ class TieBreaks:
 # _best_few) rather than by a selection over every weight: a request
 # needs the host_subset_size best and the alternates.
 FEW_BEST = 4
+# Up to how many rows of a head, and rows changed, Ranking.carried ranks
+# again with Python's values (a request's later instance: its need, one
+# more per instance after it, and its own claim).
+FEW_CARRIED = 16
+
 # nth_largest samples every SAMPLE_STRIDE-th weight.
 SAMPLE_STRIDE = 16
 
@@ -180,6 +186,18 @@ def _best_first(weights_, keys):
     if keys is None:
         return np.argsort(-weights_, kind='stable')
     return np.lexsort((keys, -weights_))
+
+
+def _keys_of(rows, ids, tie_breaks):
+    """The tie keys of the nodes of ``rows`` (``ids``: the table's node
+    ids by row; None: no keys)."""
+    if ids is None:
+        return None
+    if len(rows) * 8 < len(ids):
+        # A few: hashed here (a request's own table would not be asked
+        # again).
+        return tie_breaks.keys(ids[rows])
+    return tie_breaks.keys_of(ids)[rows]
 
 
 class Ranking:
@@ -300,6 +318,109 @@ class Ranking:
             or bool((values[~before] == last_weight).any()) else None)
         return ranking
 
+    def carried(self, rows, weights_, dropped, changed, need, depth):
+        """This ranking brought to a request's next instance: the rows at
+        positions ``dropped`` (ascending) no longer pass, ``rows`` and
+        ``weights_`` are the rows left and their weights, those at
+        positions ``changed`` (ascending, of ``rows``) new and every
+        other one as it was. The order a Ranking of ``weights_`` gives,
+        its head at least ``need`` rows long, as :meth:`patched` gives
+        it (a ranking of every row ``depth`` deep when it must); a head
+        of a few rows and a few rows changed (a request's own claim) are
+        ranked again with Python's values, whose operations cost less
+        than NumPy's calls on so few."""
+        head = self.head_positions
+        if (len(head) > FEW_CARRIED or len(changed) > FEW_CARRIED
+                or self.complete or not self._numbers
+                or self.head_keys is None
+                or self.tie_breaks.salt != self._salt):
+            return self.without(rows, weights_, dropped, depth).patched(
+                weights_, changed, need)
+        positions, keys = head.tolist(), self.head_keys.tolist()
+        if len(dropped):
+            gone = dropped.tolist()
+            left = []
+            for position, key in zip(positions, keys):
+                before = bisect.bisect_left(gone, position)
+                if before == len(gone) or gone[before] != position:
+                    left.append((position - before, key))
+            positions = [position for position, _key in left]
+            keys = [key for _position, key in left]
+        changed = changed.tolist()
+        if not positions or positions[-1] in changed:
+            return Ranking(rows, weights_, depth, self.ids, self.tie_breaks)
+        boundary, last_key = positions[-1], keys[-1]
+        inside = set(positions)
+        extra = [position for position in changed if position not in inside]
+        if extra:
+            keys += _keys_of(rows[extra], self.ids,
+                             self.tie_breaks).tolist()
+        last_weight = weights_.item(boundary)
+        tied_outside = self._cut_weight == last_weight
+        ahead = []
+        for index, (position, key) in enumerate(zip(positions + extra,
+                                                    keys)):
+            weight = weights_.item(position)
+            if weight != weight:
+                # Not a number: ranked as a full sort ranks it.
+                return Ranking(rows, weights_, depth, self.ids,
+                               self.tie_breaks)
+            if weight > last_weight or (weight == last_weight
+                                        and key <= last_key):
+                # (The index: where lexsort leaves equal keys.)
+                ahead.append((-weight, key, index, position))
+            elif weight == last_weight:
+                tied_outside = True
+        if len(ahead) < need:
+            return Ranking(rows, weights_, depth, self.ids, self.tie_breaks)
+        ahead.sort()
+        ranking = Ranking.__new__(Ranking)
+        ranking.rows = rows
+        ranking.weights = weights_
+        ranking.need = depth
+        ranking.ids = self.ids
+        ranking.tie_breaks = self.tie_breaks
+        ranking._salt = self._salt
+        ranking._numbers = True
+        ranking._set_head(
+            np.array([entry[3] for entry in ahead], dtype=np.intp),
+            np.array([entry[1] for entry in ahead], dtype=np.uint64))
+        ranking.complete = len(ahead) == len(rows)
+        # As patched has it: rows outside the head tie with its last row.
+        ranking._cut_weight = last_weight if tied_outside else None
+        return ranking
+
+    def without(self, rows, weights_, dropped, need):
+        """This ranking once the rows at positions ``dropped`` (ascending)
+        left it: over ``rows`` (this ranking's rows without those) and
+        ``weights_`` (this ranking's weights without theirs), its head
+        this one's rows that are left, in the same order; ``need``: the
+        depth :meth:`patched` ranks every row with, when it must. Rows
+        outside the head still come after its last row, as they did:
+        only rows were taken away."""
+        ranking = Ranking.__new__(Ranking)
+        ranking.rows = rows
+        ranking.weights = weights_
+        ranking.need = need
+        ranking.ids = self.ids
+        ranking.tie_breaks = self.tie_breaks
+        ranking._salt = self._salt
+        ranking._numbers = self._numbers
+        # (Kept: patched says whether rows outside still tie with the
+        # head's last.)
+        ranking._cut_weight = self._cut_weight
+        head, keys = self.head_positions, self.head_keys
+        if len(dropped):
+            before = np.searchsorted(dropped, head)
+            gone = np.zeros(len(head), dtype=np.bool_)
+            inside = before < len(dropped)
+            gone[inside] = dropped[before[inside]] == head[inside]
+            head = head[~gone] - before[~gone]
+            keys = keys[~gone] if keys is not None else None
+        ranking._set_head(head, keys)
+        ranking.complete = self.complete and len(head) == len(rows)
+        return ranking
+
     def _top(self, need):
         """Positions of the best ``need`` weights, in any order."""
         weights_ = self.weights
@@ -338,14 +459,8 @@ class Ranking:
         return np.concatenate((above, tied))
 
     def _keys(self, positions):
-        if self.ids is None:
-            return None
         rows = self.rows if positions is None else self.rows[positions]
-        if len(rows) * 8 < len(self.ids):
-            # A few: hashed here (a request's own table would not be
-            # asked again).
-            return self.tie_breaks.keys(self.ids[rows])
-        return self.tie_breaks.keys_of(self.ids)[rows]
+        return _keys_of(rows, self.ids, self.tie_breaks)
 
     def rest(self):
         if self.complete:

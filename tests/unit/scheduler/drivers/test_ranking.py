@@ -298,6 +298,92 @@ def test_a_patched_ranking_is_the_one_made_anew(seed):
     assert partial > 20
 
 
+@pytest.mark.parametrize('seed', range(40))
+def test_a_ranking_carried_to_the_next_instance_is_the_one_made_anew(
+        seed, monkeypatch):
+    """From one instance of a request to the next, rows stop passing
+    (the host claimed is full, or another request's claim filled one)
+    and a few rows' weights change: the ranking carried over orders
+    every row left as a ranking made from scratch does, its head at
+    least as long as needed, whether rows left from inside its head,
+    at its last row or outside it; most are carried without ranking
+    every row again."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(400, 3000))
+    rows = np.sort(rng.permutation(count * 2)[:count])
+    if seed % 2:
+        weights_ = rng.integers(0, int(rng.integers(2, 6)), count) * 1.0
+    else:
+        weights_ = rng.random(count)
+    ids = rng.permutation(10 ** 6)[:count * 2]
+    breaks = ranking.TieBreaks(random.Random(seed))
+    need = int(rng.integers(1, 4))
+    depth = need + int(rng.integers(0, 6))
+    ranked = ranking.Ranking(rows, weights_.copy(), depth, ids, breaks)
+    anew = []
+    top = ranking.Ranking._top
+    monkeypatch.setattr(ranking.Ranking, '_top',
+                        lambda self, need: anew.append(need) or top(self,
+                                                                    need))
+    for _ in range(30):
+        head = ranked.head_positions.tolist()
+        dropped = set()
+        if rng.random() < 0.4:
+            dropped.add(head[int(rng.integers(0, len(head)))])
+        for _ in range(int(rng.integers(0, 3))):
+            dropped.add(int(rng.integers(0, len(ranked.rows))))
+        dropped = np.array(sorted(dropped), dtype=np.intp)
+        rows = np.delete(ranked.rows, dropped)
+        weights_ = np.delete(ranked.weights, dropped)
+        changed = set()
+        if head[0] not in dropped.tolist():
+            changed.add(head[0] - int(np.searchsorted(dropped, head[0])))
+        for _ in range(int(rng.integers(0, 3))):
+            changed.add(int(rng.integers(0, len(rows))))
+        changed = np.array(sorted(changed), dtype=np.intp)
+        for position in changed.tolist():
+            weights_[position] = (
+                weights_[position] - rng.integers(-1, 2) if seed % 2
+                else rng.random())
+        now = ranked.carried(rows, weights_, dropped, changed, need, depth)
+        assert now.weights is weights_
+        assert len(now.head) >= need
+        assert now.head.tolist() + now.rest() == _full_order(
+            rows, weights_, ids, breaks)
+        assert np.array_equal(now.head_weights,
+                              weights_[now.head_positions])
+        ranked = now
+    if depth >= need + 2:
+        # Most carried without ranking every row (only a head run down
+        # below need, or its last row changed or gone, ranks them all).
+        assert len(anew) < 15
+
+
+def test_a_ranking_carried_with_its_head_gone_ranks_every_row():
+    """Every row of the head dropped, the head's last row changed or a
+    weight that is not a number: every row is ranked again, as deep as
+    asked."""
+    rows = np.arange(1000)
+    breaks = ranking.TieBreaks(random.Random(3))
+    ranked = ranking.Ranking(rows, np.arange(1000) * 1.0, 3, rows + 1,
+                             breaks)
+    assert ranked.head.tolist() == [999, 998, 997]
+    left = np.arange(997)
+    gone = ranked.carried(left, np.arange(997) * 1.0,
+                          np.array([997, 998, 999]), left[:0], 1, 5)
+    assert gone.head.tolist() == [996, 995, 994, 993, 992]
+    weights_ = np.arange(1000) * 1.0
+    weights_[997] = 0.5
+    last = ranked.carried(rows, weights_, rows[:0], np.array([997]), 1, 4)
+    assert last.head.tolist() == [999, 998, 996, 995]
+    weights_ = np.arange(1000) * 1.0
+    weights_[10] = float('nan')
+    unknown = ranked.carried(rows, weights_, rows[:0], np.array([10]), 1, 4)
+    fresh = ranking.Ranking(rows, weights_, 4, rows + 1, breaks)
+    assert unknown.head.tolist() + unknown.rest() == (
+        fresh.head.tolist() + fresh.rest())
+
+
 @pytest.mark.parametrize('seed', range(10))
 def test_a_patched_ranking_shuffles_every_host_tied_for_best(seed):
     """shuffle_best_same_weighed_hosts on a patched ranking: the first
