@@ -290,12 +290,36 @@ FIRST_WINDOW_FACTOR = 2
 PARTIAL_STEP = 'hosts_to_score_percent'
 
 
+# Up to how many lists of filters a HostFilterHandler keeps what runs of.
+_RUNS_KEPT = 16
+
+
 class HostFilterHandler:
     """Runs filters in order over a host table."""
 
     def __init__(self):
         # Where the next partial scoring pass starts, among the candidates.
         self.next_start = 0
+        # {(filters, later instance, rebuild): _running's answer}.
+        self._runs = {}
+
+    def _running(self, filters, index, rebuild):
+        """``(the filters of ``filters`` that run for instance ``index``,
+        whether each of them may run on a stretch)``: found once per list
+        of filters and kind of instance (a request may run the filters
+        twice per instance, and asking each filter costs a few
+        microseconds)."""
+        key = (tuple(filters), index > 0, rebuild)
+        found = self._runs.get(key)
+        if found is None:
+            running = tuple(filter_obj for filter_obj in filters
+                            if _runs_for(filter_obj, index, rebuild))
+            found = (running, all(map(_reads_stretches, running)))
+            if len(self._runs) >= _RUNS_KEPT:
+                # Lists of filters reloaded many times over.
+                self._runs.clear()
+            self._runs[key] = found
+        return found
 
     def run_filters(self, filters, host_table, mask, spec, index=0,
                     steps=(), total=None, on_filter=None, wanted=None,
@@ -330,9 +354,8 @@ class HostFilterHandler:
         instance ``index``, asked host by host (``host_passes``, which
         the batch paths agree with): for a few rows, far cheaper than
         the batch paths, which read whole columns whatever the mask."""
-        rebuild = _is_rebuild(spec)
-        running = [filter_obj for filter_obj in filters
-                   if _runs_for(filter_obj, index, rebuild)]
+        running, _stretches = self._running(filters, index,
+                                            _is_rebuild(spec))
         states = host_table.states
         return all(filter_obj.host_passes(states[row], spec)
                    for row in rows for filter_obj in running)
@@ -416,11 +439,10 @@ class HostFilterHandler:
         debug = LOG.isEnabledFor(logging.DEBUG)
         if debug:
             LOG.debug('Starting with %d host(s)', count)
-        running = [filter_obj for filter_obj in (filters if count else ())
-                   if _runs_for(filter_obj, index, rebuild)]
+        running, stretches = (self._running(filters, index, rebuild)
+                              if count else ((), True))
         # Whether the filters left to run may be given a stretch.
-        stretchable = stretch and judge is None and all(
-            map(_reads_stretches, running))
+        stretchable = stretch and judge is None and stretches
         on_stretch = None
         for filter_obj in running:
             if stretchable and on_stretch is None:

@@ -101,12 +101,13 @@ def test_a_filter_of_its_own_with_a_batch_path_keeps_the_table_whole(
         def filter_all(self, host_table, mask, spec):
             seen.append(type(host_table).__name__)
             return mask
+    class Stretching(Watching):
+        reads_stretches = True
     driver = make_driver(filter_scheduler.FilterScheduler)
     monkeypatch.setattr(filters, 'STRETCH_MIN_ROWS', 0)
     enabled, weighers = driver._plugins
-    driver._plugins = (list(enabled) + [Watching()], weighers)
     spec = fakes.spec(availability_zone='az2')
-    driver.select_destinations(None, spec)
-    Watching.reads_stretches = True
-    driver.select_destinations(None, spec)
+    for kind in (Watching, Stretching):
+        driver._plugins = (list(enabled) + [kind()], weighers)
+        driver.select_destinations(None, spec)
     assert seen == ['HostTable', 'Stretch']
