@@ -13,6 +13,7 @@ from oslo_versionedobjects import fields
 
 from scheduler import notifications
 from scheduler.notifications import base
+from scheduler.objects import base as objects_base
 
 BINARY = 'gantt-manage'
 
@@ -24,8 +25,8 @@ class AggregatePayload(base.NotificationPayload):
         'id': fields.IntegerField(nullable=True),
         'uuid': fields.UUIDField(nullable=True),
         'name': fields.StringField(nullable=True),
-        'hosts': fields.ListOfStringsField(nullable=True),
-        'metadata': fields.DictOfStringsField(nullable=True),
+        'hosts': objects_base.ListOfStringsField(nullable=True),
+        'metadata': objects_base.DictOfStringsField(nullable=True),
     }
 
     @classmethod

@@ -19,6 +19,8 @@ what is sent is what was true when the event happened).
 from oslo_versionedobjects import base as ovo_base
 from oslo_versionedobjects import fields
 
+from scheduler.objects import base as objects_base
+
 
 class PayloadRegistry(ovo_base.VersionedObjectRegistry):
     pass
@@ -120,7 +122,7 @@ class FlavorPayload(NotificationPayload):
         'root_gb': fields.IntegerField(nullable=True),
         'ephemeral_gb': fields.IntegerField(nullable=True),
         'swap': fields.IntegerField(nullable=True),
-        'extra_specs': fields.DictOfStringsField(nullable=True),
+        'extra_specs': objects_base.DictOfStringsField(nullable=True),
     }
 
     @classmethod
@@ -139,7 +141,7 @@ class ImageMetaPayload(NotificationPayload):
     fields = {
         'id': fields.StringField(nullable=True),
         'name': fields.StringField(nullable=True),
-        'properties': fields.DictOfNullableStringsField(nullable=True),
+        'properties': objects_base.DictOfNullableStringsField(nullable=True),
     }
 
     @classmethod

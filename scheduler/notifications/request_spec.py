@@ -11,6 +11,7 @@ from oslo_versionedobjects import fields
 from scheduler import notifications
 from scheduler.notifications import base
 from scheduler.notifications import server_group
+from scheduler.objects import base as objects_base
 
 BINARY = 'gantt-scheduler'
 
@@ -21,7 +22,7 @@ class DestinationPayload(base.NotificationPayload):
     fields = {
         'host': fields.StringField(nullable=True),
         'node': fields.StringField(nullable=True),
-        'aggregates': fields.ListOfStringsField(nullable=True),
+        'aggregates': objects_base.ListOfStringsField(nullable=True),
     }
 
 
@@ -31,7 +32,7 @@ class SchedulerRetriesPayload(base.NotificationPayload):
     fields = {
         'num_attempts': fields.IntegerField(),
         # [host, node] pairs tried already.
-        'hosts': fields.ListOfListsOfStringsField(),
+        'hosts': objects_base.ListOfListsOfStringsField(),
     }
 
 
@@ -46,10 +47,11 @@ class RequestSpecPayload(base.NotificationPayload):
         'flavor': fields.ObjectField('FlavorPayload', nullable=True),
         'image': fields.ObjectField('ImageMetaPayload', nullable=True),
         'num_instances': fields.IntegerField(default=1),
-        'ignore_hosts': fields.ListOfStringsField(nullable=True),
-        'force_hosts': fields.ListOfStringsField(nullable=True),
-        'force_nodes': fields.ListOfStringsField(nullable=True),
-        'scheduler_hints': fields.DictOfListOfStringsField(nullable=True),
+        'ignore_hosts': objects_base.ListOfStringsField(nullable=True),
+        'force_hosts': objects_base.ListOfStringsField(nullable=True),
+        'force_nodes': objects_base.ListOfStringsField(nullable=True),
+        'scheduler_hints': objects_base.DictOfListOfStringsField(
+            nullable=True),
         'instance_group': fields.ObjectField('ServerGroupPayload',
                                              nullable=True),
         'requested_destination': fields.ObjectField('DestinationPayload',

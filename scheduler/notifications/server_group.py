@@ -12,6 +12,7 @@ from oslo_versionedobjects import fields
 
 from scheduler import notifications
 from scheduler.notifications import base
+from scheduler.objects import base as objects_base
 
 
 @base.PayloadRegistry.register
@@ -23,9 +24,9 @@ class ServerGroupPayload(base.NotificationPayload):
         'user_id': fields.StringField(nullable=True),
         'project_id': fields.StringField(nullable=True),
         'policy': fields.StringField(nullable=True),
-        'rules': fields.DictOfStringsField(nullable=True),
-        'members': fields.ListOfStringsField(nullable=True),
-        'hosts': fields.ListOfStringsField(nullable=True),
+        'rules': objects_base.DictOfStringsField(nullable=True),
+        'members': objects_base.ListOfStringsField(nullable=True),
+        'hosts': objects_base.ListOfStringsField(nullable=True),
     }
 
     @classmethod

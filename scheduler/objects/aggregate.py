@@ -24,8 +24,8 @@ class Aggregate(base.GanttObject):
         'id': fields.IntegerField(),
         'uuid': fields.UUIDField(),
         'name': fields.StringField(),
-        'hosts': fields.ListOfStringsField(default=[]),
-        'metadata': fields.DictOfStringsField(default={}),
+        'hosts': base.ListOfStringsField(default=[]),
+        'metadata': base.DictOfStringsField(default={}),
     }
 
     @classmethod

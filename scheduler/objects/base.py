@@ -203,7 +203,7 @@ def _plain_kind(field):
     for a dict of floats, or None (every value goes through the
     field)."""
     field_type = type(field._type)
-    if field_type is fields.Dict and type(
+    if issubclass(field_type, fields.Dict) and type(
             field._type._element_type._type) is fields.Float:
         return _FLOATS
     return _PLAIN_TYPES.get(field_type)
@@ -231,7 +231,8 @@ def _plain_value(obj, name, kind, field, value):
                 for key, item in value.items()):
             return _NOT_PLAIN
         coerced = fields.CoercedDict(value)
-        coerced.enable_coercing(field._type._element_type, obj, name)
+        # (Not pointing back at ``obj``: see Dict.)
+        coerced.enable_coercing(field._type._element_type, None, name)
         return coerced
     if type(value) is not kind or (type(field._type) is fields.UUID
                                    and not _UUID.match(value)):
@@ -250,8 +251,54 @@ def as_coerced(obj, name, value):
     return None if taken is _NOT_PLAIN else taken
 
 
+class Dict(fields.Dict):
+    """oslo.versionedobjects' Dict, whose dicts do not point back at the
+    object that holds them.
+
+    Its CoercedDict keeps the object only to pass it to the element
+    type's coercion of a value set in the dict later, and no element
+    type of these objects reads it (strings, floats, lists of strings).
+    That reference made each object with a dict field a reference cycle
+    (the object, its dict, the object), freed only by the cyclic garbage
+    collector: every request's spec and every selection, whose
+    collections stalled requests. Without it they are freed when the
+    last reference goes. (Same class name: the objects' fingerprints do
+    not change.)"""
+
+    def coerce(self, obj, attr, value):
+        return super().coerce(None, attr, value)
+
+
+class List(fields.List):
+    """oslo.versionedobjects' List without the reference back to its
+    object (see Dict)."""
+
+    def coerce(self, obj, attr, value):
+        return super().coerce(None, attr, value)
+
+
+class DictOfStringsField(fields.AutoTypedField):
+    AUTO_TYPE = Dict(fields.String())
+
+
+class DictOfNullableStringsField(fields.AutoTypedField):
+    AUTO_TYPE = Dict(fields.String(), nullable=True)
+
+
+class ListOfStringsField(fields.AutoTypedField):
+    AUTO_TYPE = List(fields.String())
+
+
+class ListOfListsOfStringsField(fields.AutoTypedField):
+    AUTO_TYPE = List(List(fields.String()))
+
+
+class DictOfListOfStringsField(fields.AutoTypedField):
+    AUTO_TYPE = Dict(List(fields.String()))
+
+
 class DictOfFloatsField(fields.AutoTypedField):
-    AUTO_TYPE = fields.Dict(fields.Float())
+    AUTO_TYPE = Dict(fields.Float())
 
 
 def served_versions(objname):

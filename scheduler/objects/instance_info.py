@@ -22,7 +22,7 @@ class InstanceInfo(base.GanttObject):
     fields = {
         'uuid': fields.UUIDField(),
         'flavor_id': fields.StringField(nullable=True, default=None),
-        'image_properties': fields.DictOfNullableStringsField(default={}),
+        'image_properties': base.DictOfNullableStringsField(default={}),
     }
 
     @classmethod

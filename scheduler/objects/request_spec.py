@@ -46,7 +46,7 @@ class Flavor(base.GanttObject):
         'root_gb': fields.IntegerField(default=0),
         'ephemeral_gb': fields.IntegerField(default=0),
         'swap': fields.IntegerField(default=0),
-        'extra_specs': fields.DictOfStringsField(default={}),
+        'extra_specs': base.DictOfStringsField(default={}),
     }
 
 
@@ -59,7 +59,7 @@ class ImageMeta(base.GanttObject):
     fields = {
         'id': fields.StringField(nullable=True, default=None),
         'name': fields.StringField(nullable=True, default=None),
-        'properties': fields.DictOfNullableStringsField(default={}),
+        'properties': base.DictOfNullableStringsField(default={}),
         # Glance's disk format (qcow2, raw...): the image type a host
         # must support ([scheduler] query_placement_for_image_type_support).
         'disk_format': fields.StringField(nullable=True, default=None),
@@ -103,7 +103,7 @@ class Destination(base.GanttObject):
     fields = {
         'host': fields.StringField(nullable=True, default=None),
         'node': fields.StringField(nullable=True, default=None),
-        'aggregates': fields.ListOfStringsField(nullable=True, default=None),
+        'aggregates': base.ListOfStringsField(nullable=True, default=None),
         'cell': fields.ObjectField('CellMapping', nullable=True,
                                    default=None),
         'allow_cross_cell_move': fields.BooleanField(default=False),
@@ -129,7 +129,7 @@ class SchedulerRetries(base.GanttObject):
 
     fields = {
         'num_attempts': fields.IntegerField(default=0),
-        'hosts': fields.ListOfListsOfStringsField(default=[]),
+        'hosts': base.ListOfListsOfStringsField(default=[]),
     }
 
 
@@ -144,9 +144,9 @@ class InstanceGroup(base.GanttObject):
         'uuid': fields.UUIDField(),
         'name': fields.StringField(nullable=True, default=None),
         'policy': fields.StringField(),
-        'rules': fields.DictOfStringsField(default={}),
-        'members': fields.ListOfStringsField(default=[]),
-        'hosts': fields.ListOfStringsField(default=[]),
+        'rules': base.DictOfStringsField(default={}),
+        'members': base.ListOfStringsField(default=[]),
+        'hosts': base.ListOfStringsField(default=[]),
     }
 
 
@@ -228,12 +228,12 @@ class RequestSpec(base.GanttObject):
         'flavor': fields.ObjectField('Flavor'),
         'image': fields.ObjectField('ImageMeta', nullable=True,
                                     default=None),
-        'scheduler_hints': fields.DictOfListOfStringsField(default={}),
-        'ignore_hosts': fields.ListOfStringsField(nullable=True,
+        'scheduler_hints': base.DictOfListOfStringsField(default={}),
+        'ignore_hosts': base.ListOfStringsField(nullable=True,
                                                   default=None),
-        'force_hosts': fields.ListOfStringsField(nullable=True,
+        'force_hosts': base.ListOfStringsField(nullable=True,
                                                  default=None),
-        'force_nodes': fields.ListOfStringsField(nullable=True,
+        'force_nodes': base.ListOfStringsField(nullable=True,
                                                  default=None),
         'requested_destination': fields.ObjectField(
             'Destination', nullable=True, default=None),

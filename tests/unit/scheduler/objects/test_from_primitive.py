@@ -1,6 +1,9 @@
 """GanttObject's own deserialization and defaults equal
 oslo.versionedobjects' generic ones, for every Gantt object."""
 
+import gc
+import weakref
+
 from oslo_versionedobjects import base as ovo_base
 from oslo_versionedobjects import fields
 import pytest
@@ -212,3 +215,56 @@ def test_a_selection_with_a_wrong_value_is_still_refused_or_warned():
         selection = serializer.deserialize_entity(
             ctxt, _selection_primitive(compute_node_uuid='not-a-uuid'))
     assert selection.compute_node_uuid == 'not-a-uuid'
+
+
+@pytest.fixture
+def no_cyclic_collector():
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    yield
+    if enabled:
+        gc.enable()
+
+
+def test_objects_read_from_a_message_are_freed_without_the_collector(
+        no_cyclic_collector):
+    """A request spec with every kind of collection field (dicts, lists,
+    a dict of lists, nested objects with theirs) and a selection with
+    its limits, read from their primitives, are freed as soon as the
+    last reference goes: no reference cycle waits for the cyclic
+    garbage collector, whose passes stall requests."""
+    ctxt = context.get_admin_context()
+    serializer = rpc.get_serializer()
+    spec = _spec()
+    spec.retry = request_spec.SchedulerRetries(num_attempts=1,
+                                               hosts=[['h', 'n']])
+    spec.requested_destination = request_spec.Destination(
+        host='h', aggregates=['a'])
+    spec.force_hosts = ['h']
+    primitives = [serializer.serialize_entity(ctxt, spec),
+                  _selection_primitive()]
+    for primitive in primitives:
+        obj = serializer.deserialize_entity(ctxt, primitive)
+        gone = weakref.ref(obj)
+        parts = [weakref.ref(getattr(obj, name)) for name in obj.fields
+                 if isinstance(getattr(obj, name, None), base.GanttObject)]
+        del obj
+        assert gone() is None
+        assert all(part() is None for part in parts)
+
+
+def test_collections_still_coerce_what_is_set_in_them_later():
+    spec = _spec()
+    spec.flavor.extra_specs['hw:numa_nodes'] = 2
+    assert spec.flavor.extra_specs['hw:numa_nodes'] == '2'
+    spec.scheduler_hints['same_host'] = ('a', 'b')
+    assert spec.scheduler_hints['same_host'] == ['a', 'b']
+    spec.scheduler_hints['same_host'].append(3)
+    assert spec.scheduler_hints['same_host'][-1] == '3'
+    with pytest.raises(ValueError, match='list is required'):
+        spec.scheduler_hints['group'] = 'g'
+    spec.instance_group.members.append(7)
+    assert spec.instance_group.members[-1] == '7'
+    with pytest.raises(ValueError):
+        spec.image.properties['hw_disk_bus'] = object()
