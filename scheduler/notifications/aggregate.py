@@ -23,7 +23,7 @@ class AggregatePayload(base.NotificationPayload):
     VERSION = '1.0'
     fields = {
         'id': fields.IntegerField(nullable=True),
-        'uuid': fields.UUIDField(nullable=True),
+        'uuid': objects_base.UUIDField(nullable=True),
         'name': fields.StringField(nullable=True),
         'hosts': objects_base.ListOfStringsField(nullable=True),
         'metadata': objects_base.DictOfStringsField(nullable=True),

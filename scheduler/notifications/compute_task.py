@@ -18,6 +18,7 @@ from oslo_versionedobjects import fields
 from scheduler import notifications
 from scheduler.notifications import base
 from scheduler.notifications import request_spec as spec_notes
+from scheduler.objects import base as objects_base
 
 BINARY = 'gantt-conductor'
 
@@ -26,7 +27,7 @@ BINARY = 'gantt-conductor'
 class ComputeTaskPayload(base.NotificationPayload):
     VERSION = '1.0'
     fields = {
-        'instance_uuid': fields.UUIDField(),
+        'instance_uuid': objects_base.UUIDField(),
         'reason': fields.ObjectField('ExceptionPayload'),
         'request_spec': fields.ObjectField('RequestSpecPayload',
                                            nullable=True),

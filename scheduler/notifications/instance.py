@@ -21,6 +21,7 @@ from oslo_versionedobjects import fields
 
 from scheduler import notifications
 from scheduler.notifications import base
+from scheduler.objects import base as objects_base
 
 BINARY_COMPUTE = 'gantt-compute'
 BINARY_CONDUCTOR = 'gantt-conductor'
@@ -40,7 +41,7 @@ CONDUCTOR_ACTIONS = {
 class InstanceActionPayload(base.NotificationPayload):
     VERSION = '1.0'
     fields = {
-        'uuid': fields.UUIDField(),
+        'uuid': objects_base.UUIDField(),
         'display_name': fields.StringField(nullable=True),
         'tenant_id': fields.StringField(nullable=True),
         'user_id': fields.StringField(nullable=True),

@@ -40,7 +40,7 @@ class SchedulerRetriesPayload(base.NotificationPayload):
 class RequestSpecPayload(base.NotificationPayload):
     VERSION = '1.0'
     fields = {
-        'instance_uuid': fields.UUIDField(nullable=True),
+        'instance_uuid': objects_base.UUIDField(nullable=True),
         'project_id': fields.StringField(nullable=True),
         'user_id': fields.StringField(nullable=True),
         'availability_zone': fields.StringField(nullable=True),

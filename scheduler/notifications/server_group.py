@@ -19,7 +19,7 @@ from scheduler.objects import base as objects_base
 class ServerGroupPayload(base.NotificationPayload):
     VERSION = '1.0'
     fields = {
-        'uuid': fields.UUIDField(nullable=True),
+        'uuid': objects_base.UUIDField(nullable=True),
         'name': fields.StringField(nullable=True),
         'user_id': fields.StringField(nullable=True),
         'project_id': fields.StringField(nullable=True),

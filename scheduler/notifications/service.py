@@ -13,6 +13,7 @@ from oslo_versionedobjects import fields
 
 from scheduler import notifications
 from scheduler.notifications import base
+from scheduler.objects import base as objects_base
 
 
 @base.PayloadRegistry.register
@@ -30,7 +31,7 @@ class ServiceStatusPayload(base.NotificationPayload):
         'forced_down': fields.BooleanField(nullable=True),
         # Nova's service version and uuid: Gantt's services have neither.
         'version': fields.IntegerField(nullable=True),
-        'uuid': fields.UUIDField(nullable=True),
+        'uuid': objects_base.UUIDField(nullable=True),
     }
 
     @classmethod

@@ -22,7 +22,7 @@ class Aggregate(base.GanttObject):
 
     fields = {
         'id': fields.IntegerField(),
-        'uuid': fields.UUIDField(),
+        'uuid': base.UUIDField(),
         'name': fields.StringField(),
         'hosts': base.ListOfStringsField(default=[]),
         'metadata': base.DictOfStringsField(default={}),

@@ -20,7 +20,7 @@ class InstanceInfo(base.GanttObject):
     VERSION = '1.0'
 
     fields = {
-        'uuid': fields.UUIDField(),
+        'uuid': base.UUIDField(),
         'flavor_id': fields.StringField(nullable=True, default=None),
         'image_properties': base.DictOfNullableStringsField(default={}),
     }

@@ -81,7 +81,7 @@ class CellMapping(base.GanttObject):
     VERSION = '1.0'
 
     fields = {
-        'uuid': fields.UUIDField(),
+        'uuid': base.UUIDField(),
         'name': fields.StringField(nullable=True, default=None),
     }
 
@@ -141,7 +141,7 @@ class InstanceGroup(base.GanttObject):
     VERSION = '1.0'
 
     fields = {
-        'uuid': fields.UUIDField(),
+        'uuid': base.UUIDField(),
         'name': fields.StringField(nullable=True, default=None),
         'policy': fields.StringField(),
         'rules': base.DictOfStringsField(default={}),
@@ -219,7 +219,7 @@ class RequestSpec(base.GanttObject):
     VERSION = '1.1'
 
     fields = {
-        'instance_uuid': fields.UUIDField(nullable=True, default=None),
+        'instance_uuid': base.UUIDField(nullable=True, default=None),
         'num_instances': fields.IntegerField(default=1),
         'project_id': fields.StringField(nullable=True, default=None),
         'user_id': fields.StringField(nullable=True, default=None),

@@ -88,13 +88,13 @@ class Selection(base.GanttObject):
     VERSION = '1.1'
 
     fields = {
-        'compute_node_uuid': fields.UUIDField(nullable=True),
+        'compute_node_uuid': base.UUIDField(nullable=True),
         'service_host': fields.StringField(),
         'nodename': fields.StringField(),
         'limits': base.DictOfFloatsField(default={}),
         'allocation_request': fields.StringField(nullable=True),
         'claimed': fields.BooleanField(default=False),
-        'cell_uuid': fields.UUIDField(nullable=True, default=None),
+        'cell_uuid': base.UUIDField(nullable=True, default=None),
     }
 
     @classmethod

@@ -268,3 +268,21 @@ def test_collections_still_coerce_what_is_set_in_them_later():
     assert spec.instance_group.members[-1] == '7'
     with pytest.raises(ValueError):
         spec.image.properties['hw_disk_bus'] = object()
+
+
+def test_a_uuid_field_takes_a_canonical_uuid_as_it_is_and_warns_otherwise(
+        recwarn):
+    spec = request_spec.RequestSpec()
+    canonical = '2a1b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d'
+    spec.instance_uuid = canonical
+    assert spec.instance_uuid is canonical
+    assert 'instance_uuid' in spec.obj_what_changed()
+    assert not recwarn.list
+    # Anything else takes oslo.versionedobjects' coercion: a string, with
+    # its warning for what is not a UUID.
+    spec.instance_uuid = 'not-a-uuid'
+    assert spec.instance_uuid == 'not-a-uuid'
+    assert any('invalid UUID' in str(warning.message)
+               for warning in recwarn.list)
+    spec.instance_uuid = None
+    assert spec.instance_uuid is None
