@@ -609,10 +609,13 @@ class _Request:
     def depth(self, index):
         """How many of the best hosts instance ``index``'s ranking sorts
         up front: :attr:`need`, and one more for each instance after it,
-        whose rankings patch its head (each takes the host the one
+        whose rankings carry its head over (each takes the host the one
         before claimed out of it, at most: see
-        :func:`later_instances.rank_again`)."""
-        return self.need + max(self.count - 1 - index, 0)
+        :func:`later_instances.rank_again`), as long as the best are
+        found a few at a time (``ranking.FEW_BEST``): a later instance
+        that runs the head down ranks every host again."""
+        return max(self.need, min(self.need + self.count - 1 - index,
+                                  ranking_mod.FEW_BEST))
 
     def rank_first(self):
         """Filter and rank for the first instance, claiming nothing:

@@ -24,14 +24,24 @@ rows:
   the rows written weighed again
   (:meth:`scheduler.weights.HostWeightHandler.narrowed` and
   ``reweighed``): the totals of a full pass, to the bit;
-* the ranking is made from those totals, as the full pass makes it.
+* the ranking is the last one carried over
+  (:meth:`scheduler.drivers.ranking.Ranking.carried`): the rows dropped
+  leave its head and the rows written are ranked again with the rest of
+  it, the rows outside it still coming after its last row, since their
+  totals did not change. The first instance's ranking heads with one
+  row more per instance after it (``_Request.depth``), for the later
+  ones to take from. When a weigher's bounds moved (every total summed
+  again), the head's last row changed or left, or the head ran down
+  below what is needed, the ranking is made from the totals, as the
+  full pass makes it.
 
 Anything else (an explanation being recorded, the placement stage's
 resource classes, a weigher that follows the group and counts, a plugin
 that is not pure, a table the request replaced, a shared table written
 more times since than its log holds) takes the full pass::
 
-    kept = later_instances.Kept(table, result.mask, weighed, set())
+    kept = later_instances.Kept(table, result.mask, weighed, set(),
+                                ranking=ranking)
     kept.written.update(rows)    # the rows its claim wrote since
     ranked = later_instances.rank_again(request, kept, index, mask, steps,
                                         skip_filters)
