@@ -300,14 +300,7 @@ class Ranking:
                            self.tie_breaks)
         kept, kept_keys = candidates[before], keys[before]
         order = _best_first(values[before], kept_keys)
-        ranking = Ranking.__new__(Ranking)
-        ranking.rows = self.rows
-        ranking.weights = weights_
-        ranking.need = self.need
-        ranking.ids = self.ids
-        ranking.tie_breaks = self.tie_breaks
-        ranking._salt = self._salt
-        ranking._numbers = True
+        ranking = self._like(self.rows, weights_, self.need, True)
         ranking._set_head(kept[order], kept_keys[order])
         ranking.complete = len(kept) == len(self.rows)
         # The boundary is the head's last row still: rows outside tie
@@ -374,20 +367,27 @@ class Ranking:
         if len(ahead) < need:
             return Ranking(rows, weights_, depth, self.ids, self.tie_breaks)
         ahead.sort()
-        ranking = Ranking.__new__(Ranking)
-        ranking.rows = rows
-        ranking.weights = weights_
-        ranking.need = depth
-        ranking.ids = self.ids
-        ranking.tie_breaks = self.tie_breaks
-        ranking._salt = self._salt
-        ranking._numbers = True
+        ranking = self._like(rows, weights_, depth, True)
         ranking._set_head(
             np.array([entry[3] for entry in ahead], dtype=np.intp),
             np.array([entry[1] for entry in ahead], dtype=np.uint64))
         ranking.complete = len(ahead) == len(rows)
         # As patched has it: rows outside the head tie with its last row.
         ranking._cut_weight = last_weight if tied_outside else None
+        return ranking
+
+    def _like(self, rows, weights_, need, numbers):
+        """A ranking of ``rows`` and ``weights_`` with this one's node
+        ids, tie breaks and keys' salt, made without ranking: its
+        caller sets its head, ``complete`` and ``_cut_weight``."""
+        ranking = Ranking.__new__(Ranking)
+        ranking.rows = rows
+        ranking.weights = weights_
+        ranking.need = need
+        ranking.ids = self.ids
+        ranking.tie_breaks = self.tie_breaks
+        ranking._salt = self._salt
+        ranking._numbers = numbers
         return ranking
 
     def without(self, rows, weights_, dropped, need):
@@ -398,14 +398,7 @@ class Ranking:
         depth :meth:`patched` ranks every row with, when it must. Rows
         outside the head still come after its last row, as they did:
         only rows were taken away."""
-        ranking = Ranking.__new__(Ranking)
-        ranking.rows = rows
-        ranking.weights = weights_
-        ranking.need = need
-        ranking.ids = self.ids
-        ranking.tie_breaks = self.tie_breaks
-        ranking._salt = self._salt
-        ranking._numbers = self._numbers
+        ranking = self._like(rows, weights_, need, self._numbers)
         # (Kept: patched says whether rows outside still tie with the
         # head's last.)
         ranking._cut_weight = self._cut_weight

@@ -254,22 +254,29 @@ def _full_order(rows, weights_, ids, breaks):
     return rows[np.lexsort((breaks.keys(ids[rows]), -weights_))].tolist()
 
 
+def _random_rows(seed, fewest):
+    """``(rng, rows, weights, node ids, tie breaks)`` of a random ranking
+    of ``fewest`` to 3,000 rows: with few distinct weights (thousands
+    tied) for odd seeds, hardly any ties for even ones."""
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(fewest, 3000))
+    rows = np.sort(rng.permutation(count * 2)[:count])
+    if seed % 2:
+        weights_ = rng.integers(0, int(rng.integers(2, 6)), count) * 1.0
+    else:
+        weights_ = rng.random(count)
+    ids = rng.permutation(10 ** 6)[:count * 2]
+    return rng, rows, weights_, ids, ranking.TieBreaks(random.Random(seed))
+
+
 @pytest.mark.parametrize('seed', range(30))
 def test_a_patched_ranking_is_the_one_made_anew(seed):
     """After a few rows' weights changed (a claim lowers its host's, a
     refresh moves others either way), the patched ranking orders every
     row as a ranking made from scratch does, its head at least as long
     as asked; most patches rank only the head and the changed rows."""
-    rng = np.random.default_rng(seed)
-    count = int(rng.integers(300, 3000))
-    rows = np.sort(rng.permutation(count * 2)[:count])
-    # Few distinct weights (thousands tied) or hardly any ties.
-    if seed % 2:
-        weights_ = rng.integers(0, int(rng.integers(2, 6)), count) * 1.0
-    else:
-        weights_ = rng.random(count)
-    ids = rng.permutation(10 ** 6)[:count * 2]
-    breaks = ranking.TieBreaks(random.Random(seed))
+    rng, rows, weights_, ids, breaks = _random_rows(seed, 300)
+    count = len(rows)
     need = int(rng.integers(1, 6))
     ranked = ranking.Ranking(rows, weights_.copy(), need + 8, ids, breaks)
     partial = 0
@@ -308,15 +315,7 @@ def test_a_ranking_carried_to_the_next_instance_is_the_one_made_anew(
     least as long as needed, whether rows left from inside its head,
     at its last row or outside it; most are carried without ranking
     every row again."""
-    rng = np.random.default_rng(seed)
-    count = int(rng.integers(400, 3000))
-    rows = np.sort(rng.permutation(count * 2)[:count])
-    if seed % 2:
-        weights_ = rng.integers(0, int(rng.integers(2, 6)), count) * 1.0
-    else:
-        weights_ = rng.random(count)
-    ids = rng.permutation(10 ** 6)[:count * 2]
-    breaks = ranking.TieBreaks(random.Random(seed))
+    rng, rows, weights_, ids, breaks = _random_rows(seed, 400)
     need = int(rng.integers(1, 4))
     depth = need + int(rng.integers(0, 6))
     ranked = ranking.Ranking(rows, weights_.copy(), depth, ids, breaks)
