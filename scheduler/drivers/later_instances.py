@@ -62,12 +62,13 @@ from scheduler import weights
 # written since (a set the request adds to), the table's write count
 # when the ranking began (None: only the request writes the table), and
 # the ranking itself (a ranking.Ranking, None: the next ranks anew).
-# Up to how many rows written _positions_of looks for one by one.
-_FEW = 8
-
 Kept = collections.namedtuple('Kept',
                               'table mask weighed written writes ranking',
                               defaults=(None, None))
+
+
+# Up to how many rows written _positions_of looks for one by one.
+_FEW = 8
 
 
 def rank_again(request, kept, index, mask, steps, skip_filters):

@@ -309,17 +309,21 @@ class HostFilterHandler:
         of filters and kind of instance (a request may run the filters
         twice per instance, and asking each filter costs a few
         microseconds)."""
-        key = (tuple(filters), index > 0, rebuild)
+        # (By identity: a filter of its own may not be hashable. The
+        # entry holds every filter of the list, so no id is reused while
+        # it is kept.)
+        key = (tuple(map(id, filters)), index > 0, rebuild)
         found = self._runs.get(key)
         if found is None:
             running = tuple(filter_obj for filter_obj in filters
                             if _runs_for(filter_obj, index, rebuild))
-            found = (running, all(map(_reads_stretches, running)))
+            found = (running, all(map(_reads_stretches, running)),
+                     tuple(filters))
             if len(self._runs) >= _RUNS_KEPT:
                 # Lists of filters reloaded many times over.
                 self._runs.clear()
             self._runs[key] = found
-        return found
+        return found[:2]
 
     def run_filters(self, filters, host_table, mask, spec, index=0,
                     steps=(), total=None, on_filter=None, wanted=None,

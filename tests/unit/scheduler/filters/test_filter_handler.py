@@ -87,6 +87,39 @@ def test_once_per_request_filters_skip_later_instances():
     assert _names(hosts, result.mask) == ['a', 'b', 'c']
 
 
+class Unhashable(Recorder):
+    """A filter of its own that compares by value (so has no hash)."""
+
+    def __eq__(self, other):
+        return isinstance(other, Recorder) and self.allowed == other.allowed
+
+
+def test_one_handler_runs_each_list_of_filters_as_it_says():
+    """What runs for an instance is kept per list of filters, kind of
+    instance and rebuild: the first and the later instances, a list of
+    new filter objects (the old ones gone), and a filter without a hash
+    each get their own answer."""
+    hosts = _table()
+    handler = filters.HostFilterHandler()
+    spec = fakes.spec()
+    for _ in range(3):
+        once, always = Unhashable('a', once=True), Recorder('ab')
+        for index, names in ((0, ['a']), (1, ['a', 'b']), (0, ['a'])):
+            result = handler.run_filters([once, always], hosts,
+                                         hosts.candidates, spec, index=index)
+            assert _names(hosts, result.mask) == names
+        assert len(once.calls) == 6
+        del once, always
+    # The same objects in another list, one of them now once per request.
+    first, second = Recorder('abc'), Recorder('b')
+    result = handler.run_filters([first, second], hosts, hosts.candidates,
+                                 spec, index=1)
+    assert _names(hosts, result.mask) == ['b']
+    result = handler.run_filters([second, first], hosts, hosts.candidates,
+                                 fakes.spec(is_rebuild=True), index=1)
+    assert result.steps == []
+
+
 def test_rebuild_runs_only_rebuild_filters():
     hosts = _table()
     plain, rebuild = Recorder(''), Recorder('b', rebuild=True)
