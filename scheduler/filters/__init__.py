@@ -234,7 +234,7 @@ class FilterResult:
     ``mask`` is then made from it when first read).
     """
 
-    def __init__(self, total, steps, mask, stretch=None):
+    def __init__(self, total, steps, mask, stretch=None, passed=None):
         self.total = total
         self.steps = list(steps)
         self.stretch = stretch
@@ -242,7 +242,10 @@ class FilterResult:
             self._mask, self.stretch_mask = mask, None
         else:
             self._mask, self.stretch_mask = None, mask
-        self.passed = int(np.count_nonzero(mask))
+        # ``passed``: how many hosts ``mask`` holds, from a caller that
+        # counted them (a pass over every host's flag otherwise).
+        self.passed = (int(np.count_nonzero(mask)) if passed is None
+                       else passed)
 
     @property
     def mask(self):
@@ -397,7 +400,7 @@ class HostFilterHandler:
                             found)
 
     def rerun(self, filters, host_table, mask, spec, changed, index,
-              steps=(), total=None, whole=()):
+              steps=(), total=None, whole=(), count=None):
         """:meth:`run_filters` over every host of ``mask`` when the
         filters that run for instance ``index`` passed every row of
         ``mask`` on this table and spec but the rows ``changed`` (written
@@ -405,7 +408,8 @@ class HostFilterHandler:
         host, except by the filters in ``whole`` (their answer may have
         changed for any host), which run over every host of ``mask``.
         The same FilterResult, steps and counts included, for the cost
-        of a few rows."""
+        of a few rows. ``count``: how many hosts ``mask`` holds, if the
+        caller knows (None: counted)."""
         states = host_table.states
         changed = [int(row) for row in changed]
         whole = {id(filter_obj) for filter_obj in whole}
@@ -421,10 +425,10 @@ class HostFilterHandler:
             passed[failing] = False
             return passed, count - len(failing)
         return self._run_all(filters, host_table, mask, spec, index, steps,
-                             total, None, judge=judge)
+                             total, None, judge=judge, count=count)
 
     def _run_all(self, filters, host_table, mask, spec, index, steps, total,
-                 on_filter, judge=None, stretch=False):
+                 on_filter, judge=None, stretch=False, count=None):
         """Every filter that runs for ``index`` over ``mask``: a
         FilterResult. ``judge(filter, mask, count)``: ``(the mask a
         filter passes, its count)`` given ``mask`` and its ``count``
@@ -432,8 +436,10 @@ class HostFilterHandler:
         it gives is within ``mask`` says how many it holds (``mask``
         itself, and ``count``, when the filter removed nothing: no array
         is built or counted again), else gives None for the count.
-        ``stretch``: see :meth:`run_filters` (not with a judge)."""
-        count = int(np.count_nonzero(mask))
+        ``stretch``: see :meth:`run_filters` (not with a judge).
+        ``count``: how many hosts ``mask`` holds, if the caller knows."""
+        if count is None:
+            count = int(np.count_nonzero(mask))
         total = count if total is None else total
         steps = list(steps)
         rebuild = _is_rebuild(spec)
@@ -477,7 +483,7 @@ class HostFilterHandler:
             if not count:
                 LOG.info('Filter %s returned 0 hosts', name)
                 break
-        return FilterResult(total, steps, mask, on_stretch)
+        return FilterResult(total, steps, mask, on_stretch, passed=count)
 
 
 def _stretch_before(filter_obj, host_table, mask, count, spec):

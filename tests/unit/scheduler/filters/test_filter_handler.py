@@ -216,3 +216,12 @@ def test_rerun_builds_no_mask_for_a_filter_that_removed_nothing():
     assert narrowed.steps == handler.run_filters(
         [everyone, no_b, everyone], hosts, mask, spec, index=1).steps
     assert mask.tolist() == [True, True, False, True]
+    # Given how many hosts the mask holds (the instance before counted
+    # them), the same result, counted from it: the count given is what
+    # every step and the result start from.
+    counted = handler.rerun([everyone, no_b, everyone], hosts, mask, spec,
+                            [1, 3], 1, count=3)
+    assert counted.steps == narrowed.steps and counted.passed == 2
+    assert _names(hosts, counted.mask) == ['a', 'd']
+    trusted = handler.rerun([everyone], hosts, mask, spec, [1], 1, count=7)
+    assert trusted.steps == [('Recorder', 7, 7)] and trusted.passed == 7
