@@ -570,6 +570,10 @@ class _Request:
         # What the last instance's ranking leaves for the next (see
         # later_instances): a request for several keeps its weights.
         self.kept = None
+        # Later instances ranked from what the one before kept, counted
+        # in the driver's stats once the request ends (a counter's lock
+        # and Prometheus's cost a few microseconds an instance).
+        self.ranked_again = 0
         self.total = int(np.count_nonzero(table.candidates))
         self.timer = _Timer()
         self.claimed = []
@@ -637,6 +641,9 @@ class _Request:
         try:
             return self._place_all(mask, steps, skip_filters)
         finally:
+            if self.ranked_again:
+                self.driver.count('later_instances_ranked_again',
+                                  self.ranked_again)
             if self.private is not None and self.observer is None:
                 # (An explanation keeps the tables it was shown.)
                 self.driver.private_tables.give_back(self.private)
@@ -725,7 +732,7 @@ class _Request:
             ranked = later_instances.rank_again(self, self.kept, index, mask,
                                                 steps, skip_filters)
             if ranked is not None:
-                self.driver.count('later_instances_ranked_again')
+                self.ranked_again += 1
                 self._keep(*ranked)
                 return ranked
         return self._rank_all(index, mask, steps, skip_filters)
@@ -735,7 +742,8 @@ class _Request:
         starts from (a request for several)."""
         self.kept = later_instances.Kept(self.table, result.mask,
                                          ranking.weighed, set(),
-                                         self.ranked_at, ranking)
+                                         self.ranked_at, ranking,
+                                         result.passed)
 
     def _follow_shared(self):
         """Before a later instance ranks on the shared table: the rows

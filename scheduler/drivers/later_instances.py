@@ -60,11 +60,12 @@ from scheduler import weights
 # What an instance's ranking leaves for the next: the table it was made
 # on, the hosts that passed, their weights (a weights.Weighed), the rows
 # written since (a set the request adds to), the table's write count
-# when the ranking began (None: only the request writes the table), and
-# the ranking itself (a ranking.Ranking, None: the next ranks anew).
+# when the ranking began (None: only the request writes the table), the
+# ranking itself (a ranking.Ranking, None: the next ranks anew), and how
+# many hosts passed (None: counted from the mask when needed).
 Kept = collections.namedtuple('Kept',
-                              'table mask weighed written writes ranking',
-                              defaults=(None, None))
+                              'table mask weighed written writes ranking '
+                              'passed', defaults=(None, None, None))
 
 
 # Up to how many rows written _positions_of looks for one by one.
@@ -98,7 +99,7 @@ def rank_again(request, kept, index, mask, steps, skip_filters):
     else:
         result = driver.filter_handler.rerun(
             request.filters, table, mask, spec, changed, index, steps,
-            request.total, whole=whole)
+            request.total, whole=whole, count=kept.passed)
     dropped = _dropped(weighed.rows, result, changed, whole)
     weighed = driver.weight_handler.narrowed(weighed, dropped)
     if weighed is None:
