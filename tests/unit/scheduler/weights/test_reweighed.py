@@ -248,3 +248,54 @@ def test_one_multiplier_where_each_host_had_its_own_weighs_everything_again():
         {2: table.states[2].consumed(claims.Resources(1, 0, 0))})
     weigher.plain = True
     assert handler.reweighed(weighed, table, np.array([2]), spec) is None
+
+
+def _same_scaled(weighed, fresh):
+    """The scaled weights a part keeps are those a full weighing gives."""
+    kept = 0
+    for mine, theirs in zip(weighed.parts, fresh.parts):
+        if mine.scaled is not None:
+            assert mine.scaled.tobytes() == theirs.weighted().tobytes()
+            kept += 1
+    return kept
+
+
+def test_rows_dropped_and_claimed_give_the_totals_of_a_full_weighing():
+    """Later instances of a request: rows leave (they no longer pass) and
+    claimed rows are weighed again, in turn; the totals stay those of a
+    full weighing of the rows left, to the bit, whether a part's scaled
+    weights were kept and carried over or scaled again (a bound moved)."""
+    handler = weights.HostWeightHandler()
+    spec = fakes.spec()
+    weighers = [ram.RAMWeigher(), cpu.CPUWeigher(), disk.DiskWeigher(),
+                io_ops.IoOpsWeigher(), Bounded()]
+    outcomes = {'summed again': 0, 'scaled weights carried': 0}
+    for seed in range(60):
+        rng = random.Random(seed)
+        table = fakes.table(_states(rng, 14))
+        rows = np.arange(len(table))
+        weighed = handler.weighed(weighers, table, rows, spec)
+        for _ in range(6):
+            if rng.random() < 0.5 and len(rows) > 3:
+                dropped = np.array(sorted(rng.sample(
+                    range(len(rows)), rng.choice([1, 1, 2]))))
+                weighed = handler.narrowed(weighed, dropped)
+                rows = np.delete(rows, dropped)
+            else:
+                positions = np.array(sorted(rng.sample(
+                    range(len(rows)), rng.choice([1, 2]))))
+                assert table.update_in_place(
+                    {int(row): _claim(rng, table.states[row])
+                     for row in rows[positions]})
+                weighed = handler.reweighed(weighed, table, positions, spec,
+                                            in_place=rng.random() < 0.5)
+            assert weighed is not None, seed
+            assert np.array_equal(weighed.rows, rows)
+            fresh = handler.weighed(weighers, table, rows, spec)
+            assert weighed.totals.tobytes() == fresh.totals.tobytes(), seed
+            if weighed.resummed:
+                outcomes['summed again'] += 1
+                assert _same_scaled(weighed, fresh)
+            elif _same_scaled(weighed, fresh):
+                outcomes['scaled weights carried'] += 1
+    assert min(outcomes.values()) > 20, outcomes
