@@ -422,7 +422,7 @@ def _summed(parts, count):
     in turn, as :meth:`HostWeightHandler.weighed` adds them."""
     totals = np.zeros(count)
     for part in parts:
-        weighted = part.weighted_kept()
+        weighted = part.weighted()
         if weighted is not None:
             totals += weighted
     return totals
@@ -464,13 +464,11 @@ class _Part:
     :meth:`weighted` may scale it in place (a part not kept);
     ``positions``: None, or the positions (of the rows weighed) that
     ``weights`` are of, every other row weighing 0 and adding nothing
-    (see :func:`_sparse_part`); ``scaled``: None, or what
-    :meth:`weighted` gives, kept once a total was summed again from it
-    (see :meth:`weighted_kept`).
+    (see :func:`_sparse_part`).
     """
 
     __slots__ = ('weigher', 'skipped', 'weights', 'low', 'high',
-                 'multipliers', 'at_bounds', 'owns', 'positions', 'scaled')
+                 'multipliers', 'at_bounds', 'owns', 'positions')
 
     def __init__(self, weigher, skipped=None, weights=None, low=None,
                  high=None, multipliers=1.0, at_bounds=None, owns=False):
@@ -483,7 +481,6 @@ class _Part:
         self.at_bounds = at_bounds
         self.owns = owns
         self.positions = None
-        self.scaled = None
 
     def counted(self):
         """This part with :attr:`at_bounds` counted."""
@@ -505,35 +502,6 @@ class _Part:
         if not scalar:
             weighted *= multipliers
         return weighted
-
-    def weighted_kept(self):
-        """:meth:`weighted`, kept with this part (a part of a kept
-        Weighed, whose totals are summed again when a bound moved): the
-        parts made from it whose bounds did not move carry it over, with
-        their changed rows' values (:meth:`with_rows`, :meth:`without`),
-        so that a sum again scales only the weights whose bounds moved
-        (three passes over every row a weigher, at 10,000 rows some
-        16 us of the 29 four weighers' sum took)."""
-        if self.scaled is not None:
-            return self.scaled
-        weighted = self.weighted()
-        if weighted is not None and not self.owns:
-            self.scaled = weighted
-        return weighted
-
-    def _scaled_at(self, position):
-        """What :meth:`weighted` gives at ``position``, on Python
-        floats: the operations of :func:`_scale` (``x - 0.0`` is ``x``
-        to the bit), and of the multiplier, in their order."""
-        value = (self.weights.item(position) - self.low) / (self.high
-                                                            - self.low)
-        multipliers = self.multipliers
-        if isinstance(multipliers, float):
-            if multipliers != 1.0:
-                value *= multipliers
-        else:
-            value *= multipliers.item(position)
-        return value
 
     def still_skipped(self, host_table, changed):
         """Whether the weigher is still not to run with the rows
@@ -615,17 +583,8 @@ class _Part:
             high, at_high = _kept_bound(weights_, high, at_high, old, new,
                                         weights_.max if maxval is None
                                         else None)
-        part = _Part(weigher, None, weights_, low, high, multipliers,
+        return _Part(weigher, None, weights_, low, high, multipliers,
                      (at_low, at_high))
-        scaled = self.scaled
-        if scaled is not None and low == self.low and high == self.high \
-                and low != high:
-            # The bounds held: the kept scaled weights, the rows changed
-            # scaled again.
-            part.scaled = scaled if in_place else scaled.copy()
-            for position in positions.tolist():
-                part.scaled[position] = part._scaled_at(position)
-        return part
 
     def without(self, dropped):
         """This part without the weights at positions ``dropped``, its
@@ -643,13 +602,8 @@ class _Part:
         high, at_high = _kept_bound(weights_, self.high, at_high, gone, [],
                                     weights_.max if maxval is None
                                     else None)
-        part = _Part(self.weigher, None, weights_, low, high,
+        return _Part(self.weigher, None, weights_, low, high,
                      self.multipliers, (at_low, at_high))
-        if self.scaled is not None and low == self.low and \
-                high == self.high:
-            # Each row's scaled weight is its own: the others' hold.
-            part.scaled = _deleted(self.scaled, dropped)
-        return part
 
     def total_of(self, position, subtotal):
         """``subtotal`` plus what this part adds to the total of the row

@@ -250,37 +250,56 @@ def test_one_multiplier_where_each_host_had_its_own_weighs_everything_again():
     assert handler.reweighed(weighed, table, np.array([2]), spec) is None
 
 
-def _same_scaled(weighed, fresh):
-    """The scaled weights a part keeps are those a full weighing gives."""
-    kept = 0
-    for mine, theirs in zip(weighed.parts, fresh.parts):
-        if mine.scaled is not None:
-            assert mine.scaled.tobytes() == theirs.weighted().tobytes()
-            kept += 1
-    return kept
+class Unbounded(weights.BaseHostWeigher):
+    """No minval nor maxval: both bounds are weights of hosts."""
+
+    pure = True
+
+    def _weigh_object(self, host_state, spec):
+        return float(host_state.local_gb_used - host_state.vcpus_used)
+
+
+def _varied_states(rng, count):
+    # Mostly distinct usage: a bound is often one host's alone, so that
+    # dropping it moves the bound.
+    return [fakes.host_state(
+        'h%02d' % number, vcpus=16, vcpus_used=rng.randrange(12),
+        memory_mb=8192, memory_mb_used=rng.randrange(0, 6144, 256),
+        local_gb=100, local_gb_used=rng.randrange(0, 80, 5),
+        io_workload=rng.randrange(3))
+        for number in range(count)]
 
 
 def test_rows_dropped_and_claimed_give_the_totals_of_a_full_weighing():
-    """Later instances of a request: rows leave (they no longer pass) and
-    claimed rows are weighed again, in turn; the totals stay those of a
-    full weighing of the rows left, to the bit, whether a part's scaled
-    weights were kept and carried over or scaled again (a bound moved)."""
+    """Later instances of a request: rows leave (they no longer pass,
+    narrowed) and claimed rows are weighed again (reweighed), in turn;
+    the totals stay those of a full weighing of the rows left, to the
+    bit, whether a bound moved (every total summed again) or not."""
     handler = weights.HostWeightHandler()
     spec = fakes.spec()
     weighers = [ram.RAMWeigher(), cpu.CPUWeigher(), disk.DiskWeigher(),
-                io_ops.IoOpsWeigher(), Bounded()]
-    outcomes = {'summed again': 0, 'scaled weights carried': 0}
+                io_ops.IoOpsWeigher(), Bounded(), Unbounded()]
+    outcomes = {'a low bound left': 0, 'a high bound left': 0,
+                'bounds kept': 0}
     for seed in range(60):
         rng = random.Random(seed)
-        table = fakes.table(_states(rng, 14))
+        table = fakes.table(_varied_states(rng, 14))
         rows = np.arange(len(table))
         weighed = handler.weighed(weighers, table, rows, spec)
         for _ in range(6):
             if rng.random() < 0.5 and len(rows) > 3:
                 dropped = np.array(sorted(rng.sample(
                     range(len(rows)), rng.choice([1, 1, 2]))))
+                bounds = [(part.low, part.high) for part in weighed.parts]
                 weighed = handler.narrowed(weighed, dropped)
                 rows = np.delete(rows, dropped)
+                moved = [(part.low, part.high) for part in weighed.parts]
+                if any(new[0] != old[0] for new, old in zip(moved, bounds)):
+                    outcomes['a low bound left'] += 1
+                if any(new[1] != old[1] for new, old in zip(moved, bounds)):
+                    outcomes['a high bound left'] += 1
+                if moved == bounds:
+                    outcomes['bounds kept'] += 1
             else:
                 positions = np.array(sorted(rng.sample(
                     range(len(rows)), rng.choice([1, 2]))))
@@ -293,9 +312,7 @@ def test_rows_dropped_and_claimed_give_the_totals_of_a_full_weighing():
             assert np.array_equal(weighed.rows, rows)
             fresh = handler.weighed(weighers, table, rows, spec)
             assert weighed.totals.tobytes() == fresh.totals.tobytes(), seed
-            if weighed.resummed:
-                outcomes['summed again'] += 1
-                assert _same_scaled(weighed, fresh)
-            elif _same_scaled(weighed, fresh):
-                outcomes['scaled weights carried'] += 1
+            for mine, theirs in zip(weighed.parts, fresh.parts):
+                assert (mine.low, mine.high) == (theirs.low, theirs.high)
+                assert np.array_equal(mine.weights, theirs.weights)
     assert min(outcomes.values()) > 20, outcomes
