@@ -254,6 +254,18 @@ def _full_order(rows, weights_, ids, breaks):
     return rows[np.lexsort((breaks.keys(ids[rows]), -weights_))].tolist()
 
 
+def _assert_ranked_anew(ranking, rows, weights_, ids, breaks, need):
+    """``ranking`` (patched or carried over onto ``weights_``) is the one
+    a full sort of ``weights_`` makes: the weights it was given, a head
+    of ``need`` rows at least, and the full order."""
+    assert ranking.weights is weights_
+    assert len(ranking.head) >= need
+    assert ranking.head.tolist() + ranking.rest() == _full_order(
+        rows, weights_, ids, breaks)
+    assert np.array_equal(ranking.head_weights,
+                          weights_[ranking.head_positions])
+
+
 def _random_rows(seed, fewest):
     """``(rng, rows, weights, node ids, tie breaks)`` of a random ranking
     of ``fewest`` to 3,000 rows: with few distinct weights (thousands
@@ -293,12 +305,7 @@ def test_a_patched_ranking_is_the_one_made_anew(seed):
                 weights_[position] - rng.integers(0, 2) if seed % 2
                 else rng.random())
         patched = ranked.patched(weights_, positions, need)
-        assert patched.weights is weights_
-        assert len(patched.head) >= need
-        assert patched.head.tolist() + patched.rest() == _full_order(
-            rows, weights_, ids, breaks)
-        assert np.array_equal(patched.head_weights,
-                              weights_[patched.head_positions])
+        _assert_ranked_anew(patched, rows, weights_, ids, breaks, need)
         partial += len(patched.head) < need + 8
         ranked = patched
     # The head ran down between rankings of every row.
@@ -345,12 +352,7 @@ def test_a_ranking_carried_to_the_next_instance_is_the_one_made_anew(
                 weights_[position] - rng.integers(-1, 2) if seed % 2
                 else rng.random())
         now = ranked.carried(rows, weights_, dropped, changed, need, depth)
-        assert now.weights is weights_
-        assert len(now.head) >= need
-        assert now.head.tolist() + now.rest() == _full_order(
-            rows, weights_, ids, breaks)
-        assert np.array_equal(now.head_weights,
-                              weights_[now.head_positions])
+        _assert_ranked_anew(now, rows, weights_, ids, breaks, need)
         ranked = now
     if depth >= need + 2:
         # Most carried without ranking every row (only a head run down
