@@ -86,7 +86,14 @@ class Recorder:
 
     def __init__(self, capacity, flavor, horizon, samples, names):
         self.names = names
-        self.placements = {}
+        # The request ids decided, in turn, how many instances each
+        # placed and their rows one after the other: a run's hundreds of
+        # thousands of decisions held without an object each, which the
+        # cyclic collector would count and walk inside the decisions
+        # timed (see :attr:`placements`).
+        self._decided_ids = []
+        self._decided_counts = []
+        self._decided_rows = []
         self.capacity = capacity
         self.capacity_total = np.maximum(capacity.sum(axis=1), 1e-9)
         self.used = np.zeros_like(capacity)
@@ -157,12 +164,27 @@ class Recorder:
                                           request.extra_specs), dtype=float)
         return amounts
 
+    @property
+    def placements(self):
+        """``{request id: [host of each instance]}`` ([] for no valid
+        host; a request id decided again: its last decision)."""
+        names, rows = self.names, self._decided_rows
+        placements, at = {}, 0
+        for request_id, count in zip(self._decided_ids,
+                                     self._decided_counts):
+            placements[request_id] = [names[row]
+                                      for row in rows[at:at + count]]
+            at += count
+        return placements
+
     def decided(self, latency, request, instances, last_filter):
         self.requests += 1
         self.latencies.append(latency)
         self.counts.append(request.count)
-        self.placements[request.id] = [self.names[row]
-                                       for _uuid, row in instances]
+        # Kept flat (see placements): no list of its own per request.
+        self._decided_ids.append(request.id)
+        self._decided_counts.append(len(instances))
+        self._decided_rows.extend(row for _uuid, row in instances)
         if not instances:
             self.no_valid_host[last_filter or 'none'] += 1
             # A server group can fail long before the cloud is full (an

@@ -1,5 +1,6 @@
 """gantt-sim's claims in memory: the SQL claim's answers, without SQL."""
 
+import gc
 import random
 
 import numpy as np
@@ -12,6 +13,7 @@ from scheduler.sim import cloud as sim_cloud
 from scheduler.sim import engine
 from scheduler.sim import memory_claims
 from scheduler.sim import metrics
+from scheduler.sim import workload
 
 Resources = placement_types.Resources
 # A small cloud filled beyond its room, four callers on two workers: lost
@@ -140,3 +142,39 @@ def test_hardware_and_other_classes_are_left_to_the_sql_claims():
         'name': 'n', 'count': 1, 'disk_gb': 10, 'numa_topology': {
             'cells': [{'id': 0, 'cpuset': [0, 1], 'memory_mb': 1024}]}}]})
     assert not memory_claims.suits(numa)
+
+
+def test_pending_deletions_and_decisions_are_held_in_no_object_each(
+        database, config, monkeypatch):
+    """What the replay keeps of each request (its pending deletion, the
+    hosts it was placed on) adds no list of its own, nor a tuple naming
+    it, for the cyclic collector to count and walk inside the decisions
+    timed."""
+    args = sim._parser().parse_args(['--hosts', '24', '--hours', '24',
+                                     '--seed', '5'])
+    cloud, requests, _runs = sim._inputs(args)
+    sim_cloud.populate(cloud, random.Random(5))
+    simulation = engine.Simulation(cloud, requests, seed=5)
+    left = {}
+    real_replay = engine.Simulation._replay
+
+    def replay(self):
+        real_replay(self)
+        # What the replay made and still holds (what was loaded before
+        # it is frozen: gc.get_objects leaves it out).
+        gc.collect()
+        left['objects'] = sum(
+            type(obj) is list or (type(obj) is tuple and any(
+                isinstance(item, workload.Request) for item in obj))
+            for obj in gc.get_objects())
+
+    monkeypatch.setattr(engine.Simulation, '_replay', replay)
+    result = simulation.run()
+    # Many requests decided, many of their instances still to delete.
+    assert result.requests > 200 and result.placed - result.deleted > 100
+    assert left['objects'] < result.requests / 10
+    # The placements read back from the flat record, as they were
+    # decided: every instance placed is on one host named.
+    placed = [hosts for hosts in result.placements.values() if hosts]
+    assert sum(map(len, placed)) == result.placed
+    assert set().union(*placed) <= set(simulation.names)
