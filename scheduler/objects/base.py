@@ -271,9 +271,25 @@ class Dict(fields.Dict):
 
 class List(fields.List):
     """oslo.versionedobjects' List without the reference back to its
-    object (see Dict)."""
+    object (see Dict); a list of strings whose items are all ``str``
+    taken as they are (the generic coercion converts each item with
+    ``str()``, which gives a ``str`` back unchanged, for a microsecond
+    an item: a server group's members and hosts are set again for each
+    instance a request places)."""
+
+    def __init__(self, element_type, **field_args):
+        super().__init__(element_type, **field_args)
+        self._strings = type(element_type) is fields.String
 
     def coerce(self, obj, attr, value):
+        if self._strings and type(value) is list and all(
+                type(item) is str for item in value):
+            # What the generic coercion returns: a list that coerces
+            # what is added to it later.
+            coerced = fields.CoercedList()
+            coerced.enable_coercing(self._element_type, None, attr)
+            list.extend(coerced, value)
+            return coerced
         return super().coerce(None, attr, value)
 
 

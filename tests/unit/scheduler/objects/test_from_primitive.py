@@ -286,3 +286,36 @@ def test_a_uuid_field_takes_a_canonical_uuid_as_it_is_and_warns_otherwise(
                for warning in recwarn.list)
     spec.instance_uuid = None
     assert spec.instance_uuid is None
+
+
+def test_a_list_of_strings_takes_strings_as_they_are(monkeypatch):
+    """A list of ``str`` is set without an item's coercion (each would
+    give the same ``str`` back); anything else in it is coerced or
+    refused as oslo.versionedobjects does; and the list set still
+    coerces what is added to it later."""
+    group = request_spec.InstanceGroup(policy='anti-affinity')
+    coerced = []
+    real_coerce = fields.String.coerce
+
+    def counted(self, obj, attr, value):
+        coerced.append(value)
+        return real_coerce(self, obj, attr, value)
+
+    monkeypatch.setattr(fields.String, 'coerce', counted)
+    hosts = ['host-1', 'host-2']
+    group.hosts = hosts
+    assert group.hosts == hosts and group.hosts is not hosts
+    assert coerced == [] and 'hosts' in group.obj_what_changed()
+    group.hosts.append(3)
+    assert group.hosts == ['host-1', 'host-2', '3'] and coerced == [3]
+    # Not all str (or not a list): the generic coercion, item by item.
+    group.members = ('a', 5)
+    assert group.members == ['a', '5'] and coerced[1:] == ['a', 5]
+    with pytest.raises(ValueError, match='string is required'):
+        group.hosts = ['host-1', object()]
+    with pytest.raises(ValueError, match='list is required'):
+        group.hosts = 'host-1'
+    # As the generic coercion gives it: a list that coerces.
+    assert isinstance(group.hosts, fields.CoercedList)
+    assert group.obj_to_primitive()['gantt_object.data']['hosts'] == [
+        'host-1', 'host-2', '3']
