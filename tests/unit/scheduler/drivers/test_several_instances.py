@@ -10,6 +10,7 @@ from scheduler import exception
 from scheduler import host_cache
 from scheduler import placement_types
 from scheduler.drivers import filter_scheduler
+from scheduler.drivers import ranking
 from tests.unit.scheduler import fakes
 from tests.unit.scheduler import group_fakes as gf
 
@@ -242,3 +243,37 @@ def test_later_instances_rank_as_a_full_pass_would(cloud, make_driver,
     assert later_failures >= 3
     assert driver.stats['later_instances_ranked_again'] >= 50
     assert 'later_instances_ranked_again' not in reference.stats
+
+
+def test_a_server_groups_last_instance_carries_the_ranking_over(
+        cloud, make_driver, options, monkeypatch):
+    """Under anti-affinity each instance's host leaves the ranking of the
+    next: the first instance's ranking heads with one row more per
+    instance after it, so that the last still finds the best two (a
+    request without alternates) there, rather than ranking every host
+    again."""
+    # Six hosts tie for the most free RAM (the bound stays where it is
+    # as they leave), 24 come after them; rankings of more than 8 rows
+    # sort their best only (as those of more than FULL_SORT_LIMIT do).
+    monkeypatch.setattr(ranking, 'FULL_SORT_LIMIT', 8)
+    for number in range(30):
+        cloud.add_node('h%02d' % number, ram_allocation_ratio=1.0,
+                       memory_mb=16384 if number < 6 else 4096 + number)
+    driver, _reference = _drivers(make_driver)
+    made = []
+    real_init = ranking.Ranking.__init__
+
+    def counted(self, *args, **kwargs):
+        made.append(len(args[0]))
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(ranking.Ranking, '__init__', counted)
+    uuids = fakes.uuids(4)
+    spec = gf.spec(gf.group('anti-affinity', uuids), num_instances=4)
+    selections = driver.select_destinations(None, spec, uuids)
+    hosts = [alternatives[0].service_host for alternatives in selections]
+    # Four of the six tied hosts, one each; every host ranked once, for
+    # the first instance.
+    assert len(set(hosts)) == 4 and all(host < 'h06' for host in hosts)
+    assert made == [30]
+    assert driver.stats['later_instances_ranked_again'] == 3
