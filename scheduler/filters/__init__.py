@@ -416,7 +416,9 @@ class HostFilterHandler:
 
         def judge(filter_obj, current, count):
             if id(filter_obj) in whole:
-                return _filtered(filter_obj, current, host_table, spec), None
+                passed = _filtered(filter_obj, current, host_table, spec)
+                # (The mask given back: the filter removed none.)
+                return passed, count if passed is current else None
             failing = [row for row in changed if current.item(row)
                        and not filter_obj.host_passes(states[row], spec)]
             if not failing:
@@ -454,6 +456,11 @@ class HostFilterHandler:
         # Whether the filters left to run may be given a stretch.
         stretchable = stretch and judge is None and stretches
         on_stretch = None
+        # Whether ``mask`` was made here (a filter that gives back the
+        # mask it was given removed none: its count stands, without the
+        # pass over every host's flag and its count; the mask given may
+        # be a column of the table, written in place later).
+        own = False
         for filter_obj in running:
             if stretchable and on_stretch is None:
                 found = _stretch_before(filter_obj, host_table, mask, count,
@@ -462,17 +469,22 @@ class HostFilterHandler:
                     on_stretch = host_cache.Stretch(host_table, *found)
                     host_table = on_stretch
                     mask = mask[found[0]:found[1]]
+                    # (Hosts outside the stretch may have been left:
+                    # the filter counts again.)
+                    own = False
             name = type(filter_obj).__name__
             before_mask, before = mask, count
             if judge is None:
-                passed, count = _filtered(filter_obj, mask, host_table,
-                                          spec), None
+                passed = _filtered(filter_obj, mask, host_table, spec)
+                if passed is not mask or not own:
+                    count = None
             else:
                 passed, count = judge(filter_obj, mask, count)
             if count is None:
                 # A filter can only remove hosts, never bring one back.
                 mask = mask & np.asarray(passed, dtype=np.bool_)
                 count = int(np.count_nonzero(mask))
+                own = True
             else:
                 mask = passed
             if on_filter is not None:

@@ -225,3 +225,77 @@ def test_rerun_builds_no_mask_for_a_filter_that_removed_nothing():
     assert _names(hosts, counted.mask) == ['a', 'd']
     trusted = handler.rerun([everyone], hosts, mask, spec, [1], 1, count=7)
     assert trusted.steps == [('Recorder', 7, 7)] and trusted.passed == 7
+
+
+class GivesBack(filters.BaseHostFilter):
+    """Removes no host: gives back the very mask it was given, as Gantt's
+    filters do when the request asks nothing of them; records the masks
+    it was given. ``zone``: the stretch of rows outside which it passes
+    none (as a zone's filter says), where it is given that stretch."""
+
+    reads_stretches = True
+
+    def __init__(self, zone=None):
+        self.zone = zone
+        self.given = []
+
+    def host_passes(self, host_state, spec):
+        return True
+
+    def filter_all(self, host_table, mask, spec):
+        self.given.append(mask)
+        return mask
+
+    def passing_rows(self, host_table, spec):
+        return self.zone
+
+
+def test_a_filter_that_gives_its_mask_back_keeps_the_count_and_the_mask():
+    """After the first filter made the request's own mask, a filter that
+    gives it back removed none: its count stands and the next filter is
+    given that same mask (no new array, no count of every host's flag).
+    The first filter's mask is the table's own column, which the table
+    writes in place later: a new one is made from it whatever it
+    gives back."""
+    hosts = _table(('a', 'b', 'c', 'd'))
+    handler = filters.HostFilterHandler()
+    spec = fakes.spec()
+    first, second, third = GivesBack(), GivesBack(), GivesBack()
+    no_b = Recorder('acd')
+    result = handler.run_filters([first, no_b, second, third], hosts,
+                                 hosts.candidates, spec)
+    assert first.given[0] is hosts.candidates
+    assert second.given[0] is third.given[0] is result.mask
+    assert result.mask is not hosts.candidates
+    assert _names(hosts, result.mask) == ['a', 'c', 'd']
+    assert result.steps == [('GivesBack', 4, 4), ('Recorder', 4, 3),
+                            ('GivesBack', 3, 3), ('GivesBack', 3, 3)]
+    assert result.passed == 3
+    alone = handler.run_filters([first], hosts, hosts.candidates, spec)
+    assert alone.mask is not hosts.candidates and alone.passed == 4
+    assert hosts.candidates.tolist() == [True] * 4
+    # rerun: a filter over every host (one that reads the group) that
+    # gives back what it was given keeps that mask and its count.
+    whole = GivesBack()
+    again = handler.rerun([no_b, whole], hosts, result.mask, spec, [0], 1,
+                          whole=[whole], count=3)
+    assert again.mask is result.mask and whole.given[-1] is result.mask
+    assert again.steps == [('Recorder', 3, 3), ('GivesBack', 3, 3)]
+
+
+def test_a_stretch_given_after_the_first_filter_is_counted_again(
+        monkeypatch):
+    """A filter given a stretch of the table (the rows outside which it
+    passes none) that gives it back has removed the hosts outside: they
+    are counted, not the count before kept."""
+    monkeypatch.setattr(filters, 'STRETCH_MIN_ROWS', 0)
+    hosts = _table(('a', 'b', 'c', 'd', 'e', 'f'))
+    handler = filters.HostFilterHandler()
+    spec = fakes.spec()
+    zone = GivesBack(zone=(2, 4))
+    result = handler.run_filters([Recorder('bcdef'), zone], hosts,
+                                 hosts.candidates, spec, stretch=True)
+    assert len(zone.given[0]) == 2
+    assert result.steps == [('Recorder', 6, 5), ('GivesBack', 5, 2)]
+    assert result.passed == 2
+    assert _names(hosts, result.mask) == ['c', 'd']
