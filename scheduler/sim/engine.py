@@ -168,7 +168,6 @@ class Simulation:
         events = []
         for order, request in enumerate(self.requests):
             heapq.heappush(events, (request.start, _ARRIVE, order, request))
-        sequence = len(self.requests)
         clock = 0.0
         heartbeat_at = time.monotonic()
         while events:
@@ -178,13 +177,14 @@ class Simulation:
                 # liveness against the real clock), outside any decision.
                 sim_cloud.heartbeat_all()
                 heartbeat_at = time.monotonic()
-            when, kind, _order, payload = heapq.heappop(events)
+            when, kind, order, payload = heapq.heappop(events)
             if when > self.horizon:
                 break
             clock = max(clock, when)
             self.recorder.advance(clock)
             if kind == _DELETE:
-                self._delete(_order - len(self.requests))
+                # (A deletion's order is its number among those held.)
+                self._delete(order)
                 continue
             batch = [payload]
             while (len(batch) < self.callers and events
@@ -197,14 +197,14 @@ class Simulation:
             for request, instances in placed:
                 if request.end is not None:
                     heapq.heappush(events, (max(request.end, clock),
-                                            _DELETE, sequence, None))
-                    sequence += 1
-                    self._hold(request, instances)
+                                            _DELETE,
+                                            self._hold(request, instances),
+                                            None))
         self.recorder.advance(self.horizon)
 
     def _hold(self, request, instances):
         """Keep ``request``'s ``instances`` ([(uuid, row)]) until its
-        deletion event, the next of :attr:`_held`'s numbering, comes.
+        deletion event comes; their number among those held.
 
         Kept flat, in lists that only grow (one entry a request or an
         instance, no object of its own): the pending deletions of a
@@ -219,6 +219,7 @@ class Simulation:
         for instance_uuid, row in instances:
             held.uuids.append(instance_uuid)
             held.rows.append(row)
+        return len(held.requests) - 1
 
     def _round(self, batch):
         """Answer ``batch`` concurrently; ``(simulated seconds, [(request,
