@@ -21,6 +21,7 @@ import collections
 import contextlib
 import datetime
 import functools
+import operator
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
@@ -406,6 +407,15 @@ def _result_processors(statement, dialect):
 def _typed(rows, processors):
     """``rows`` of psycopg2 with our own column types converted as
     SQLAlchemy converts them (see :func:`_result_processors`)."""
+    if not processors:
+        return rows
+    # The columns with a value in some row (a column whose every value
+    # is None, as most nodes' documents are, is left alone without a
+    # loop in Python over the rows).
+    processors = [processor for processor in processors
+                  if not processor[2] or list(
+                      map(operator.itemgetter(processor[0]), rows)).count(
+                          None) != len(rows)]
     if not processors:
         return rows
     typed = []

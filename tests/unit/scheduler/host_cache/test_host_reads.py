@@ -433,6 +433,31 @@ def test_the_drivers_rows_are_converted_as_sqlalchemy_converts_them():
     assert rows[1] == [2, [3], 'y']
 
 
+def test_a_column_none_in_every_row_of_a_batch_is_not_converted():
+    """A converter that keeps None is not called on a batch whose rows
+    all hold None in its column (the batch is given back as it is); one
+    that makes something of None is called for each row."""
+    calls = []
+
+    def keeps(value):
+        calls.append(value)
+        return None if value is None else [value]
+
+    def fills(value):
+        return {} if value is None else {'text': value}
+
+    batch = [(1, None, None), (2, None, None)]
+    assert host_reads._typed(batch, ((1, keeps, True),)) is batch
+    assert calls == []
+    assert host_reads._typed(batch, ((1, keeps, True), (2, fills, False))) \
+        == [[1, None, {}], [2, None, {}]]
+    assert calls == []
+    rows = host_reads._typed([(1, None, None), (2, 'x', None)],
+                             ((1, keeps, True),))
+    assert rows == [(1, None, None), [2, ['x'], None]]
+    assert calls == ['x']
+
+
 def test_rows_of_other_fields_are_refused_by_name(cell_url):
     with db_api.target_cell(cell_url):
         fakes.Cloud().add_node('n0')
