@@ -115,8 +115,8 @@ class IronicHostManager(host_cache.HostManager):
             LOG, 'The ironic_host_manager is deprecated, as it was in Nova '
                  'since its 17.0.0 Queens release.')
 
-    def _make_state(self, row, ratios, extras=None):
-        state = super()._make_state(row, ratios, extras)
+    def _make_state(self, row, ratios, *more):
+        state = super()._make_state(row, ratios, *more)
         if is_baremetal(row):
             return IronicNodeState.from_host_state(state)
         return state

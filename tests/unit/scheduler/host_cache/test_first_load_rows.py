@@ -8,7 +8,9 @@ import sys
 
 from scheduler.db import aggregates as db_aggregates
 from scheduler.db import api as db_api
+from scheduler.host_cache import applying
 from scheduler.host_cache import host_reads
+from scheduler.host_cache import host_state
 from tests.fixtures import statements
 from tests.unit.scheduler import fakes
 
@@ -102,3 +104,62 @@ def test_the_hosts_of_every_aggregate_are_read_a_batch_at_a_time(
                  db_aggregates.get_all(session)}
     assert found == {'odd': frozenset('ace'), 'even': frozenset('bd')}
     assert sizes == [2, 2, 1]
+
+
+def test_nodes_read_in_another_order_than_services_get_their_own(
+        any_database, make_host_manager):
+    """The first load finds each node's service by the order the
+    services were read, and by name where that order is not the nodes':
+    services written in another order, a host of two nodes, a node
+    without a service and a service without a node."""
+    cloud = fakes.Cloud()
+    for host in ('a', 'b', 'c', 'd', 'e'):
+        cloud.add_node(host, up=False)
+    cloud.add_node('b', nodename='b2', up=False)
+    for host in ('c', 'a', 'e', 'b', 'z'):
+        cloud.heartbeat(host)
+    cloud.set_last_seen('e', 3600)
+    manager = make_host_manager(auto_refresh=False)
+    table = manager.snapshot()
+    found = {state.nodename: state.service and state.service.host
+             for state in table.states}
+    assert found == {'a': 'a', 'b': 'b', 'b2': 'b', 'c': 'c', 'd': None,
+                     'e': 'e'}
+    assert sorted(manager._services) == ['a', 'b', 'c', 'e', 'z']
+    assert manager._dead_hosts == {'e'}
+    assert not table.states[table.row_by_id[cloud.nodes['e']]].service.alive
+
+
+class _CountedGets(dict):
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.gets = 0
+
+    def get(self, key, default=None):
+        self.gets += 1
+        return super().get(key, default)
+
+
+def test_services_in_the_nodes_order_are_found_without_a_look_up():
+    services = _CountedGets(
+        (host, host_state.service_info(_service_row(number, host), True))
+        for number, host in enumerate(('a', 'b', 'c', 'd')))
+    found = applying._InReadOrder(services)
+    # d's service is never asked for; b has two nodes; x has no service.
+    hosts = ['a', 'b', 'b', 'c', 'x']
+    assert [service and service.host for service in map(found.of, hosts)] \
+        == ['a', 'b', 'b', 'c', None]
+    assert services.gets == 1
+    found = applying._InReadOrder(services)
+    # Read in reverse: looked up by name, but for a, the first read.
+    assert [found.of(host).host for host in ('d', 'c', 'b', 'a')] == [
+        'd', 'c', 'b', 'a']
+    assert services.gets == 4
+    assert applying._InReadOrder({}).of('a') is None
+
+
+def _service_row(number, host):
+    return host_reads.ServiceRow(
+        id=number, host=host, binary='gantt-compute', disabled=False,
+        disabled_reason=None, forced_down=False, last_seen_up=None,
+        created_at=None)
