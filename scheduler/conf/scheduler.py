@@ -55,6 +55,10 @@ Possible values:
 
 * unset or 0: one worker per CPU of this host (0 as in Nova).
 * A positive integer.
+
+Each worker keeps a host cache of its own and ranks the requests it takes:
+a worker adds what a CPU of its own can do. Where the scheduler shares a
+small host with the broker and the database, 1 serves as well as more.
 """),
     cfg.IntOpt('max_attempts',
                default=3,
