@@ -1,11 +1,16 @@
 """gantt-scheduler: answers select_destinations on topic ``scheduler``.
 
-Runs ``[scheduler] workers`` processes (default: one per CPU), each with
+Runs ``[scheduler] workers`` processes (default: one per CPU, one on a
+host of two CPUs or fewer: see :func:`default_workers`), each with
 ``[DEFAULT] executor_thread_pool_size`` threads for the RPC messages it
 handles at once: :data:`RPC_THREADS` unless the configuration says
 otherwise (see :func:`set_defaults`).
 """
 
+import os
+
+from oslo_concurrency import processutils
+from oslo_log import log as logging
 from oslo_messaging import opts as messaging_opts
 
 from scheduler.cmd import common
@@ -19,6 +24,7 @@ from scheduler import rpcapi
 from scheduler import service
 
 CONF = conf.CONF
+LOG = logging.getLogger(__name__)
 
 # The scheduler's default executor_thread_pool_size. oslo.messaging's 64
 # suits green threads that wait for I/O; a scheduler worker runs Python
@@ -29,6 +35,53 @@ CONF = conf.CONF
 # placed more per second with 4 threads each than with 64 in six of
 # seven runs taken in turn (benchmarks/README.md, session 16).
 RPC_THREADS = 4
+
+# Up to this many CPUs, ``[scheduler] workers`` unset runs one worker.
+# A host this small usually runs the broker or the database as well, and
+# on the benchmarks' two-CPU machine, which runs both, two workers placed
+# 0.86x-1.04x what one did in the same runs (benchmarks/README.md,
+# session 54): each worker refreshes its own host cache and ranks its own
+# requests, so two spend more CPU per placement on CPUs every part shares.
+SMALL_HOST_CPUS = 2
+
+
+def usable_cpus():
+    """The CPUs this process may run on (its affinity: a container's
+    cpuset), or the host's count where the platform does not say."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return processutils.get_worker_count()
+
+
+def default_workers(cpus=None):
+    """The worker count when ``[scheduler] workers`` is unset or 0: one
+    per usable CPU (Nova's default), but one on a host of
+    :data:`SMALL_HOST_CPUS` CPUs or fewer."""
+    if cpus is None:
+        cpus = usable_cpus()
+    if cpus <= SMALL_HOST_CPUS:
+        return 1
+    return cpus
+
+
+def workers(cpus=None):
+    """``[scheduler] workers``, or :func:`default_workers` for ``cpus``
+    (default: :func:`usable_cpus`), logged with the reason when that is
+    fewer than one per CPU."""
+    if CONF.scheduler.workers:
+        return CONF.scheduler.workers
+    if cpus is None:
+        cpus = usable_cpus()
+    count = default_workers(cpus)
+    if count != cpus:
+        LOG.info('[scheduler] workers is unset: %d worker on this host of '
+                 '%d CPU(s), where a second worker places fewer requests '
+                 'per second when the broker and the database share the '
+                 'CPUs (one worker per CPU from %d CPUs up; set '
+                 '[scheduler] workers to choose)', count, cpus,
+                 SMALL_HOST_CPUS + 1)
+    return count
 
 
 def set_defaults():
@@ -91,6 +144,6 @@ def main():
     # outage failed with it three times of three and passed without
     # (issue 53; benchmarks/README.md).
     common.run_daemon('gantt-scheduler', rpcapi.RPC_TOPIC, make_manager,
-                      workers=lambda: CONF.scheduler.workers,
+                      workers=workers,
                       prepare=prepare_nova_mode,
                       make_reporter=make_reporter)

@@ -53,12 +53,15 @@ Number of scheduler worker processes.
 
 Possible values:
 
-* unset or 0: one worker per CPU of this host (0 as in Nova).
+* unset or 0: one worker per CPU this process may use (0 as in Nova), but
+  one worker on a host of one or two CPUs.
 * A positive integer.
 
 Each worker keeps a host cache of its own and ranks the requests it takes:
-a worker adds what a CPU of its own can do. Where the scheduler shares a
-small host with the broker and the database, 1 serves as well as more.
+a worker adds what a CPU of its own can do. On a host of two CPUs that
+also runs the broker or the database, a second worker placed fewer
+requests per second than one; that is why such a host runs one unless
+this option says otherwise.
 """),
     cfg.IntOpt('max_attempts',
                default=3,

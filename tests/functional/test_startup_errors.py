@@ -1,4 +1,5 @@
-"""Daemons that cannot start say why in one line and exit non-zero, fast.
+"""Daemons that cannot start say why in one line and exit non-zero, fast;
+a scheduler that starts without a worker count says what it chose.
 
 Each case runs the real console script against a cluster's broker and
 database with one option broken, and reads what it printed. Passwords of
@@ -9,6 +10,7 @@ import re
 
 import pytest
 
+from scheduler.cmd import scheduler as scheduler_cmd
 from scheduler import config as gantt_config
 from tests.fixtures import databases
 from tests.functional import cluster as cluster_mod
@@ -218,3 +220,24 @@ def test_quorum_queues_over_classic_ones(tmp_path):
     assert "inequivalent arg" in line, line
     assert ('rabbitmqctl delete_queue --vhost %s scheduler' % own.vhost
             in line), line
+
+
+def test_scheduler_workers_unset_run_the_default_count(cluster):
+    """``workers = 0`` (unset, as in Nova): one worker per CPU, but one on
+    a host of two CPUs or fewer, which the log says with the reason."""
+    process = cluster.start_scheduler('default-workers', workers=0)
+    try:
+        cpus = scheduler_cmd.usable_cpus()
+        expected = scheduler_cmd.default_workers(cpus)
+        cluster.wait_until(
+            lambda: process.log().count(
+                'gantt-scheduler on default-workers is ready') == expected,
+            60, 'every worker serving', process)
+        log = process.log()
+        assert ('gantt-scheduler serving topic scheduler with %d worker(s)'
+                % expected) in log
+        said = ('[scheduler] workers is unset: 1 worker on this host of %d '
+                'CPU(s)' % cpus)
+        assert (said in log) == (cpus <= scheduler_cmd.SMALL_HOST_CPUS)
+    finally:
+        process.stop()
