@@ -220,11 +220,33 @@ def throughput(backend, hosts, placements, callers, workers_list,
                 print('  placements/s, %s against %s: %.2fx (target: >= 1x)'
                       % (after[0].rsplit(', ', 1)[1], before[0].rsplit(
                           ', ', 1)[1], after[1] / before[1]))
+            if len(set(workers_list)) > 1:
+                print('  ' + _default_workers_note(rows))
             for note in notes:
                 print('  ' + note)
             sys.stdout.flush()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _default_workers_note(rows):
+    """What ``[scheduler] workers`` unset runs on this machine, beside the
+    count whose rows placed most against the echo's calls in this run."""
+    from scheduler.cmd import scheduler as scheduler_cmd
+    by_count = collections.defaultdict(list)
+    for name, placed, echoed, _target in rows:
+        by_count[int(name.rsplit(', ', 1)[1].split()[0])].append(
+            placed / echoed)
+    means = {count: sum(ratios) / len(ratios)
+             for count, ratios in by_count.items()}
+    best = max(means, key=means.get)
+    cpus = scheduler_cmd.usable_cpus()
+    return ("the daemon's default here (workers unset, %d usable CPUs): %d "
+            "worker(s); the count that placed most against the echo in "
+            "this run: %d worker(s) (%s)" % (
+                cpus, scheduler_cmd.default_workers(cpus), best,
+                ', '.join('%d: %.2fx' % (count, means[count])
+                          for count in sorted(means))))
 
 
 # The kinds of call the throughput rounds make in turn.

@@ -170,3 +170,19 @@ def test_the_process_table_gives_each_process_its_parent_and_cpu_time():
     # the interpreter counted just before.
     assert before - 2.0 / os.sysconf('SC_CLK_TCK') <= seconds <= (
         time.process_time())
+
+
+def test_rpc_names_the_default_worker_count_and_the_best_in_the_run():
+    import rpc
+    from scheduler.cmd import scheduler as scheduler_cmd
+    rows = [('placements/s vs echo calls/s, %d worker(s)' % count, placed,
+             echoed, '>= 0.9x')
+            for count, placed, echoed in ((1, 570, 660), (2, 490, 740),
+                                          (1, 580, 720), (2, 610, 700))]
+    note = rpc._default_workers_note(rows)
+    cpus = scheduler_cmd.usable_cpus()
+    assert note.startswith(
+        "the daemon's default here (workers unset, %d usable CPUs): %d "
+        "worker(s);" % (cpus, scheduler_cmd.default_workers(cpus)))
+    # Each count's rows averaged against their own echo: 0.83x, 0.77x.
+    assert note.endswith('in this run: 1 worker(s) (1: 0.83x, 2: 0.77x)')
