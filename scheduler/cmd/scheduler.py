@@ -39,7 +39,7 @@ RPC_THREADS = 4
 # Up to this many CPUs, ``[scheduler] workers`` unset runs one worker.
 # A host this small usually runs the broker or the database as well, and
 # on the benchmarks' two-CPU machine, which runs both, two workers placed
-# 0.86x-1.04x what one did in the same runs (benchmarks/README.md,
+# 0.84x-1.04x what one did in the same runs (benchmarks/README.md,
 # session 54): each worker refreshes its own host cache and ranks its own
 # requests, so two spend more CPU per placement on CPUs every part shares.
 SMALL_HOST_CPUS = 2
