@@ -76,9 +76,9 @@ def workers(cpus=None):
     count = default_workers(cpus)
     if count != cpus:
         LOG.info('[scheduler] workers is unset: %d worker on this host of '
-                 '%d CPU(s), where a second worker places fewer requests '
-                 'per second when the broker and the database share the '
-                 'CPUs (one worker per CPU from %d CPUs up; set '
+                 '%d CPU(s), where a second worker mostly places fewer '
+                 'requests per second when the broker and the database '
+                 'share the CPUs (one worker per CPU from %d CPUs up; set '
                  '[scheduler] workers to choose)', count, cpus,
                  SMALL_HOST_CPUS + 1)
     return count

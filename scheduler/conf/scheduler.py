@@ -59,9 +59,9 @@ Possible values:
 
 Each worker keeps a host cache of its own and ranks the requests it takes:
 a worker adds what a CPU of its own can do. On a host of two CPUs that
-also runs the broker or the database, a second worker placed fewer
-requests per second than one; that is why such a host runs one unless
-this option says otherwise.
+also runs the broker or the database, a second worker mostly placed
+fewer requests per second than one did; that is why such a host runs one
+unless this option says otherwise.
 """),
     cfg.IntOpt('max_attempts',
                default=3,
