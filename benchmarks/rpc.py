@@ -164,6 +164,8 @@ def throughput(backend, hosts, placements, callers, workers_list,
         with rig.Rig(workdir, backend, hosts, options=options) as cloud:
             cloud.start_echo()
             rows, references, notes = [], [], []
+            # {workers: [placements/s over echo calls/s of each row]}.
+            by_count = collections.defaultdict(list)
             for workers in workers_list:
                 cloud.start_schedulers(workers)
                 done = {kind: _Tally() for kind in THROUGHPUT_KINDS}
@@ -187,6 +189,7 @@ def throughput(backend, hosts, placements, callers, workers_list,
                                         for kind in THROUGHPUT_KINDS)
                 rows.append(('placements/s vs echo calls/s, %d worker(s)'
                              % workers, select.rate, echo.rate, '>= 0.9x'))
+                by_count[workers].append(select.rate / echo.rate)
                 references.append((
                     'the echo committing a row first, %d worker(s)'
                     % workers, commit.rate, echo.rate,
@@ -220,8 +223,8 @@ def throughput(backend, hosts, placements, callers, workers_list,
                 print('  placements/s, %s against %s: %.2fx (target: >= 1x)'
                       % (after[0].rsplit(', ', 1)[1], before[0].rsplit(
                           ', ', 1)[1], after[1] / before[1]))
-            if len(set(workers_list)) > 1:
-                print('  ' + _default_workers_note(rows))
+            if len(by_count) > 1:
+                print('  ' + _default_workers_note(by_count))
             for note in notes:
                 print('  ' + note)
             sys.stdout.flush()
@@ -229,14 +232,11 @@ def throughput(backend, hosts, placements, callers, workers_list,
         shutil.rmtree(workdir, ignore_errors=True)
 
 
-def _default_workers_note(rows):
+def _default_workers_note(by_count):
     """What ``[scheduler] workers`` unset runs on this machine, beside the
-    count whose rows placed most against the echo's calls in this run."""
+    count whose rows (``by_count``: ``{workers: [placements/s over echo
+    calls/s]}``) placed most against the echo's calls in this run."""
     from scheduler.cmd import scheduler as scheduler_cmd
-    by_count = collections.defaultdict(list)
-    for name, placed, echoed, _target in rows:
-        by_count[int(name.rsplit(', ', 1)[1].split()[0])].append(
-            placed / echoed)
     means = {count: sum(ratios) / len(ratios)
              for count, ratios in by_count.items()}
     best = max(means, key=means.get)

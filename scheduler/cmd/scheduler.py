@@ -54,12 +54,10 @@ def usable_cpus():
         return processutils.get_worker_count()
 
 
-def default_workers(cpus=None):
-    """The worker count when ``[scheduler] workers`` is unset or 0: one
-    per usable CPU (Nova's default), but one on a host of
-    :data:`SMALL_HOST_CPUS` CPUs or fewer."""
-    if cpus is None:
-        cpus = usable_cpus()
+def default_workers(cpus):
+    """The worker count when ``[scheduler] workers`` is unset or 0 on a
+    host of ``cpus`` usable CPUs: one per CPU (Nova's default), but one
+    on a host of :data:`SMALL_HOST_CPUS` CPUs or fewer."""
     if cpus <= SMALL_HOST_CPUS:
         return 1
     return cpus

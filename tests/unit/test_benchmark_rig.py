@@ -175,11 +175,8 @@ def test_the_process_table_gives_each_process_its_parent_and_cpu_time():
 def test_rpc_names_the_default_worker_count_and_the_best_in_the_run():
     import rpc
     from scheduler.cmd import scheduler as scheduler_cmd
-    rows = [('placements/s vs echo calls/s, %d worker(s)' % count, placed,
-             echoed, '>= 0.9x')
-            for count, placed, echoed in ((1, 570, 660), (2, 490, 740),
-                                          (1, 580, 720), (2, 610, 700))]
-    note = rpc._default_workers_note(rows)
+    note = rpc._default_workers_note({1: [570 / 660, 580 / 720],
+                                      2: [490 / 740, 610 / 700]})
     cpus = scheduler_cmd.usable_cpus()
     assert note.startswith(
         "the daemon's default here (workers unset, %d usable CPUs): %d "

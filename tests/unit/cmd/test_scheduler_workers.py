@@ -15,9 +15,9 @@ def test_one_worker_per_cpu_except_on_a_small_host(cpus, expected):
     assert scheduler_cmd.default_workers(cpus) == expected
 
 
-def test_the_cpus_counted_are_those_the_process_may_run_on():
+def test_the_cpus_counted_are_those_the_process_may_run_on(config):
     assert scheduler_cmd.usable_cpus() == len(os.sched_getaffinity(0))
-    assert scheduler_cmd.default_workers() == scheduler_cmd.default_workers(
+    assert scheduler_cmd.workers() == scheduler_cmd.default_workers(
         len(os.sched_getaffinity(0)))
 
 
