@@ -387,6 +387,88 @@ def test_a_query_string_refuses_a_constant_given_two_values():
         db_api.QueryString.of([first, second], mysql.pymysql.dialect(), ())
 
 
+def _constants_statement(binaries=('gantt-compute', "o'compute"),
+                         count=2.5):
+    return sa.select(SERVICES.c.host).where(
+        SERVICES.c.host == sa.bindparam('host'),
+        SERVICES.c.binary.in_(list(binaries)),
+        SERVICES.c.report_count > count,
+        SERVICES.c.report_count > -3).order_by(SERVICES.c.host)
+
+
+def test_a_prepared_statement_holds_its_constants_and_names_the_rest():
+    """The statement's own values are written into the PREPARE (quotes
+    doubled, negatives in parentheses); the EXECUTE sends only what each
+    call gives."""
+    from sqlalchemy.dialects import postgresql
+    prepared = db_api.Prepared.of(_constants_statement(),
+                                  postgresql.psycopg2.dialect(), ('host',))
+    assert prepared.execute == 'EXECUTE %s(%%(host)s)' % prepared.name
+    assert prepared.defaults == {}
+    assert "IN ('gantt-compute', 'o''compute')" in prepared.prepare
+    assert '> 2.5' in prepared.prepare and '> (-3)' in prepared.prepare
+    assert prepared.prepare.count('$') == 1
+    assert prepared.prepare.startswith('PREPARE %s AS ' % prepared.name)
+
+
+def test_other_constants_make_another_prepared_statement():
+    """A constant that changes (an allocation ratio after SIGHUP) names
+    another statement: a connection that prepared the old one never runs
+    it for the new values."""
+    from sqlalchemy.dialects import postgresql
+    dialect = postgresql.psycopg2.dialect()
+    first = db_api.Prepared.of(_constants_statement(), dialect, ('host',))
+    again = db_api.Prepared.of(_constants_statement(), dialect, ('host',))
+    other = db_api.Prepared.of(_constants_statement(count=4.0), dialect,
+                               ('host',))
+    assert first == again
+    assert other.name != first.name and '> 4.0' in other.prepare
+
+
+@pytest.mark.parametrize('value', [None, True, 'back\\slash', 'nul\x00',
+                                   float('inf'), datetime.date(2026, 1, 2),
+                                   b'bytes'])
+def test_values_not_written_as_literals_stay_parameters(value):
+    from sqlalchemy.dialects import postgresql
+    assert db_api.sql_literal(value) is None
+    statement = sa.select(SERVICES.c.id).where(
+        SERVICES.c.host == sa.bindparam('host'),
+        SERVICES.c.topic == sa.literal(value))
+    prepared = db_api.Prepared.of(statement, postgresql.psycopg2.dialect(),
+                                  ('host',))
+    assert list(prepared.defaults.values()) == [value]
+    assert prepared.execute.count('%(') == 2
+
+
+def test_a_prepared_statement_with_constants_runs_as_written(
+        postgresql_database):
+    """On the server: the literals written into the PREPARE select the
+    rows the same statement selects with its values as parameters."""
+    engine = db_api.get_engine()
+    rows = [("o'compute", 'h0', 't1', 3), ('gantt-compute', 'h1', 't1', 5),
+            ('gantt-compute', 'h2', 't2', 9), ('gantt-compute', 'h3', 't1', 2),
+            ('other', 'h4', 't1', 7)]
+    with engine.begin() as connection:
+        connection.execute(sa.insert(SERVICES), [
+            {'host': host, 'binary': binary, 'topic': topic,
+             'disabled': False, 'forced_down': False, 'report_count': count,
+             'created_at': models.utcnow()}
+            for binary, host, topic, count in rows])
+    statement = sa.select(SERVICES.c.host).where(
+        SERVICES.c.topic == sa.bindparam('topic'),
+        SERVICES.c.binary.in_(['gantt-compute', "o'compute"]),
+        SERVICES.c.report_count > 2.5,
+        SERVICES.c.report_count > -3).order_by(SERVICES.c.host)
+    prepared = db_api.Prepared.of(statement, engine.dialect, ('topic',))
+    with engine.connect() as connection:
+        db_api.prepare_on(connection, {prepared.name: prepared.prepare})
+        got = db_api.driver_rows(connection, prepared.execute,
+                                 dict(prepared.defaults, topic='t1'))
+        expected = connection.execute(statement, {'topic': 't1'}).all()
+    assert [tuple(row) for row in got] == [tuple(row) for row in expected] \
+        == [('h0',), ('h1',)]
+
+
 def test_driver_results_gives_each_statement_and_raises_a_later_error(
         mariadb_database):
     """PyMySQL: the rows of every statement of one string; a statement
