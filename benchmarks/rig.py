@@ -18,7 +18,11 @@ on. Its ``echo_commit`` (kind ``'echo_commit'``) first commits one
 single-row UPDATE on the rig's database (a table of its own,
 ``COMMIT_TABLE``, on one connection kept in autocommit mode): the floor
 of a service that writes to the database before it answers, as a claim
-does.
+does. Its ``echo_claim`` (kind ``'echo_claim'``, one instance per call,
+as a select) makes the scheduler's own SQL claim on the next node in
+turn and answers as many Selections as a select (:class:`_Claimer`):
+the floor of a service that claims as Gantt's scheduler does, without
+its host cache, filters or weighers.
 """
 
 import argparse
@@ -52,6 +56,9 @@ from tests.functional import cluster as cluster_mod  # noqa: E402
 ECHO_TOPIC = 'gantt-bench-echo'
 # The call kinds the echo server answers (its method names).
 ECHO_KINDS = ('echo', 'echo_commit')
+# The echo server's kind that claims as a select does (see _Claimer): its
+# calls each name an instance, as a select's do.
+CLAIM_KIND = 'echo_claim'
 # echo_commit's table and its number of rows (each call updates the next).
 COMMIT_TABLE = 'gantt_bench_commit'
 COMMIT_ROWS = 1000
@@ -567,7 +574,7 @@ def _caller_process(conf_path, items, warm, threads, pause, ready, queue):
     ctxt = context.get_admin_context()
     serializer = rpc.get_serializer()
     kinds = {kind for kind, _ in items + warm}
-    if kinds & set(ECHO_KINDS):
+    if kinds & set(ECHO_KINDS + (CLAIM_KIND,)):
         client = rpc.get_client(messaging.Target(topic=ECHO_TOPIC))
         payload = serializer.serialize_entity(ctxt, _spec(FLAVOR))
     if 'select' in kinds:
@@ -579,6 +586,9 @@ def _caller_process(conf_path, items, warm, threads, pause, ready, queue):
             client.call(ctxt, kind, payload=payload)
             return None
         uuid, flavor = item
+        if kind == CLAIM_KIND:
+            client.call(ctxt, kind, payload=payload, instance_uuid=uuid)
+            return None
         if flavor not in specs:
             specs[flavor] = _spec(flavor)
         answer = scheduler.select_destinations(
@@ -674,6 +684,53 @@ class _Committer:
             self.cursor.execute(self.statement, (self.calls % COMMIT_ROWS,))
 
 
+class _Claimer:
+    """The floor of a select that claims: the scheduler's own SQL claim
+    (:func:`scheduler.db.claims.claim_in_sql` as its driver runs it: the
+    instance locked, the node's usage checked and raised, the allocation
+    inserted, one commit, in one round trip on a kept connection) on the
+    next node in turn, answered with as many Selections as a select's
+    (the node claimed and the next two as alternates). No host cache,
+    filter, weigher, ranking or validation: what any scheduler that
+    claims in this database before it answers spends at least. Calls
+    take turns on the connection."""
+
+    def __init__(self, engine):
+        from scheduler.db import api as db_api
+        nodes = models.ComputeNode.__table__
+        with engine.connect() as connection:
+            self.nodes = connection.execute(
+                sa.select(nodes.c.id, nodes.c.uuid, nodes.c.host,
+                          nodes.c.hypervisor_hostname.label('nodename'))
+                .order_by(nodes.c.id)).all()
+        self.kept = db_api.KeptConnection()
+        self.calls = 0
+        self.lock = threading.Lock()
+
+    def claim(self, spec, instance_uuid):
+        """``[[Selection claimed, alternate, alternate]]`` for one
+        instance of ``spec``, after its claim on the next node."""
+        from scheduler.db import claims
+        from scheduler import exception
+        from scheduler.objects import selection
+        resources = spec.resources()
+        with self.lock:
+            self.calls += 1
+            at = self.calls % len(self.nodes)
+            won = claims.claim_in_sql(
+                self.nodes[at].id, instance_uuid, resources,
+                refuse_settled=True, report={}, kept=self.kept)
+        if not won:
+            raise exception.NoValidHost(reason='node %s is full'
+                                        % self.nodes[at].host)
+        return [[selection.Selection.for_host(
+            self.nodes[(at + offset) % len(self.nodes)], resources,
+            offset == 0) for offset in range(3)]]
+
+    def close(self):
+        self.kept.close()
+
+
 def echo_server(conf_path):
     import oslo_messaging as messaging
 
@@ -683,8 +740,9 @@ def echo_server(conf_path):
     class Echo:
         target = messaging.Target(version='1.0')
 
-        def __init__(self, committer):
+        def __init__(self, committer, claimer):
             self.committer = committer
+            self.claimer = claimer
 
         @rpc.expose
         def echo(self, ctxt, payload):
@@ -695,12 +753,16 @@ def echo_server(conf_path):
             self.committer.commit_one()
             return payload
 
+        @rpc.expose
+        def echo_claim(self, ctxt, payload, instance_uuid):
+            return self.claimer.claim(payload, instance_uuid)
+
     _init(conf_path)
     engine = db_api.get_engine()
     _commit_table(engine)
     server = rpc.get_server(messaging.Target(topic=ECHO_TOPIC,
                                              server='echo'),
-                            [Echo(_Committer(engine))])
+                            [Echo(_Committer(engine), _Claimer(engine))])
     server.start()
     try:
         while True:

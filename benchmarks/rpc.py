@@ -20,20 +20,23 @@ the same run, with their ratio and the target:
   turn too: the echo server's ``echo_commit``, which commits one
   single-row UPDATE on the same database before it answers (see
   ``rig.py``), the floor of any service that writes durably before it
-  answers, as a claim must;
+  answers, as a claim must; and its ``echo_claim``, which makes the
+  scheduler's own SQL claim on the next node and answers three
+  Selections (no host cache, filters or weighers), the floor of a
+  service that claims as Gantt's scheduler does;
 * **throughput** at ``--throughput-hosts`` (5,000): ``--callers`` (16)
   concurrent callers, 4 caller processes of 4 threads each (the callers'
   GIL is not the limit on the 2-CPU machine: one process of 16 threads
   made as many echo calls per second; ``--caller-processes`` changes it),
   ``--placements`` (3,000) single-instance placements per second against
-  echo calls per second, the echo, the echo committing a row first and
-  select taking turns in three rounds (the rates are of all rounds
-  together; each round's ratio is printed too), one row for each of
-  ``--workers`` (target, issue 53: at least 0.9x, and no row below the
-  one of fewer workers before it); for reference, the committing echo's
-  calls per second against the echo's (the floor of any service that
-  writes durably before it answers) and the placements' against it;
-  then
+  echo calls per second, the echo, the echo committing a row first, the
+  echo claiming first and select taking turns in three rounds (the rates
+  are of all rounds together; each round's ratio is printed too), one
+  row for each of ``--workers`` (target, issue 53: at least 0.9x, and no
+  row below the one of fewer workers before it); for reference, the
+  committing echo's calls per second against the echo's (the floor of
+  any service that writes durably before it answers) and the
+  placements' against it, and the same for the claiming echo; then
   ``gantt-manage db check`` and the number of overfilled hosts. And what
   each part of the machine spent per call over the timed calls, in CPU
   ms (``/proc``: the server, the echo's or the scheduler daemon's
@@ -96,17 +99,21 @@ def latency(backend, hosts, calls, options=()):
             cloud.start_echo()
             turns = cloud.run_in_turns(
                 {'select': cloud.instances(calls), 'echo': calls,
-                 'echo_commit': calls},
+                 'echo_commit': calls,
+                 rig.CLAIM_KIND: cloud.instances(calls)},
                 {'select': cloud.instances(WARMUP), 'echo': WARMUP,
-                 'echo_commit': WARMUP})
-            selects, echoes, commits = (turns['select'], turns['echo'],
-                                        turns['echo_commit'])
+                 'echo_commit': WARMUP,
+                 rig.CLAIM_KIND: cloud.instances(WARMUP)})
+            selects, echoes, commits, claims = (
+                turns['select'], turns['echo'], turns['echo_commit'],
+                turns[rig.CLAIM_KIND])
             stopped = cloud.stop_schedulers()
             status, _output = cloud.db_check()
             select_ms = [seconds * 1000 for seconds, _, _ in selects]
             echo_ms = [seconds * 1000 for seconds, _, _ in echoes]
             commit_ms = [seconds * 1000 for seconds, _, _ in commits]
-            errors = _errors(selects + echoes + commits)
+            claim_ms = [seconds * 1000 for seconds, _, _ in claims]
+            errors = _errors(selects + echoes + commits + claims)
             print('latency: %d hosts, %s, 1 caller, %d calls of each kind '
                   '(after %d warm-up calls), the kinds taking turns every '
                   '%d calls; %s' % (hosts, backend, calls, WARMUP,
@@ -123,6 +130,13 @@ def latency(backend, hosts, calls, options=()):
                   'that' % (rig.p50(commit_ms),
                             rig.p50(commit_ms) / rig.p50(echo_ms),
                             rig.p50(select_ms) / rig.p50(commit_ms)))
+            print('  for reference, the echo claiming first as the scheduler '
+                  'claims (its SQL claim on the next node, three '
+                  'Selections; no host cache, filters or weighers): p50 '
+                  '%.2f ms (%.2fx the echo); select_destinations p50 %.2fx '
+                  'that' % (rig.p50(claim_ms),
+                            rig.p50(claim_ms) / rig.p50(echo_ms),
+                            rig.p50(select_ms) / rig.p50(claim_ms)))
             print('  %s; claim retries %d%s' % (
                 _check(cloud, status), rig.Rig.claim_retries(stopped)[0],
                 '; errors: ' + errors if errors else ''))
@@ -174,7 +188,7 @@ def throughput(backend, hosts, placements, callers, workers_list,
                     # The kinds in turn, so that each sees what else the
                     # machine does at that time.
                     for kind in THROUGHPUT_KINDS:
-                        if kind == 'select':
+                        if kind in ('select', rig.CLAIM_KIND):
                             work = cloud.instances(share)
                             warm = cloud.instances(callers * 4)
                         else:
@@ -185,8 +199,8 @@ def throughput(backend, hosts, placements, callers, workers_list,
                         done[kind].add(elapsed, answers, cloud.cpu)
                     ratios.append(done['select'].last_rate
                                   / done['echo'].last_rate)
-                echo, commit, select = (done[kind]
-                                        for kind in THROUGHPUT_KINDS)
+                echo, commit, claim, select = (done[kind]
+                                               for kind in THROUGHPUT_KINDS)
                 rows.append(('placements/s vs echo calls/s, %d worker(s)'
                              % workers, select.rate, echo.rate, '>= 0.9x'))
                 by_count[workers].append(select.rate / echo.rate)
@@ -197,10 +211,16 @@ def throughput(backend, hosts, placements, callers, workers_list,
                 references.append((
                     'placements/s vs that, %d worker(s)' % workers,
                     select.rate, commit.rate, '-'))
+                references.append((
+                    'the echo claiming first, %d worker(s)' % workers,
+                    claim.rate, echo.rate, 'the floor of a claim'))
+                references.append((
+                    'placements/s vs that, %d worker(s)' % workers,
+                    select.rate, claim.rate, '-'))
                 stopped = cloud.stop_schedulers()
                 status, _output = cloud.db_check()
                 errors = _errors(select.answers + echo.answers
-                                 + commit.answers)
+                                 + commit.answers + claim.answers)
                 notes.append('%d worker(s): %d placed of %d, %s, claim '
                              'retries %d; ratio per round %s%s; %s; %s' % (
                                  workers, select.calls, len(select.answers),
@@ -210,9 +230,11 @@ def throughput(backend, hosts, placements, callers, workers_list,
                                  '; errors: ' + errors if errors else '',
                                  _ranked_ahead(stopped), _grouped(stopped)))
                 notes.append('%d worker(s), CPU ms per call: echo %s; '
-                             'echo committing a row %s; placement %s' % (
+                             'echo committing a row %s; echo claiming %s; '
+                             'placement %s' % (
                                  workers, echo.per_call('echo'),
                                  commit.per_call('echo'),
+                                 claim.per_call('echo'),
                                  select.per_call('scheduler')))
             print('throughput: %d hosts, %s, %d concurrent callers in %d '
                   'processes, %d calls of each kind per row; %s'
@@ -250,7 +272,7 @@ def _default_workers_note(by_count):
 
 
 # The kinds of call the throughput rounds make in turn.
-THROUGHPUT_KINDS = ('echo', 'echo_commit', 'select')
+THROUGHPUT_KINDS = ('echo', 'echo_commit', rig.CLAIM_KIND, 'select')
 # The parts of a call's CPU, in the order printed (the server: the echo's
 # or the scheduler's; the broker and the database are machine-wide).
 CPU_PARTS = ('server', 'broker', 'database', 'callers')

@@ -1,13 +1,15 @@
 """The benchmarks' rig: ``--set SECTION.OPTION=VALUE`` options for the
 scheduler daemons, a SIGTERM that still cleans up, and the echo server's
-committed write."""
+committed write and claim."""
 
 import argparse
+import json
 import os
 import signal
 import sys
 import threading
 import time
+import uuid
 
 from oslo_config import cfg
 import pytest
@@ -17,6 +19,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..',
                                 'benchmarks'))
 import rig  # noqa: E402
 
+from scheduler.db import models  # noqa: E402
 from tests.fixtures import databases  # noqa: E402
 
 
@@ -112,6 +115,65 @@ def test_echo_commit_commits_one_row_per_call(backend):
     finally:
         engine.dispose()
         databases.drop_database(url)
+
+
+@pytest.mark.parametrize('backend', ['postgresql', 'mariadb'])
+def test_echo_claim_claims_as_the_scheduler_and_answers_as_a_select(
+        backend, config):
+    """The floor of a select that claims: each call is the scheduler's
+    own SQL claim on the next node (the allocation recorded, the node's
+    usage raised), answered with three Selections, the first claimed; a
+    claim that does not fit is refused and writes nothing."""
+    from scheduler.db import api as db_api
+    from scheduler import exception
+    from scheduler import objects
+    objects.register_all()
+    nodes, instances = (models.ComputeNode.__table__,
+                        models.Instance.__table__)
+    uuids = [str(uuid.uuid4()) for _ in range(3)]
+    with databases.migrated_database(backend, config):
+        engine = db_api.get_engine()
+        now = models.utcnow()
+        with engine.begin() as connection:
+            connection.execute(sa.insert(nodes), [
+                {'uuid': str(uuid.uuid4()), 'host': 'h%d' % number,
+                 'hypervisor_hostname': 'h%d' % number, 'vcpus': 4,
+                 'memory_mb': 4096, 'local_gb': 100, 'mapped': True,
+                 'generation': 1, 'created_at': now, 'updated_at': now}
+                for number in range(3)])
+            connection.execute(sa.insert(instances), [
+                {'uuid': value, 'vm_state': 'building',
+                 'task_state': 'scheduling', 'created_at': now,
+                 'updated_at': now, 'deleted': 0} for value in uuids])
+        claimer = rig._Claimer(engine)
+        try:
+            first = claimer.claim(rig._spec((1, 512, 1)), uuids[0])
+            second = claimer.claim(rig._spec((2, 1024, 1)), uuids[1])
+            with pytest.raises(exception.NoValidHost):
+                claimer.claim(rig._spec((1, 8192, 1)), uuids[2])
+        finally:
+            claimer.close()
+        with engine.connect() as connection:
+            used = {row.uuid: (row.vcpus_used, row.memory_mb_used)
+                    for row in connection.execute(sa.select(
+                        nodes.c.uuid, nodes.c.vcpus_used,
+                        nodes.c.memory_mb_used))}
+            held = dict(connection.execute(sa.select(
+                models.Allocation.consumer_uuid,
+                models.Allocation.compute_node_id)).all())
+        names = dict((row.uuid, row.id) for row in claimer.nodes)
+    for answer in (first, second):
+        assert len(answer) == 1 and len(answer[0]) == 3
+        assert [item.claimed for item in answer[0]] == [True, False, False]
+        assert len({item.compute_node_uuid for item in answer[0]}) == 3
+    claimed = [first[0][0].compute_node_uuid, second[0][0].compute_node_uuid]
+    assert claimed[0] != claimed[1]      # the next node in turn
+    assert used[claimed[0]] == (1, 512) and used[claimed[1]] == (2, 1024)
+    assert sorted(used.values()) == [(0, 0), (1, 512), (2, 1024)]
+    assert held == {uuids[0]: names[claimed[0]],
+                    uuids[1]: names[claimed[1]]}
+    assert json.loads(first[0][1].allocation_request) == {
+        'vcpus': 1, 'memory_mb': 512, 'disk_gb': 1}
 
 
 def test_calls_in_turns_take_blocks_of_each_kind_until_all_are_made():
