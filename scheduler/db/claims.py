@@ -487,8 +487,9 @@ def _fresh_select(checked, refuse_settled):
 # prepared once per pooled connection (PREPARE), and the string EXECUTEs
 # them: the server plans the claim once per connection, not per claim.
 _one_trip_sqls = {}
-# The claim's own parameters (given at each call): the IN lists of
-# constants are rendered as plain parameters around them.
+# The claim's own parameters (given at each call); its constants (the
+# default ratios, the settled VM states) are written into the PREPARE
+# (see db_api.Prepared).
 _CLAIM_PARAMETERS = ('node', 'consumer', 'now') + tuple(
     'claim_' + field for field in Resources._fields)
 
@@ -504,10 +505,32 @@ class _OneTrip(collections.namedtuple(
         db_api.prepare_on(connection, self.prepares)
 
 
+# ([DEFAULT] options, {(checked, refuse_settled, dialect): _OneTrip}):
+# the trips found under the options cached.group(None) gave (another
+# object once any option changes, the default ratios with them).
+_trips_found = (None, {})
+
+
 def one_trip_sql(checked, refuse_settled, dialect):
     """psycopg2: the fresh claim (its resources ``checked`` against
     capacity, settled consumers refused or not) as the instance's lock
-    and the claim, prepared (an :class:`_OneTrip`)."""
+    and the claim, prepared (an :class:`_OneTrip`). Found once per
+    shape until an option changes: every claim asks (finding the
+    statement of the default ratios costs a claim 5-20 us)."""
+    global _trips_found
+    options = cached.group(None)
+    held, trips = _trips_found
+    if held is not options:
+        trips = {}
+        _trips_found = (options, trips)
+    key = (checked, refuse_settled, dialect)
+    found = trips.get(key)
+    if found is None:
+        found = trips[key] = _one_trip(checked, refuse_settled, dialect)
+    return found
+
+
+def _one_trip(checked, refuse_settled, dialect):
     statement = _fresh_select(checked, refuse_settled)
     found = _one_trip_sqls.get(statement)
     if found is not None:

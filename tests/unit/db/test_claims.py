@@ -727,6 +727,27 @@ def test_fast_path_follows_ratio_defaults_and_capacity(any_database, config):
     assert node_state(node)['vcpus_used'] == 8
 
 
+def test_the_one_trip_claim_is_found_again_until_an_option_changes(config):
+    """psycopg2's claim statement is kept per shape while the options
+    hold, and written anew with the ratio an option gives once it
+    changes (and back)."""
+    from sqlalchemy.dialects import postgresql
+    dialect = postgresql.psycopg2.dialect()
+    shape = ((True, True, False), True, dialect)
+    config.config(cpu_allocation_ratio=3.0)
+    first = claims.one_trip_sql(*shape)
+    assert claims.one_trip_sql(*shape) is first
+    assert 'coalesce(compute_nodes.cpu_allocation_ratio, 3.0)' in \
+        ''.join(first.prepares.values())
+    config.config(cpu_allocation_ratio=5.0)
+    changed = claims.one_trip_sql(*shape)
+    assert 'coalesce(compute_nodes.cpu_allocation_ratio, 5.0)' in \
+        ''.join(changed.prepares.values())
+    assert set(changed.prepares) != set(first.prepares)
+    config.config(cpu_allocation_ratio=3.0)
+    assert claims.one_trip_sql(*shape) == first
+
+
 def test_fast_path_refuses_settled_and_repeated_consumers(any_database):
     node = make_node()
     other = make_node(host='host2')
