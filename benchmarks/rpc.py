@@ -242,9 +242,7 @@ def throughput(backend, hosts, placements, callers, workers_list,
                      placements, _sizes()))
             rig.table(rows + references)
             for before, after in zip(rows, rows[1:]):
-                print('  placements/s, %s against %s: %.2fx (target: >= 1x)'
-                      % (after[0].rsplit(', ', 1)[1], before[0].rsplit(
-                          ', ', 1)[1], after[1] / before[1]))
+                print('  ' + _worker_pair_line(before, after))
             if len(by_count) > 1:
                 print('  ' + _default_workers_note(by_count))
             for note in notes:
@@ -252,6 +250,19 @@ def throughput(backend, hosts, placements, callers, workers_list,
             sys.stdout.flush()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _worker_pair_line(before, after):
+    """One row of placements (``(name, placements/s, echo calls/s,
+    target)``) against the row before it: their placements per second,
+    and the same against each row's own echo (the rows run minutes
+    apart, and the machine's speed moves between them: the echo's rate
+    with it)."""
+    return ('placements/s, %s against %s: %.2fx; against each row\'s own '
+            'echo: %.2fx (target: >= 1x)' % (
+                after[0].rsplit(', ', 1)[1], before[0].rsplit(', ', 1)[1],
+                after[1] / before[1],
+                (after[1] / after[2]) / (before[1] / before[2])))
 
 
 def _default_workers_note(by_count):

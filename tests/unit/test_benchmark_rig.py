@@ -245,3 +245,14 @@ def test_rpc_names_the_default_worker_count_and_the_best_in_the_run():
         "worker(s);" % (cpus, scheduler_cmd.default_workers(cpus)))
     # Each count's rows averaged against their own echo: 0.83x, 0.77x.
     assert note.endswith('in this run: 1 worker(s) (1: 0.83x, 2: 0.77x)')
+
+
+def test_rpc_compares_worker_counts_raw_and_against_each_rows_echo():
+    """Two rows run minutes apart: the placements per second, and the
+    same over each row's own echo, which moved with the machine."""
+    import rpc
+    one = ('placements/s vs echo calls/s, 1 worker(s)', 244.9, 320.2, '')
+    two = ('placements/s vs echo calls/s, 2 worker(s)', 235.6, 292.2, '')
+    assert rpc._worker_pair_line(one, two) == (
+        "placements/s, 2 worker(s) against 1 worker(s): 0.96x; against "
+        "each row's own echo: 1.05x (target: >= 1x)")
