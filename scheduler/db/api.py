@@ -839,20 +839,25 @@ class Prepared(collections.namedtuple(
                    defaults)
 
 
+# What keeps a string a parameter of a prepared statement.
+_UNWRITTEN = re.compile(r'[\\\x00%]')
+
+
 def sql_literal(value):
     """``value`` as a PostgreSQL literal to write into a prepared
     statement, or None for a value left a parameter: an int, a finite
-    float, or a string without a backslash or NUL (its quotes doubled,
-    as under ``standard_conforming_strings``, PostgreSQL's default since
-    9.1; psycopg2 quotes such a parameter alike). Anything else (None,
-    booleans, dates, bytes...) stays a parameter, which psycopg2 quotes
-    at each call."""
+    float, or a string without a backslash, NUL or percent sign (its
+    quotes doubled, as under ``standard_conforming_strings``,
+    PostgreSQL's default since 9.1; psycopg2 quotes such a parameter
+    alike; a ``%`` would be read as a placeholder when the PREPARE is
+    sent). Anything else (None, booleans, dates, bytes...) stays a
+    parameter, which psycopg2 quotes at each call."""
     kind = type(value)
     if kind is int or kind is float and math.isfinite(value):
         text = repr(value)
         # (A negative number in parentheses: never ``--1``, a comment.)
         return '(%s)' % text if text.startswith('-') else text
-    if kind is str and '\\' not in value and '\x00' not in value:
+    if kind is str and not _UNWRITTEN.search(value):
         return "'%s'" % value.replace("'", "''")
     return None
 

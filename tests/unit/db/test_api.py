@@ -426,6 +426,7 @@ def test_other_constants_make_another_prepared_statement():
 
 
 @pytest.mark.parametrize('value', [None, True, 'back\\slash', 'nul\x00',
+                                   '10%',
                                    float('inf'), datetime.date(2026, 1, 2),
                                    b'bytes'])
 def test_values_not_written_as_literals_stay_parameters(value):
@@ -442,10 +443,12 @@ def test_values_not_written_as_literals_stay_parameters(value):
 
 def test_a_prepared_statement_with_constants_runs_as_written(
         postgresql_database):
-    """On the server: the literals written into the PREPARE select the
-    rows the same statement selects with its values as parameters."""
+    """On the server: the literals written into the PREPARE (a quote, a
+    float against an integer column), beside a constant left a parameter
+    (a percent sign), select the rows the same statement selects through
+    SQLAlchemy."""
     engine = db_api.get_engine()
-    rows = [("o'compute", 'h0', 't1', 3), ('gantt-compute', 'h1', 't1', 5),
+    rows = [("o'c%ompute", 'h0', 't1', 3), ('gantt-compute', 'h1', 't1', 5),
             ('gantt-compute', 'h2', 't2', 9), ('gantt-compute', 'h3', 't1', 2),
             ('other', 'h4', 't1', 7)]
     with engine.begin() as connection:
@@ -456,7 +459,7 @@ def test_a_prepared_statement_with_constants_runs_as_written(
             for binary, host, topic, count in rows])
     statement = sa.select(SERVICES.c.host).where(
         SERVICES.c.topic == sa.bindparam('topic'),
-        SERVICES.c.binary.in_(['gantt-compute', "o'compute"]),
+        SERVICES.c.binary.in_(['gantt-compute', "o'c%ompute"]),
         SERVICES.c.report_count > 2.5,
         SERVICES.c.report_count > -3).order_by(SERVICES.c.host)
     prepared = db_api.Prepared.of(statement, engine.dialect, ('topic',))
