@@ -486,7 +486,6 @@ def _fresh_select(checked, refuse_settled):
 # round trip instead of BEGIN, lock, claim and COMMIT. Both statements are
 # prepared once per pooled connection (PREPARE), and the string EXECUTEs
 # them: the server plans the claim once per connection, not per claim.
-_one_trip_sqls = {}
 # The claim's own parameters (given at each call); its constants (the
 # default ratios, the settled VM states) are written into the PREPARE
 # (see db_api.Prepared).
@@ -532,20 +531,13 @@ def one_trip_sql(checked, refuse_settled, dialect):
 
 def _one_trip(checked, refuse_settled, dialect):
     statement = _fresh_select(checked, refuse_settled)
-    found = _one_trip_sqls.get(statement)
-    if found is not None:
-        return found
     prepares, executes, defaults = {}, [], {}
     for part in (_LOCK_INSTANCE, statement):
         prepared = db_api.Prepared.of(part, dialect, _CLAIM_PARAMETERS)
         prepares[prepared.name] = prepared.prepare
         executes.append(prepared.execute)
         defaults.update(prepared.defaults)
-    found = _OneTrip(prepares, ';\n'.join(executes), defaults)
-    if len(_one_trip_sqls) > 64:
-        _one_trip_sqls.clear()
-    _one_trip_sqls[statement] = found
-    return found
+    return _OneTrip(prepares, ';\n'.join(executes), defaults)
 
 
 # PyMySQL: the lock, the UPDATE, the INSERT if the UPDATE changed the
