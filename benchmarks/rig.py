@@ -26,6 +26,7 @@ its host cache, filters or weighers.
 """
 
 import argparse
+import collections
 import json
 import multiprocessing
 import os
@@ -684,6 +685,10 @@ class _Committer:
             self.cursor.execute(self.statement, (self.calls % COMMIT_ROWS,))
 
 
+_ClaimNode = collections.namedtuple('_ClaimNode',
+                                    'id uuid host nodename cell_uuid')
+
+
 class _Claimer:
     """The floor of a select that claims: the scheduler's own SQL claim
     (:func:`scheduler.db.claims.claim_in_sql` as its driver runs it: the
@@ -699,10 +704,14 @@ class _Claimer:
         from scheduler.db import api as db_api
         nodes = models.ComputeNode.__table__
         with engine.connect() as connection:
-            self.nodes = connection.execute(
+            # Plain tuples with the attributes Selection.for_host reads (a
+            # host state's), not SQLAlchemy rows: a row raises and
+            # catches an AttributeError for the missing ``cell_uuid``, a
+            # cost no select pays.
+            self.nodes = [_ClaimNode(*row, None) for row in connection.execute(
                 sa.select(nodes.c.id, nodes.c.uuid, nodes.c.host,
-                          nodes.c.hypervisor_hostname.label('nodename'))
-                .order_by(nodes.c.id)).all()
+                          nodes.c.hypervisor_hostname)
+                .order_by(nodes.c.id))]
         self.kept = db_api.KeptConnection()
         self.calls = 0
         self.lock = threading.Lock()
