@@ -99,6 +99,10 @@ FEW_BEST = 5
 # again with Python's values (a request's later instance: its need, one
 # more per instance after it, and its own claim).
 FEW_CARRIED = 16
+# Up to how many rows of a head Ranking.patched ranks again with Python's
+# values (a ranking made ahead: a request's need and AHEAD_DEPTH more),
+# as many rows changed as FEW_CARRIED at most.
+FEW_PATCHED = 64
 
 # nth_largest samples every SAMPLE_STRIDE-th weight.
 SAMPLE_STRIDE = 16
@@ -281,6 +285,16 @@ class Ranking:
                 or not len(head) or self.tie_breaks.salt != self._salt):
             return Ranking(self.rows, weights_, self.need, self.ids,
                            self.tie_breaks)
+        if len(head) <= FEW_PATCHED and len(positions) <= FEW_CARRIED:
+            # A ranking made ahead (its head a few dozen rows) after a
+            # claim: Python's values (see _reranked).
+            ranking = self._reranked(self.rows, weights_, head.tolist(),
+                                     self.head_keys.tolist(),
+                                     positions.tolist(), need, self.need)
+            if ranking is None:
+                return Ranking(self.rows, weights_, self.need, self.ids,
+                               self.tie_breaks)
+            return ranking
         changed = positions.tolist()
         boundary = int(head[-1])
         if boundary in changed:
@@ -345,15 +359,34 @@ class Ranking:
                     left.append((position - before, key))
             positions = [position for position, _key in left]
             keys = [key for _position, key in left]
-        changed = changed.tolist()
-        if not positions or positions[-1] in changed:
+        ranking = self._reranked(rows, weights_, positions, keys,
+                                 changed.tolist(), need, depth)
+        if ranking is None:
             return Ranking(rows, weights_, depth, self.ids, self.tie_breaks)
+        return ranking
+
+    def _reranked(self, rows, weights_, positions, keys, changed, need,
+                  depth):
+        """What :meth:`patched` makes of a head and a few changed rows,
+        with Python's values, whose operations cost less than NumPy's
+        calls on so few: ``positions`` and ``keys`` (lists, best first)
+        are the head's positions of ``rows`` and their tie keys, every
+        row outside it ranked after its last (the boundary), as it was;
+        ``changed``: the positions (a list) whose weights in
+        ``weights_`` changed. The head's rows and the changed ones that
+        still come before the boundary (the boundary included) are the
+        new head, the ranking's ``need`` ``depth``. None when every row
+        must be ranked again: no head, a boundary that changed, a weight
+        that is not a number, fewer than ``need`` rows left before the
+        boundary."""
+        if not positions or positions[-1] in changed:
+            return None
         boundary, last_key = positions[-1], keys[-1]
         inside = set(positions)
         extra = [position for position in changed if position not in inside]
         if extra:
-            keys += _keys_of(rows[extra], self.ids,
-                             self.tie_breaks).tolist()
+            keys = keys + _keys_of(rows[extra], self.ids,
+                                   self.tie_breaks).tolist()
         last_weight = weights_.item(boundary)
         tied_outside = self._cut_weight == last_weight
         ahead = []
@@ -362,8 +395,7 @@ class Ranking:
             weight = weights_.item(position)
             if weight != weight:
                 # Not a number: ranked as a full sort ranks it.
-                return Ranking(rows, weights_, depth, self.ids,
-                               self.tie_breaks)
+                return None
             if weight > last_weight or (weight == last_weight
                                         and key <= last_key):
                 # (The index: where lexsort leaves equal keys.)
@@ -371,14 +403,15 @@ class Ranking:
             elif weight == last_weight:
                 tied_outside = True
         if len(ahead) < need:
-            return Ranking(rows, weights_, depth, self.ids, self.tie_breaks)
+            return None
         ahead.sort()
         ranking = self._like(rows, weights_, depth, True)
         ranking._set_head(
             np.array([entry[3] for entry in ahead], dtype=np.intp),
             np.array([entry[1] for entry in ahead], dtype=np.uint64))
         ranking.complete = len(ahead) == len(rows)
-        # As patched has it: rows outside the head tie with its last row.
+        # Rows outside the head tie with its last row when they did, or
+        # a changed row left the head at its weight.
         ranking._cut_weight = last_weight if tied_outside else None
         return ranking
 

@@ -282,11 +282,16 @@ def _random_rows(seed, fewest):
 
 
 @pytest.mark.parametrize('seed', range(30))
-def test_a_patched_ranking_is_the_one_made_anew(seed):
+@pytest.mark.parametrize('few_patched', [64, 0])
+def test_a_patched_ranking_is_the_one_made_anew(seed, few_patched,
+                                                monkeypatch):
     """After a few rows' weights changed (a claim lowers its host's, a
     refresh moves others either way), the patched ranking orders every
     row as a ranking made from scratch does, its head at least as long
-    as asked; most patches rank only the head and the changed rows."""
+    as asked; most patches rank only the head and the changed rows.
+    Both ways: the head's values in Python (a head of a few dozen rows)
+    and NumPy's (a longer one)."""
+    monkeypatch.setattr(ranking, 'FEW_PATCHED', few_patched)
     rng, rows, weights_, ids, breaks = _random_rows(seed, 300)
     count = len(rows)
     need = int(rng.integers(1, 6))
