@@ -287,15 +287,22 @@ def _changes_statement(with_reread, with_revived, arrays=False,
     # third of each table, and read every node to find those claimed
     # on: under load, 6 ms a refresh at 5,000 nodes (most of it that
     # scan), 12 ms at 20,000 in process, for about 100 nodes to send.
-    updated, claimed = compute_nodes.written_conditions(
-        since, sa.bindparam('until') if arrays else None)
+    # The services' ranges too (a lower bound, EARLIEST, for the dead):
+    # bounded below only, the generic plan read the services whole,
+    # twice a refresh (1.2 ms of the server's CPU at 10,000 services).
+    until = sa.bindparam('until') if arrays else None
+    updated, claimed = compute_nodes.written_conditions(since, until)
+    written = [_SERVICE.c.updated_at >= since]
+    silent = [_SERVICE.c.last_seen_up < alive_since]
+    if arrays:
+        written.append(_SERVICE.c.updated_at < until)
+        silent.append(_SERVICE.c.last_seen_up >= sa.bindparam('earliest'))
     branches = [
         sa.select(*node_row).where(updated, *known),
-        sa.select(*service_row).where(compute,
-                                      _SERVICE.c.updated_at >= since),
+        sa.select(*service_row).where(compute, *written),
         sa.select(*node_row).where(claimed, *known),
         sa.select(*service_row).where(
-            compute, sa.or_(_SERVICE.c.last_seen_up < alive_since,
+            compute, sa.or_(sa.and_(*silent),
                             _SERVICE.c.last_seen_up.is_(None)))]
     if with_reread:
         branches.append(sa.select(*node_row).where(
@@ -333,13 +340,15 @@ def _one_of(column, name, arrays):
         name, type_=postgresql.ARRAY(column.type)))
 
 
-# The upper bound of the prepared read's ranges (see _changes_statement):
-# none in effect.
+# The upper bound of the prepared read's ranges, and the lower bound of
+# the dead services' (see _changes_statement): none in effect.
 UNTIL = datetime.datetime.max
+EARLIEST = datetime.datetime.min
 
 # The parameters each read of a cell gives.
-_READ_PARAMETERS = ('since', 'until', 'alive_since', 'id_offset', 'reread',
-                    'dead', 'known_ids', 'known_generations')
+_READ_PARAMETERS = ('since', 'until', 'earliest', 'alive_since',
+                    'id_offset', 'reread', 'dead', 'known_ids',
+                    'known_generations')
 
 
 # Keyed on the dialect: one per cell engine; bounded, as engines come back.
@@ -370,6 +379,7 @@ def prepared_cell_read(dialect, since, reread, alive_since, dead,
     params = _cell_read_parameters(since, reread, alive_since, dead,
                                    id_offset)
     params['until'] = UNTIL
+    params['earliest'] = EARLIEST
     if known is not None:
         # As array literals: psycopg2 adapts a list element by element
         # (1.6 ms for 600 pairs on the 2-CPU machine; the text, 0.1 ms).

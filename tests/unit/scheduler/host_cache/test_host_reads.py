@@ -278,15 +278,23 @@ def _bulk_nodes(connection, count, at):
 def test_the_prepared_read_reaches_the_written_nodes_through_indexes():
     """The plan the server keeps for the prepared read (its generic
     plan, made for any values of the parameters) finds the nodes
-    written and claimed on since ``since`` through the indexes of
-    updated_at and of the allocations' created_at, whatever the number
-    of nodes: it reads no table whole (it did, every node at every
-    refresh, with the ranges bounded below only)."""
+    written and claimed on since ``since``, and the services written
+    since or silent, through the indexes of updated_at, of the
+    allocations' created_at and of the services' last_seen_up, whatever
+    the number of nodes: it reads no table whole (it did, every node at
+    every refresh, with the ranges bounded below only; and the services,
+    twice, once their heartbeats came in any order)."""
     with databases.cell_database('postgresql') as url, \
             db_api.target_cell(url):
         long_ago = models.utcnow() - datetime.timedelta(days=1)
         with db_api.get_engine().begin() as connection:
             ids = _bulk_nodes(connection, 5000, long_ago)
+            # Heartbeats and service updates land in any order: nothing
+            # ties these times to where the rows lie.
+            connection.exec_driver_sql(
+                "UPDATE services SET "
+                "last_seen_up = last_seen_up + random() * interval '1 day',"
+                " updated_at = updated_at + random() * interval '1 day'")
         with db_api.get_engine().connect() as connection:
             connection.exec_driver_sql('ANALYZE')
             now = models.utcnow()
@@ -305,6 +313,8 @@ def test_the_prepared_read_reaches_the_written_nodes_through_indexes():
     assert 'Seq Scan on compute_nodes' not in plan, plan
     assert 'Seq Scan on allocations' not in plan, plan
     assert 'Seq Scan on services' not in plan, plan
+    assert 'ix_services_updated_at' in plan, plan
+    assert 'ix_services_last_seen_up' in plan, plan
 
 
 def test_the_host_caches_reads_give_named_tuples_of_the_same_rows(
