@@ -297,7 +297,7 @@ class Ahead:
         if (self._patch is None or held is None
                 or held.table() is not table
                 or (held.until is not None and now_us >= held.until)
-                or not held.shape.matches(shape)):
+                or not self._same_shape(held.shape, shape)):
             return None
         # The patch may write what the ranking holds (its weights): it is
         # no longer held, whatever comes of it.
@@ -374,7 +374,7 @@ class Ahead:
                 return False
             writes = table.writes
             held = self._held_for(table)
-            if held is not None and held.shape.matches(shape):
+            if held is not None and self._same_shape(held.shape, shape):
                 return False
             now_us = host_cache.now_us_utc()
             until = table.liveness_changes_at(shape.down_time, now_us)

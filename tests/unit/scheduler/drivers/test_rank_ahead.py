@@ -745,6 +745,48 @@ def test_take_trusts_the_comparison_note_made_of_the_same_two_shapes():
     assert keeper.take(other, table) is None
 
 
+def test_a_patch_trusts_the_comparison_note_made_of_the_same_two_shapes():
+    """After a request of the shape the ranking was made for (compared
+    once, by note()), the ranking is patched at the next idle() for the
+    request's shape, without comparing the two shapes again; a shape
+    noted after another one is compared."""
+    table = fakes.table([fakes.host_state('h1')])
+    patched = []
+
+    def patch(shape, table, ranked, writes):
+        patched.append(shape.key)
+        return ('patched', shape.key)
+
+    keeper = ahead.Ahead(lambda: table,
+                         lambda shape, table: ('ranked', shape.key),
+                         patch=patch)
+    made = _CountedShape('small')
+    keeper.note(made)
+    keeper.later(made)
+    assert keeper.idle() is True
+    same = _CountedShape('small')
+    assert keeper.note(same)
+    assert made.compared == 1
+    keeper.later(same)
+    # The request's claim wrote the table.
+    table.writes += 1
+    assert keeper.idle() is True
+    assert patched == ['small']
+    assert made.compared == 1
+    # The next request of another shape, then one of the first again:
+    # the last is compared with the shape of the ranking held.
+    other = _CountedShape('large')
+    assert not keeper.note(other)
+    late = _CountedShape('small')
+    assert not keeper.note(late)
+    keeper.later(late)
+    table.writes += 1
+    assert same.compared == 1     # by note(other)
+    assert keeper.idle() is True
+    assert patched == ['small', 'small']
+    assert same.compared == 2
+
+
 def test_under_load_each_request_patches_the_ranking_left_before_it(
         cloud, make_driver, make_host_manager, config):
     # Other requests in flight all along: nothing is ranked ahead, but
