@@ -378,13 +378,16 @@ class FilterScheduler(base.Scheduler):
             table, spec, self._shape_plan(shape, table))
         if not all(mask.item(row) for _position, row in pairs):
             return None
-        if not skip_filters and not self.filter_handler.all_pass(
-                self._plugins[0], table, changed, spec):
-            return None
-        # In place: Ahead dropped the ranking before asking for its patch
-        # (unless a request may still read it: a copy then).
-        weighed = self.weight_handler.reweighed(weighed, table, positions,
-                                                spec, in_place=in_place)
+        # The capacity filters and weighers each ask the spec's resources
+        # (read from its flavor, extra specs and image at each call).
+        with spec.resources_held():
+            if not skip_filters and not self.filter_handler.all_pass(
+                    self._plugins[0], table, changed, spec):
+                return None
+            # In place: Ahead dropped the ranking before asking for its
+            # patch (unless a request may still read it: a copy then).
+            weighed = self.weight_handler.reweighed(
+                weighed, table, positions, spec, in_place=in_place)
         if weighed is None:
             return None
         if not weighed.resummed:

@@ -152,6 +152,26 @@ def test_after_a_claim_the_ranking_is_patched_to_the_one_made_anew(
         _same_ranking(driver, 2048)
 
 
+def test_a_patch_reads_the_spec_s_resources_once(cloud, make_driver,
+                                                 make_host_manager,
+                                                 monkeypatch):
+    """The capacity filters and the weighers that judge the claimed row
+    again in a patch share one reading of the spec's resources."""
+    from scheduler.objects import request_spec
+    _cloud(cloud)
+    driver = _driver(make_driver, make_host_manager)
+    _place(driver, cloud, [2048] * 2, wait=True)
+    _place(driver, cloud, [2048])
+    reads = []
+    read = request_spec.RequestSpec._resources
+    monkeypatch.setattr(request_spec.RequestSpec, '_resources',
+                        lambda spec: reads.append(spec) or read(spec))
+    _idle(driver)
+    assert driver.stats['ranked_ahead_patched'] == 1
+    assert len(reads) == 1
+    _same_ranking(driver, 2048)
+
+
 def test_a_patch_ranks_the_head_made_ahead_until_it_runs_down(
         cloud, make_driver, make_host_manager, monkeypatch):
     """On a table too large to sort whole, the ranking made ahead heads
