@@ -740,14 +740,22 @@ class _CountedShape(ahead.Shape):
         return self.key == other.key
 
 
+def _ranked_ahead_for(shape, table, patch=None):
+    """An Ahead on ``table`` that noted a request of ``shape`` and,
+    idle, ranked it (a ranking is ``('ranked', its shape's key)``)."""
+    keeper = ahead.Ahead(lambda: table,
+                         lambda shape, table: ('ranked', shape.key),
+                         patch=patch)
+    keeper.note(shape)
+    keeper.later(shape)
+    assert keeper.idle() is True
+    return keeper
+
+
 def test_take_trusts_the_comparison_note_made_of_the_same_two_shapes():
     table = fakes.table([fakes.host_state('h1')])
     made = _CountedShape('small')
-    keeper = ahead.Ahead(lambda: table,
-                         lambda shape, table: ('ranked', shape.key))
-    keeper.note(made)
-    keeper.later(made)
-    assert keeper.idle() is True
+    keeper = _ranked_ahead_for(made, table)
     # The next request of the shape: note() compares it with the one
     # before (the shape the ranking was made for), take() does not again.
     same = _CountedShape('small')
@@ -777,13 +785,8 @@ def test_a_patch_trusts_the_comparison_note_made_of_the_same_two_shapes():
         patched.append(shape.key)
         return ('patched', shape.key)
 
-    keeper = ahead.Ahead(lambda: table,
-                         lambda shape, table: ('ranked', shape.key),
-                         patch=patch)
     made = _CountedShape('small')
-    keeper.note(made)
-    keeper.later(made)
-    assert keeper.idle() is True
+    keeper = _ranked_ahead_for(made, table, patch)
     same = _CountedShape('small')
     assert keeper.note(same)
     assert made.compared == 1
