@@ -288,13 +288,9 @@ class Ranking:
         if len(head) <= FEW_PATCHED and len(positions) <= FEW_CARRIED:
             # A ranking made ahead (its head a few dozen rows) after a
             # claim: Python's values (see _reranked).
-            ranking = self._reranked(self.rows, weights_, head.tolist(),
-                                     self.head_keys.tolist(),
-                                     positions.tolist(), need, self.need)
-            if ranking is None:
-                return Ranking(self.rows, weights_, self.need, self.ids,
-                               self.tie_breaks)
-            return ranking
+            return self._reranked(self.rows, weights_, head.tolist(),
+                                  self.head_keys.tolist(),
+                                  positions.tolist(), need, self.need)
         changed = positions.tolist()
         boundary = int(head[-1])
         if boundary in changed:
@@ -359,11 +355,8 @@ class Ranking:
                     left.append((position - before, key))
             positions = [position for position, _key in left]
             keys = [key for _position, key in left]
-        ranking = self._reranked(rows, weights_, positions, keys,
-                                 changed.tolist(), need, depth)
-        if ranking is None:
-            return Ranking(rows, weights_, depth, self.ids, self.tie_breaks)
-        return ranking
+        return self._reranked(rows, weights_, positions, keys,
+                              changed.tolist(), need, depth)
 
     def _reranked(self, rows, weights_, positions, keys, changed, need,
                   depth):
@@ -375,12 +368,15 @@ class Ranking:
         ``changed``: the positions (a list) whose weights in
         ``weights_`` changed. The head's rows and the changed ones that
         still come before the boundary (the boundary included) are the
-        new head, the ranking's ``need`` ``depth``. None when every row
-        must be ranked again: no head, a boundary that changed, a weight
-        that is not a number, fewer than ``need`` rows left before the
-        boundary."""
+        new head, the ranking's ``need`` ``depth``. Every row is ranked
+        again (``depth`` deep) when there is no head, the boundary
+        changed, a weight is not a number or fewer than ``need`` rows
+        are left before the boundary."""
+        def anew():
+            return Ranking(rows, weights_, depth, self.ids, self.tie_breaks)
+
         if not positions or positions[-1] in changed:
-            return None
+            return anew()
         boundary, last_key = positions[-1], keys[-1]
         inside = set(positions)
         extra = [position for position in changed if position not in inside]
@@ -395,7 +391,7 @@ class Ranking:
             weight = weights_.item(position)
             if weight != weight:
                 # Not a number: ranked as a full sort ranks it.
-                return None
+                return anew()
             if weight > last_weight or (weight == last_weight
                                         and key <= last_key):
                 # (The index: where lexsort leaves equal keys.)
@@ -403,7 +399,7 @@ class Ranking:
             elif weight == last_weight:
                 tied_outside = True
         if len(ahead) < need:
-            return None
+            return anew()
         ahead.sort()
         ranking = self._like(rows, weights_, depth, True)
         ranking._set_head(
