@@ -67,8 +67,12 @@ from scheduler import prometheus
 CONF = conf.CONF
 LOG = logging.getLogger(__name__)
 
-# What _take_placement answers when the instance lost the chosen claim.
+# What _take_placement answers when the instance lost the chosen claim:
+# to a duplicate of its request (it holds a claim elsewhere), or with the
+# last commits of a database that crashed (it holds none: see
+# ``[filter_scheduler] build_claim_flush``).
 SUPERSEDED = 'superseded'
+LOST = 'lost'
 
 # Threads scheduling accepted builds (oslo.messaging's default
 # executor_thread_pool_size: as many as handle RPC requests).
@@ -390,7 +394,12 @@ class BuildTask:
         (the reaper timed it out while it was scheduled) release the claim
         just made. Whether the build goes on, or :data:`SUPERSEDED` when
         the instance no longer holds the claim of ``selection`` (a copy of
-        its request that the broker delivered twice replaced it).
+        its request that the broker delivered twice replaced it), or
+        :data:`LOST` when it holds none (the database crashed before the
+        claim's commit reached its disk). This commit waits for the
+        database's log up to itself, the claim's commit included: once it
+        returns, the claim is on disk whatever ``[filter_scheduler]
+        build_claim_flush`` says.
 
         The ``alternates`` left and the hosts tried so far (the spec's
         ``retry``) are kept on the instance while it builds, so that a
@@ -406,7 +415,7 @@ class BuildTask:
             held = {node_id for node_id, _amounts
                     in claims.get_allocations(session, instance_uuid)}
             if node is not None and node.id not in held:
-                return SUPERSEDED
+                return SUPERSEDED if held else LOST
             if db_instances.update(
                     session, instance_uuid,
                     expected_vm_state=db_instances.BUILDING,
@@ -437,9 +446,12 @@ class BuildTask:
                  alternates):
         placed = self._take_placement(instance_uuid, selection, alternates,
                                       request_spec)
-        if placed is SUPERSEDED:
+        if placed is SUPERSEDED or placed is LOST:
             reason = ('its claim on %s was replaced by a duplicate of its '
-                      'request' % selection.service_host)
+                      'request' if placed is SUPERSEDED else
+                      'it holds no claim on %s (lost with the last '
+                      'commits of a database that stopped)'
+                      ) % selection.service_host
             LOG.warning('Instance %s is not sent to %s/%s: %s; trying its '
                         'alternates', instance_uuid, selection.service_host,
                         selection.nodename, reason)

@@ -163,6 +163,46 @@ Possible values:
 * True: group concurrent claims.
 * False (the default): every claim is its own transaction.
 """),
+    cfg.StrOpt('build_claim_flush',
+               default='with_placement',
+               choices=[
+                   ('with_placement',
+                    'the claim of a building instance is on disk once '
+                    'the conductor takes its placement'),
+                   ('immediate',
+                    'every claim is on disk before the scheduler '
+                    'answers'),
+               ],
+               mutable=True,
+               help="""
+When the claim of an instance being built reaches the disk.
+
+A claim's commit is visible to every other scheduler and conductor as
+soon as it is made, whatever this option says: it only decides whether
+the scheduler waits for PostgreSQL to write the commit to its
+write-ahead log on disk before it answers (a third to a half of the
+claim's time on a local disk, and most of its slowest claims,
+``benchmarks/README.md``).
+
+With ``with_placement``, the claim of an instance in the ``building``
+state commits without that wait (PostgreSQL's asynchronous commit, for
+that transaction only). The conductor, before it sends the instance to
+its host, takes the placement: it locks the instance, checks that it
+holds the claim and records the host, and that commit waits for the log
+to be on disk up to itself, which holds the claim's commit, written
+before it. A claim can only be lost if the database server crashes in
+between (PostgreSQL writes a waiting commit within
+``3 * wal_writer_delay``, 0.6 s by default); the conductor then finds
+the claim missing and goes on to the instance's alternates, as it does
+when a duplicate of the request replaced it. Claims for moves (the
+instance is not building), for instances Gantt does not know, claims
+with NUMA, PCI or other resource classes, grouped claims, and every
+claim on MySQL, MariaDB or SQLite wait for the disk as with
+``immediate``.
+
+Use ``immediate`` when something other than Gantt's conductor acts on the
+scheduler's answers for builds before it writes to the cell's database.
+"""),
     cfg.BoolOpt('shuffle_best_same_weighed_hosts',
                 default=False,
                 mutable=True,

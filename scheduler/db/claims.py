@@ -37,6 +37,7 @@ from scheduler.conf import cached
 from scheduler.db import api as db_api
 from scheduler.db import class_claims
 from scheduler.db import group_claims
+from scheduler.db import instances as db_instances
 from scheduler.db import models
 from scheduler import exception
 from scheduler import hardware as hardware_mod
@@ -362,6 +363,32 @@ _LOCK_INSTANCE = (sa.select(_INSTANCE.c.id)
                   .where(_INSTANCE.c.uuid == sa.bindparam('consumer'))
                   .with_for_update())
 
+# PostgreSQL: the instance's lock, which also says whether the claim's
+# commit waits for the disk (``[filter_scheduler] build_claim_flush``).
+# An instance being built: no. The conductor takes its placement before it
+# sends it to the host, in a commit that waits for the log up to itself,
+# this claim's commit included. Any other instance (a move): yes. No
+# instance found: nothing is set, and the commit waits as every commit
+# does. Set for this transaction only (``set_config``'s ``is_local``):
+# the connection keeps its own setting.
+_BUILDING_FLUSH = sa.case((_INSTANCE.c.vm_state == db_instances.BUILDING,
+                           'off'), else_='on')
+_LOCK_INSTANCE_FLUSH_WITH_PLACEMENT = (
+    sa.select(sa.func.set_config('synchronous_commit', _BUILDING_FLUSH,
+                                 sa.true()))
+    .where(_INSTANCE.c.uuid == sa.bindparam('consumer'))
+    .with_for_update())
+
+
+def _fresh_lock(dialect):
+    """The instance's lock a fresh claim takes on ``dialect`` under the
+    current ``[filter_scheduler] build_claim_flush``."""
+    if (dialect.name == 'postgresql'
+            and cached.group('filter_scheduler').build_claim_flush
+            == 'with_placement'):
+        return _LOCK_INSTANCE_FLUSH_WITH_PLACEMENT
+    return _LOCK_INSTANCE
+
 
 def _is_settled(consumer_uuid):
     """SQL: the consumer is an instance :func:`_refusal` calls settled."""
@@ -532,7 +559,7 @@ def one_trip_sql(checked, refuse_settled, dialect):
 def _one_trip(checked, refuse_settled, dialect):
     statement = _fresh_select(checked, refuse_settled)
     prepares, executes, defaults = {}, [], {}
-    for part in (_LOCK_INSTANCE, statement):
+    for part in (_fresh_lock(dialect), statement):
         prepared = db_api.Prepared.of(part, dialect, _CLAIM_PARAMETERS)
         prepares[prepared.name] = prepared.prepare
         executes.append(prepared.execute)
@@ -632,7 +659,8 @@ def _claim_fresh_core(node_id, consumer_uuid, resources, checked,
     drivers without a query string of their own (SQLite, psycopg 3,
     mysqlclient)."""
     with db_api.write_connection() as connection:
-        lock_instance(connection, consumer_uuid)
+        connection.execute(_fresh_lock(connection.dialect),
+                           {'consumer': consumer_uuid}).all()
         if connection.dialect.name == 'postgresql':
             # The UPDATE and the INSERT in one statement. (SQLAlchemy
             # keeps an INSERT's row count only when asked to.)

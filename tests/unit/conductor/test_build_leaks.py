@@ -161,3 +161,28 @@ def test_an_answer_whose_claim_a_duplicate_replaced_goes_to_an_alternate(
     assert sql_state.instance(uuid).host == 'h2'
     assert sql_state.allocations() == {uuid: 'h2'}
     sql_state.assert_consistent()
+
+
+def test_an_answer_whose_claim_was_lost_goes_to_an_alternate(node):
+    # The database crashed after the scheduler's claim was committed but
+    # before the commit reached its disk ([filter_scheduler]
+    # build_claim_flush): the instance holds no claim when the conductor
+    # takes the placement. It must not go to h1 unclaimed; the build goes
+    # to an alternate that claims.
+    with db_api.writer() as session:
+        db_compute_nodes.report_inventory(
+            session, str(uuid_lib.uuid4()), 'h2', 'h2',
+            {'vcpus': 8, 'memory_mb': 8192, 'local_gb': 100})
+    uuid = str(uuid_lib.uuid4())
+    build._record([uuid], _spec())
+    computes = Recorder()
+    task = build.BuildTask(scheduler_api=None, compute_api=computes)
+
+    task._send_to(gantt_context.get_admin_context(), uuid, _spec(),
+                  _selection('h1'), [_selection('h2')])
+
+    assert computes.sent == [(uuid, 'h2')]
+    assert sql_state.instance(uuid).host == 'h2'
+    assert sql_state.allocations() == {uuid: 'h2'}
+    assert sql_state.usage()['h1'] == (0, 0, 0)
+    sql_state.assert_consistent()
