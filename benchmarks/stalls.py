@@ -60,6 +60,7 @@ import sys
 import threading
 import time
 import traceback
+import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -76,6 +77,7 @@ from scheduler.db import migration  # noqa: E402
 from scheduler.db import models  # noqa: E402
 from scheduler.db import services as db_services  # noqa: E402
 from scheduler.drivers import filter_scheduler  # noqa: E402
+from scheduler import exception  # noqa: E402
 from scheduler import host_cache  # noqa: E402
 from scheduler import objects  # noqa: E402
 from scheduler.sim import metrics  # noqa: E402
@@ -377,6 +379,49 @@ def spec_of(rng):
     return spec
 
 
+# Building instances recorded per second of the run (the requests' own):
+# more than the fastest run here makes.
+INSTANCES_PER_SECOND = 1000
+
+
+class BuildingInstances:
+    """Instances in the ``building`` state, as the conductor records
+    them before it asks for a host, handed out one per request (a claim
+    for an instance Gantt does not know waits for the disk whatever
+    ``[filter_scheduler] build_claim_flush`` says); unknown UUIDs once
+    they run out."""
+
+    def __init__(self, count):
+        now = models.utcnow()
+        self.uuids = [str(uuid.uuid4()) for _ in range(count)]
+        instances = models.Instance.__table__
+        for start in range(0, count, host_cache_bench.BATCH):
+            with db_api.writer() as session:
+                session.execute(sa.insert(instances), [
+                    {'uuid': value, 'vm_state': 'building',
+                     'task_state': 'scheduling', 'created_at': now,
+                     'updated_at': now, 'deleted': 0}
+                    for value in self.uuids[start:start
+                                            + host_cache_bench.BATCH]])
+        self.unknown = 0
+
+    def next(self):
+        if self.uuids:
+            return self.uuids.pop()
+        self.unknown += 1
+        return str(uuid.uuid4())
+
+
+def select_one(driver, spec, instances):
+    """One request for the next building instance; False if no host
+    was valid."""
+    try:
+        driver.select_destinations(None, spec, [instances.next()])
+    except exception.NoValidHost:
+        return False
+    return True
+
+
 def run(args):
     rng = random.Random(7)
     from tests.fixtures import databases
@@ -388,6 +433,8 @@ def run(args):
         migration.db_sync()
         started = time.perf_counter()
         host_cache_bench.bulk_populate(args.hosts, rng)
+        instances = BuildingInstances(
+            int((args.seconds + 10) * INSTANCES_PER_SECOND))
         setup = time.perf_counter() - started
         driver = filter_scheduler.FilterScheduler()
         manager = driver.host_manager
@@ -409,7 +456,7 @@ def run(args):
             watch.start()
         deadline = time.monotonic() + warm
         while time.monotonic() < deadline:
-            select_destinations.select(driver, spec_of(rng))
+            select_one(driver, spec_of(rng), instances)
         split = ClaimSplit(driver, log) if args.split else None
         del log.incremental[:], log.full[:], watch.stalls[:]
         if args.stalls:
@@ -427,7 +474,7 @@ def run(args):
         while time.monotonic() < deadline:
             if split is not None:
                 split.begin()
-            failed += not select_destinations.select(driver, spec_of(rng))
+            failed += not select_one(driver, spec_of(rng), instances)
             select.append(driver.last_timings['filter_weigh'] * 1000)
             claim.append(driver.last_timings['claim'] * 1000)
             if split is not None:
@@ -449,8 +496,12 @@ def run(args):
             written, elapsed, late = writer.communicate()[0].split()
             writer = None
         print('%d hosts on postgresql (set-up %.1f s, cache load %.2f s), '
-              '%d requests in %.0f s (no valid host %d)'
-              % (args.hosts, setup, load, len(select), args.seconds, failed))
+              '%d requests in %.0f s (no valid host %d), each for an '
+              'instance being built (%d for unknown ones: more than were '
+              'recorded)' % (args.hosts, setup, load, len(select),
+                             args.seconds, failed, instances.unknown))
+        print('  [filter_scheduler] build_claim_flush = %s'
+              % CONF.filter_scheduler.build_claim_flush)
         print('  switch interval %.1f ms' % (sys.getswitchinterval() * 1000))
         if flipper is not None:
             print('  every service changed liveness at once %d times '
@@ -528,8 +579,16 @@ def main(argv=None):
                         help="the interpreter's switch interval (s; "
                         "default: CPython's, 0.005, as the daemon's; "
                         'host_cache.switching has 0.0005)')
+    parser.add_argument('--set', dest='options', action='append',
+                        type=rig.parse_option, default=[],
+                        metavar='SECTION.OPTION=VALUE',
+                        help='an option for the scheduler (repeatable), '
+                        'e.g. filter_scheduler.build_claim_flush=immediate')
     args = parser.parse_args(argv)
     CONF([], project='gantt')
+    for section, option, value in args.options:
+        CONF.set_override(option, value,
+                          group=None if section == 'DEFAULT' else section)
     objects.register_all()
     # As the daemon's main does.
     host_cache.freeze_collector()
