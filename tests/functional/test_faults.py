@@ -416,6 +416,34 @@ def test_database_restarted_mid_load(tmp_path, postgresql_cluster,
                              figures)
 
 
+def test_database_crashed_mid_load(tmp_path, rpc_transport, request):
+    """The database server is killed, as a crash would (``pg_ctl stop -m
+    immediate``), while builds are claimed and placed. Every commit that
+    waited for the log holds; the schedulers' claims for building
+    instances did not wait (``[filter_scheduler] build_claim_flush``), so
+    those not yet written when it died are gone, and the conductor must
+    find them missing rather than build on them. (The cluster commits
+    as a deployment does, waiting for its log, unlike the tests' other
+    clusters; the log is not synced to the disk, which a crash of the
+    server alone does not need.)"""
+    with postgresql.PostgresCluster(
+            settings={'synchronous_commit': 'on'}) as pg, \
+            cluster_mod.Cluster(tmp_path, db_url=pg.create_database(),
+                                extra_conf=DB_RETRY_CONF) as c:
+        daemons = start_cluster(c)
+        with client(rpc_transport, c):
+            figures = run_outage(c, daemons, lambda: pg.restart(
+                downtime=DB_DOWNTIME_SECONDS, mode='immediate'))
+            figures['claims found lost by a conductor'] = sum(
+                process.log().count('holds no claim on')
+                for process in c.processes
+                if process.name.startswith('conductor'))
+            assert_recovered(request, c, daemons,
+                             'PostgreSQL crashed (%ds down) under %d '
+                             'builds' % (DB_DOWNTIME_SECONDS, BUILDS),
+                             figures)
+
+
 def _broker_restart(node):
     def outage():
         stopped_at = time.monotonic()
