@@ -135,46 +135,30 @@ def _selection(host):
             {'vcpus': 1, 'memory_mb': 512, 'disk_gb': 1}))
 
 
-def test_an_answer_whose_claim_a_duplicate_replaced_goes_to_an_alternate(
-        node):
+@pytest.mark.parametrize('claimed_on', [
     # The broker delivered select_destinations twice: the copy claimed on
-    # h2 after the first answer (h1) claimed. The first answer must not be
-    # sent to h1 unclaimed; the build goes to an alternate that claims.
-    with db_api.writer() as session:
-        h2 = db_compute_nodes.report_inventory(
-            session, str(uuid_lib.uuid4()), 'h2', 'h2',
-            {'vcpus': 8, 'memory_mb': 8192, 'local_gb': 100})
-    uuid = str(uuid_lib.uuid4())
-    build._record([uuid], _spec())
-    for node_id in (node, h2):   # the answer's claim, then the copy's
-        with db_api.writer() as session:
-            claims.release_resources(session, uuid)
-            assert claims.claim_resources(session, node_id, uuid,
-                                          claims.Resources(1, 512, 1))
-    computes = Recorder()
-    task = build.BuildTask(scheduler_api=None, compute_api=computes)
-
-    task._send_to(gantt_context.get_admin_context(), uuid, _spec(),
-                  _selection('h1'), [_selection('h2')])
-
-    assert computes.sent == [(uuid, 'h2')]
-    assert sql_state.instance(uuid).host == 'h2'
-    assert sql_state.allocations() == {uuid: 'h2'}
-    sql_state.assert_consistent()
-
-
-def test_an_answer_whose_claim_was_lost_goes_to_an_alternate(node):
+    # h2 after the first answer (h1) claimed.
+    pytest.param(('h1', 'h2'), id='replaced by a duplicate'),
     # The database crashed after the scheduler's claim was committed but
     # before the commit reached its disk ([filter_scheduler]
-    # build_claim_flush): the instance holds no claim when the conductor
-    # takes the placement. It must not go to h1 unclaimed; the build goes
-    # to an alternate that claims.
+    # build_claim_flush): the instance holds no claim.
+    pytest.param((), id='lost with the database'),
+])
+def test_an_answer_whose_claim_is_gone_goes_to_an_alternate(node,
+                                                            claimed_on):
+    # The first answer (h1) must not be sent to h1 unclaimed; the build
+    # goes to an alternate that claims.
     with db_api.writer() as session:
-        db_compute_nodes.report_inventory(
+        nodes = {'h1': node, 'h2': db_compute_nodes.report_inventory(
             session, str(uuid_lib.uuid4()), 'h2', 'h2',
-            {'vcpus': 8, 'memory_mb': 8192, 'local_gb': 100})
+            {'vcpus': 8, 'memory_mb': 8192, 'local_gb': 100})}
     uuid = str(uuid_lib.uuid4())
     build._record([uuid], _spec())
+    for host in claimed_on:
+        with db_api.writer() as session:
+            claims.release_resources(session, uuid)
+            assert claims.claim_resources(session, nodes[host], uuid,
+                                          claims.Resources(1, 512, 1))
     computes = Recorder()
     task = build.BuildTask(scheduler_api=None, compute_api=computes)
 
