@@ -197,8 +197,9 @@ the claim missing and goes on to the instance's alternates, as it does
 when a duplicate of the request replaced it. Claims for moves (the
 instance is not building), for instances Gantt does not know, claims
 with NUMA, PCI or other resource classes, grouped claims, and every
-claim on MySQL, MariaDB or SQLite wait for the disk as with
-``immediate``.
+claim on MySQL, MariaDB or SQLite commit as with ``immediate``, as any
+other commit does (on PostgreSQL, as its own ``synchronous_commit``
+says: ``on``, or ``remote_apply`` where the operator set it so).
 
 Use ``immediate`` when something other than Gantt's conductor acts on the
 scheduler's answers for builds before it writes to the cell's database.

@@ -367,12 +367,14 @@ _LOCK_INSTANCE = (sa.select(_INSTANCE.c.id)
 # commit waits for the disk (``[filter_scheduler] build_claim_flush``).
 # An instance being built: no. The conductor takes its placement before it
 # sends it to the host, in a commit that waits for the log up to itself,
-# this claim's commit included. Any other instance (a move): yes. No
-# instance found: nothing is set, and the commit waits as every commit
-# does. Set for this transaction only (``set_config``'s ``is_local``):
-# the connection keeps its own setting.
-_BUILDING_FLUSH = sa.case((_INSTANCE.c.vm_state == db_instances.BUILDING,
-                           'off'), else_='on')
+# this claim's commit included. Any other instance (a move): the setting
+# in effect, as every commit (``on``, or ``remote_apply``... where the
+# operator set it so). No instance found: nothing is set either. Set for
+# this transaction only (``set_config``'s ``is_local``): the connection
+# keeps its own setting.
+_BUILDING_FLUSH = sa.case(
+    (_INSTANCE.c.vm_state == db_instances.BUILDING, 'off'),
+    else_=sa.func.current_setting('synchronous_commit'))
 _LOCK_INSTANCE_FLUSH_WITH_PLACEMENT = (
     sa.select(sa.func.set_config('synchronous_commit', _BUILDING_FLUSH,
                                  sa.true()))

@@ -97,6 +97,26 @@ def test_a_move_s_claim_waits_for_the_disk(noted, vm_state, task_state):
     assert flush_of(moving) == ['on']
 
 
+def test_a_move_s_claim_keeps_the_operator_s_setting(noted):
+    """A database set to commit otherwise than ``on`` (here ``local``;
+    ``remote_apply`` where standbys must have applied it) keeps that
+    setting for the claims that wait."""
+    engine = db_api.get_engine()
+    with engine.connect() as connection:
+        name = connection.exec_driver_sql(
+            'SELECT current_database()').scalar()
+        connection.exec_driver_sql(
+            'ALTER DATABASE %s SET synchronous_commit = local' % name)
+        connection.commit()
+    db_api.dispose_engine()     # new sessions take the database's setting
+    moving = add_instance('active', 'resize_prep')
+    building = add_instance('building', 'scheduling')
+    assert claim(noted, moving) is True
+    assert claim(noted, building) is True
+    assert flush_of(moving) == ['local']
+    assert flush_of(building) == ['off']
+
+
 def test_a_claim_for_an_instance_gantt_does_not_know_waits(noted):
     unknown = str(uuid.uuid4())
     assert claim(noted, unknown) is True
