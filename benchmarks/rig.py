@@ -163,6 +163,21 @@ _DUE_FOR_ANALYZE = """
 """
 
 
+def building_instances(connection, count):
+    """Record ``count`` BUILDING instances, as the conductor records them
+    before it asks for a host, on ``connection`` (in its transaction);
+    their UUIDs."""
+    uuids = [str(uuid.uuid4()) for _ in range(count)]
+    now = _utcnow()
+    for start in range(0, count, 5000):
+        connection.execute(models.Instance.__table__.insert(), [
+            {'uuid': value, 'vm_state': 'building',
+             'task_state': 'scheduling', 'created_at': now,
+             'updated_at': now, 'deleted': 0}
+            for value in uuids[start:start + 5000]])
+    return uuids
+
+
 class Rig:
     def __init__(self, workdir, backend, hosts, host_sizes=None,
                  seed=11, options=()):
@@ -265,15 +280,8 @@ class Rig:
 
     def instances(self, count):
         """``count`` BUILDING instances (as the conductor records them)."""
-        uuids = [str(uuid.uuid4()) for _ in range(count)]
-        now = _utcnow()
         with self.cluster.engine.begin() as connection:
-            for start in range(0, count, 5000):
-                connection.execute(models.Instance.__table__.insert(), [
-                    {'uuid': value, 'vm_state': 'building',
-                     'task_state': 'scheduling', 'created_at': now,
-                     'updated_at': now, 'deleted': 0}
-                    for value in uuids[start:start + 5000]])
+            uuids = building_instances(connection, count)
         if self.cluster.backend == 'postgresql':
             # Before the round these instances are made for (outside its
             # clock), what autovacuum would have analysed by then.

@@ -392,17 +392,8 @@ class BuildingInstances:
     they run out."""
 
     def __init__(self, count):
-        now = models.utcnow()
-        self.uuids = [str(uuid.uuid4()) for _ in range(count)]
-        instances = models.Instance.__table__
-        for start in range(0, count, host_cache_bench.BATCH):
-            with db_api.writer() as session:
-                session.execute(sa.insert(instances), [
-                    {'uuid': value, 'vm_state': 'building',
-                     'task_state': 'scheduling', 'created_at': now,
-                     'updated_at': now, 'deleted': 0}
-                    for value in self.uuids[start:start
-                                            + host_cache_bench.BATCH]])
+        with db_api.get_engine().begin() as connection:
+            self.uuids = rig.building_instances(connection, count)
         self.unknown = 0
 
     def next(self):

@@ -13,15 +13,14 @@ import sqlalchemy as sa
 
 from scheduler.db import api as db_api
 from scheduler.db import claims
-from scheduler.db import compute_nodes
-from scheduler.db import models
 from tests.fixtures import databases
+from tests.unit.db import test_claims
 
 NOTE_FLUSH = """
-CREATE TABLE claim_flush (consumer text, setting text);
+CREATE TABLE claim_flush (seq serial, consumer text, setting text);
 CREATE FUNCTION note_claim_flush() RETURNS trigger AS $$
 BEGIN
-    INSERT INTO claim_flush
+    INSERT INTO claim_flush (consumer, setting)
         VALUES (NEW.consumer_uuid, current_setting('synchronous_commit'));
     RETURN NEW;
 END $$ LANGUAGE plpgsql;
@@ -30,29 +29,13 @@ CREATE TRIGGER note_claim_flush AFTER INSERT ON allocations
 """
 
 
-def make_node(host='host1'):
-    with db_api.writer() as session:
-        return compute_nodes.report_inventory(
-            session, str(uuid.uuid4()), host, host,
-            {'vcpus': 16, 'memory_mb': 32768, 'local_gb': 1000})
-
-
-def add_instance(vm_state, task_state):
-    instance_uuid = str(uuid.uuid4())
-    now = models.utcnow()
-    with db_api.writer() as session:
-        session.execute(sa.insert(models.Instance.__table__).values(
-            uuid=instance_uuid, vm_state=vm_state, task_state=task_state,
-            created_at=now, updated_at=now))
-    return instance_uuid
-
-
 def flush_of(consumer):
     """The synchronous_commit the consumer's claims committed with, in
     order."""
     with db_api.get_engine().connect() as connection:
         return [row[0] for row in connection.execute(
-            sa.text('SELECT setting FROM claim_flush WHERE consumer = :c'),
+            sa.text('SELECT setting FROM claim_flush WHERE consumer = :c '
+                    'ORDER BY seq'),
             {'c': consumer})]
 
 
@@ -70,7 +53,7 @@ def noted(request, config):
         with db_api.get_engine().begin() as connection:
             connection.exec_driver_sql(NOTE_FLUSH)
         try:
-            yield make_node()
+            yield test_claims.make_node()
         finally:
             db_api.dispose_engine()
 
@@ -81,7 +64,7 @@ def claim(node, consumer, kept=None):
 
 
 def test_a_building_instance_s_claim_does_not_wait_for_the_disk(noted):
-    building = add_instance('building', 'scheduling')
+    building = test_claims.add_instance('building', 'scheduling')
     assert claim(noted, building) is True
     assert flush_of(building) == ['off']
 
@@ -92,7 +75,7 @@ def test_a_building_instance_s_claim_does_not_wait_for_the_disk(noted):
     ('shelved_offloaded', 'unshelving'),
 ])
 def test_a_move_s_claim_waits_for_the_disk(noted, vm_state, task_state):
-    moving = add_instance(vm_state, task_state)
+    moving = test_claims.add_instance(vm_state, task_state)
     assert claim(noted, moving) is True
     assert flush_of(moving) == ['on']
 
@@ -109,8 +92,8 @@ def test_a_move_s_claim_keeps_the_operator_s_setting(noted):
             'ALTER DATABASE %s SET synchronous_commit = local' % name)
         connection.commit()
     db_api.dispose_engine()     # new sessions take the database's setting
-    moving = add_instance('active', 'resize_prep')
-    building = add_instance('building', 'scheduling')
+    moving = test_claims.add_instance('active', 'resize_prep')
+    building = test_claims.add_instance('building', 'scheduling')
     assert claim(noted, moving) is True
     assert claim(noted, building) is True
     assert flush_of(moving) == ['local']
@@ -125,12 +108,12 @@ def test_a_claim_for_an_instance_gantt_does_not_know_waits(noted):
 
 def test_with_immediate_every_claim_waits_for_the_disk(noted, config):
     config.config(build_claim_flush='immediate', group='filter_scheduler')
-    building = add_instance('building', 'scheduling')
+    building = test_claims.add_instance('building', 'scheduling')
     assert claim(noted, building) is True
     assert flush_of(building) == ['on']
     config.config(build_claim_flush='with_placement',
                   group='filter_scheduler')
-    later = add_instance('building', 'scheduling')
+    later = test_claims.add_instance('building', 'scheduling')
     assert claim(noted, later) is True
     assert flush_of(later) == ['off']
 
@@ -138,8 +121,8 @@ def test_with_immediate_every_claim_waits_for_the_disk(noted, config):
 def test_a_replaced_claim_waits_for_the_disk(noted):
     # The consumer holds a claim already (the conductor asked again):
     # the full path replaces it, in a transaction that waits.
-    other = make_node('host2')
-    building = add_instance('building', 'scheduling')
+    other = test_claims.make_node('host2')
+    building = test_claims.add_instance('building', 'scheduling')
     assert claim(noted, building) is True
     assert claim(other, building) is True
     assert flush_of(building) == ['off', 'on']
@@ -152,8 +135,8 @@ def test_the_connection_keeps_its_own_setting(noted):
     kept = db_api.KeptConnection()
     try:
         for _ in range(2):
-            assert claim(noted, add_instance('building', 'scheduling'),
-                         kept) is True
+            building = test_claims.add_instance('building', 'scheduling')
+            assert claim(noted, building, kept) is True
         with kept.use() as connection:
             setting = connection.exec_driver_sql(
                 'SHOW synchronous_commit').scalar()
