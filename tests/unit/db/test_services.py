@@ -212,3 +212,66 @@ def test_the_version_a_heartbeat_reports_is_kept_until_another_says(
                                 ['h1', 'h2'])
         assert {row.host: row.version for row in services.list_services(
             session)} == {'h1': 2, 'h2': 2}
+
+
+def test_a_batch_of_heartbeats_answers_for_the_rows_it_found(any_database):
+    """heartbeat_many moves each existing row's last_seen_up and count
+    (not its updated_at, which marks changes for the host caches) and
+    answers ``{host: disabled}`` for those rows only: a host with no
+    row, or with a row of another binary, is left for report_alive."""
+    alive('up')
+    alive('off')
+    alive('other', binary='gantt-scheduler', topic='scheduler')
+    with db_api.writer() as session:
+        services.set_disabled(session, 'off', 'gantt-compute', True,
+                              'maintenance')
+    with db_api.reader() as session:
+        before = {row.host: row for row in services.list_services(session)}
+
+    with db_api.writer() as session:
+        answers = services.heartbeat_many(
+            session, 'gantt-compute', 'compute',
+            ['up', 'off', 'other', 'new', 'up'])
+
+    assert answers == {'up': False, 'off': True}
+    with db_api.reader() as session:
+        after = {row.host: row for row in services.list_services(session)}
+    assert set(after) == {'up', 'off', 'other'}
+    for host in ('up', 'off'):
+        assert after[host].report_count == before[host].report_count + 1
+        assert after[host].last_seen_up > before[host].last_seen_up
+        assert after[host].updated_at == before[host].updated_at
+    assert after['other'] == before['other']
+
+
+def test_a_batch_of_heartbeats_is_one_statement_on_postgresql(
+        postgresql_database):
+    """On PostgreSQL a batch is one round trip: the UPDATE takes the
+    hosts as one array parameter and returns the rows' disabled flags.
+    (An IN list rendered a parameter per host, twice, for the UPDATE and
+    a SELECT after it: at 1,000 hosts a batch, twice the client's CPU
+    and a third more of the server's, measured at 100,000 services.)"""
+    hosts = ['h%03d' % index for index in range(300)]
+    for host in hosts[::3]:
+        alive(host)
+    sent = []
+
+    def note(conn, cursor, statement, parameters, context, executemany):
+        sent.append((statement, parameters))
+
+    sa.event.listen(db_api.get_engine(), 'before_cursor_execute', note)
+    try:
+        with db_api.writer() as session:
+            answers = services.heartbeat_many(session, 'gantt-compute',
+                                              'compute', hosts)
+    finally:
+        sa.event.remove(db_api.get_engine(), 'before_cursor_execute', note)
+
+    assert answers == dict.fromkeys(hosts[::3], False)
+    statements = [(statement, parameters) for statement, parameters in sent
+                  if 'services' in statement]
+    assert len(statements) == 1, statements
+    statement, parameters = statements[0]
+    assert statement.startswith('UPDATE services'), statement
+    assert len(parameters) < 10, parameters
+    assert sorted(hosts) in parameters.values(), parameters
