@@ -30,8 +30,10 @@ that took over 5 ms (each holds the interpreter). ``--split`` also
 prints where the claims' time went: the wait for the host manager's
 lock, the rest of ``consume`` and ``settle`` (the reservation in the
 host cache and its settling), the SQL claim (``claimer.claim``), over
-all claims and over the slowest 1%, and the claims made while a refresh
-ran apart from the others. ``--switch-interval 0.0005`` runs with a
+all claims and over the slowest 1%, the claims made while a refresh
+ran apart from the others, and the claims made while the heartbeat
+writer was in a write (its transaction's span overlapping the
+request's) apart from those made between its writes. ``--switch-interval 0.0005`` runs with a
 shorter switch interval (``host_cache.switching``) instead of
 CPython's.
 
@@ -50,8 +52,10 @@ and the longest select and claim::
 """
 
 import argparse
+import bisect
 import datetime
 import gc
+import json
 import os
 import random
 import statistics
@@ -92,21 +96,25 @@ HEARTBEAT_TICK = 0.1
 def write_heartbeats(url, hosts, rate, seconds):
     """The heartbeat writer's process: ``rate`` heartbeats a second,
     round the hosts in turn, for ``seconds``; prints how many it wrote
-    and how many ticks it fell behind."""
+    and how many ticks it fell behind, then a line of its writes' wall
+    clock times (start and end of each transaction, ``time.time()``)."""
     CONF([], project='gantt')
     CONF.set_override('connection', url, group='database')
     names = ['compute-%06d' % number for number in range(hosts)]
     per_tick = max(1, int(rate * HEARTBEAT_TICK))
     written = late = at = 0
+    writes = []
     started = time.monotonic()
     tick = started
     while time.monotonic() - started < seconds:
         batch = [names[(at + offset) % hosts] for offset in range(per_tick)]
         at = (at + per_tick) % hosts
+        began = time.time()
         with db_api.writer() as session:
             db_services.heartbeat_many(session, 'gantt-compute', 'compute',
                                        batch)
         written += len(batch)
+        writes.append((began, time.time()))
         tick += HEARTBEAT_TICK
         pause = tick - time.monotonic()
         if pause > 0:
@@ -114,7 +122,8 @@ def write_heartbeats(url, hosts, rate, seconds):
         else:
             late += 1
     elapsed = time.monotonic() - started
-    print('%d %.3f %d' % (written, elapsed, late), flush=True)
+    print('%d %.3f %d' % (written, elapsed, late))
+    print(json.dumps(writes), flush=True)
 
 
 def start_heartbeats(url, hosts, rate, seconds):
@@ -287,6 +296,8 @@ class ClaimSplit:
         self.rows = []
         self.holds = []
         self.busy = False
+        # The heartbeat writer's writes (start, end), once it is done.
+        self.writes = []
         manager = driver.host_manager
         manager._lock = TimedLock(manager._lock, self)
         self._time(manager, 'consume', 'consume')
@@ -318,6 +329,7 @@ class ClaimSplit:
         for part in self.PARTS:
             self.parts[part] = 0.0
         self.busy_at_start = self.busy
+        self.began = time.time()
 
     def end(self, claim_ms):
         parts = self.parts
@@ -326,7 +338,8 @@ class ClaimSplit:
         self.rows.append((claim_ms, waited * 1000,
                           (parts['consume'] + parts['settle'] - waited)
                           * 1000, parts['sql'] * 1000,
-                          self.busy_at_start or self.busy))
+                          self.busy_at_start or self.busy,
+                          (self.began, time.time())))
 
     def report(self):
         claims = sorted(self.rows)
@@ -350,10 +363,51 @@ class ClaimSplit:
                     metrics.percentile(values, 0.99)))
         print('    of the slowest 1%%, with a refresh running: %d of %d'
               % (sum(row[4] for row in tail), len(tail)))
+        if self.writes:
+            self._report_writes(claims, tail)
         holds = sorted(self.holds, reverse=True)
         print('    the lock held by the refresh: %d times, longest %s' % (
             len(holds), ', '.join('%.1f ms (%s)' % hold
                                   for hold in holds[:6])))
+
+    def _report_writes(self, claims, tail):
+        """The requests made while the heartbeat writer was in a write
+        (its transaction's wall clock span overlaps the request's) apart
+        from the others: they share the two CPUs with it."""
+        writes = sorted(self.writes)
+        starts = [write[0] for write in writes]
+        # The longest write: any write overlapping a span starts at most
+        # this long before the span.
+        longest = max(end - start for start, end in writes)
+
+        def during(span):
+            began, ended = span
+            at = bisect.bisect_right(starts, ended)
+            while at > 0 and starts[at - 1] >= began - longest:
+                at -= 1
+                if writes[at][1] >= began:
+                    return True
+            return False
+
+        marked = [(row[0], during(row[5])) for row in claims]
+        first = min(row[5][0] for row in claims)
+        last = max(row[5][1] for row in claims)
+        writing = sum(min(end, last) - max(start, first)
+                      for start, end in writes if end > first and start < last)
+        print('    heartbeat writes: %d, %.0f%% of the time' % (
+            len(writes), 100 * writing / max(last - first, 1e-9)))
+        for label, flag in (('during a write', True),
+                            ('between writes', False)):
+            values = [claim for claim, overlapped in marked
+                      if overlapped is flag]
+            if values:
+                print('    claims %-22s %6d: p50 %6.2f p99 %6.2f' % (
+                    label, len(values), statistics.median(values),
+                    metrics.percentile(values, 0.99)))
+        # claims is sorted by duration: the slowest 1% are its last.
+        print('    of the slowest 1%%, during a heartbeat write: %d of %d'
+              % (sum(overlapped for _claim, overlapped
+                     in marked[len(claims) - len(tail):]), len(tail)))
 
 
 # A one-row UPDATE+COMMIT timed after every so many requests, beside the
@@ -484,7 +538,10 @@ def run(args):
         full, incremental = list(log.full), list(log.incremental)
         stalls = list(watch.stalls)
         if writer is not None:
-            written, elapsed, late = writer.communicate()[0].split()
+            summary, writes = writer.communicate()[0].splitlines()[-2:]
+            written, elapsed, late = summary.split()
+            if split is not None:
+                split.writes = json.loads(writes)
             writer = None
         print('%d hosts on postgresql (set-up %.1f s, cache load %.2f s), '
               '%d requests in %.0f s (no valid host %d), each for an '
