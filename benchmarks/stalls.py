@@ -33,9 +33,9 @@ host cache and its settling), the SQL claim (``claimer.claim``), over
 all claims and over the slowest 1%, the claims made while a refresh
 ran apart from the others, and the claims made while the heartbeat
 writer was in a write (its transaction's span overlapping the
-request's) apart from those made between its writes. ``--switch-interval 0.0005`` runs with a
-shorter switch interval (``host_cache.switching``) instead of
-CPython's.
+request's) apart from those made between its writes.
+``--switch-interval 0.0005`` runs with a shorter switch interval
+(``host_cache.switching``) instead of CPython's.
 
 ``--flip-liveness SECONDS`` measures the other stall of issue 53: every
 SECONDS, every compute's service changes liveness at once (its last
@@ -519,11 +519,16 @@ def run(args):
         while time.monotonic() < deadline:
             if split is not None:
                 split.begin()
-            failed += not select_one(driver, spec_of(rng), instances)
+            placed = select_one(driver, spec_of(rng), instances)
             select.append(driver.last_timings['filter_weigh'] * 1000)
-            claim.append(driver.last_timings['claim'] * 1000)
-            if split is not None:
-                split.end(claim[-1])
+            if placed:
+                claim.append(driver.last_timings['claim'] * 1000)
+                if split is not None:
+                    split.end(claim[-1])
+            else:
+                # No host, no claim (while every service is down, with
+                # --flip-liveness).
+                failed += 1
             if len(select) % FLOOR_EVERY == 0:
                 started = time.perf_counter()
                 committer.commit_one()
