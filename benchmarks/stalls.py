@@ -6,7 +6,7 @@ default), one scheduler process's FilterScheduler serves requests back
 to back for ``--seconds``, as ``gantt-scheduler`` runs it (each full
 read of the host cache ends with a pass of the garbage collector and a
 freeze: ``host_cache.freeze_collector``; the interpreter's switch
-interval is CPython's, as in the daemon), while:
+interval is the daemon's, ``host_cache.shorten_switch_interval``), while:
 
 * another process writes the computes' heartbeats at the rate N
   computes send them (one each every ``[DEFAULT] report_interval``
@@ -34,8 +34,8 @@ all claims and over the slowest 1%, the claims made while a refresh
 ran apart from the others, and the claims made while the heartbeat
 writer was in a write (its transaction's span overlapping the
 request's) apart from those made between its writes.
-``--switch-interval 0.0005`` runs with a shorter switch interval
-(``host_cache.switching``) instead of CPython's.
+``--switch-interval 0.005`` runs with CPython's switch interval instead
+of the daemon's shorter one (``host_cache.switching``).
 
 ``--flip-liveness SECONDS`` measures the other stall of issue 53: every
 SECONDS, every compute's service changes liveness at once (its last
@@ -630,8 +630,8 @@ def main(argv=None):
                         'writer)')
     parser.add_argument('--switch-interval', type=float, default=None,
                         help="the interpreter's switch interval (s; "
-                        "default: CPython's, 0.005, as the daemon's; "
-                        'host_cache.switching has 0.0005)')
+                        "default: the daemon's, 0.0005; CPython's is "
+                        '0.005)')
     parser.add_argument('--set', dest='options', action='append',
                         type=rig.parse_option, default=[],
                         metavar='SECTION.OPTION=VALUE',
@@ -645,6 +645,7 @@ def main(argv=None):
     objects.register_all()
     # As the daemon's main does.
     host_cache.freeze_collector()
+    host_cache.shorten_switch_interval()
     if args.switch_interval is not None:
         sys.setswitchinterval(args.switch_interval)
     run(args)

@@ -183,7 +183,7 @@ def test_nothing_is_frozen_outside_the_daemon(cloud, make_host_manager):
 
 def test_the_scheduler_daemon_freezes(monkeypatch):
     monkeypatch.setattr(collector, '_freezing', False)
-    # (main keeps the switch interval: test_switching.py.)
+    # (main's switch interval: test_switching.py.)
     monkeypatch.setattr(sys, 'setswitchinterval', lambda interval: None)
     started = []
     monkeypatch.setattr(common, 'run_daemon',
