@@ -8,8 +8,11 @@ changed::
     changed = compute_nodes.changed_since(session, cached_generations)
 """
 
+import functools
+
 import sqlalchemy as sa
 
+from scheduler.db import api as db_api
 from scheduler.db import models
 
 _NODE = models.ComputeNode.__table__
@@ -105,9 +108,25 @@ def report_inventory(session, uuid, host, nodename, inventory):
     return existing.id
 
 
+def _generations_statement():
+    return sa.select(_NODE.c.id, _NODE.c.generation)
+
+
+@functools.lru_cache(maxsize=64)
+def _driver_generations(dialect):
+    return str(_generations_statement().compile(dialect=dialect))
+
+
 def get_generations(session):
     """``{node id: generation}`` of every node."""
-    rows = session.execute(sa.select(_NODE.c.id, _NODE.c.generation))
+    connection = session.connection()
+    if connection.dialect.driver == 'psycopg2':
+        # The driver's own rows, made a batch at a time: SQLAlchemy's
+        # result rows were two thirds of a full read's nodes at 100,000
+        # (0.17 of 0.25 s on the 2-CPU machine; issue 53).
+        return dict(db_api.driver_rows_batched(
+            connection, _driver_generations(connection.dialect), {}))
+    rows = connection.execute(_generations_statement())
     # As plain pairs: a field of a SQLAlchemy Row costs ~0.3 us, and a
     # full read takes 100,000 of them at 100k hosts (on PostgreSQL
     # 0.14-0.23 s by field, 0.08-0.13 s so).
