@@ -236,8 +236,11 @@ class Applying:
         since, until = changes.alive_since, changes.alive_until
         service_info = host_state.service_info
         kept, down = {}, set()
-        # The hosts of cached services no row names (a full read only).
-        gone = set(self._services) if changes.full else set()
+        # The hosts of cached services no row names (a full read that
+        # read every service only).
+        gone = set(self._services) if (
+            changes.full and not changes.services_compared_on_server) \
+            else set()
         count = 0
         # (Names bound and the heartbeat judged inline, as
         # host_state.heartbeat_within judges it: a cold start runs this

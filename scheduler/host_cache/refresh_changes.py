@@ -69,9 +69,14 @@ class Changes:
         # Services whose last heartbeat lies between these are alive.
         self.alive_since = self.alive_until = None
         # A full read: ``nodes`` holds the rows whose generation changed,
-        # ``services`` every service. Otherwise both hold the rows
-        # written since the watermark.
+        # ``services`` every service (those it does not name are gone),
+        # unless the database compared them with the cache's
+        # (``services_compared_on_server``, see
+        # host_reads.read_service_differences): then ``services`` holds
+        # those that may differ, and none is gone. Otherwise both hold
+        # the rows written since the watermark.
         self.full = False
+        self.services_compared_on_server = False
         self.aggregates = None
         self.aggregates_fingerprint = None
         # Aggregate fanouts applied when the refresh began (see _apply).

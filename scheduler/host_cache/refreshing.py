@@ -195,8 +195,16 @@ class Refreshing:
                     self._apply(changes, seen_seq)
                     table = self._table
             elif full:
-                changes.nodes, changes.removed, changes.services = (
-                    host_reads.read_full(session, known))
+                changes.nodes, changes.removed = (
+                    host_reads.read_full_nodes(session, known))
+                differing = host_reads.read_service_differences(
+                    session, self._services, changes.alive_since,
+                    changes.alive_until)
+                if differing is None:
+                    changes.services = host_reads.read_services(session)
+                else:
+                    changes.services = differing
+                    changes.services_compared_on_server = True
             else:
                 changes.nodes, changes.services = host_reads.read_changes(
                     session, self._since(), reread, changes.alive_since,

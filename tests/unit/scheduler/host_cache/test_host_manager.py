@@ -278,6 +278,70 @@ def test_refresh_reads_liveness_transitions_not_heartbeats(
     assert list(manager.refresh(full=True).states) == before
 
 
+def _write_lagging(host, **values):
+    """Write the host's service with an ``updated_at`` an hour old, as a
+    writer whose clock lags: the incremental reads do not see it."""
+    services = models.Service.__table__
+    with db_api.writer() as session:
+        session.execute(sa.update(services).where(
+            services.c.host == host).values(
+                updated_at=models.utcnow() - datetime.timedelta(hours=1),
+                **values))
+
+
+def test_a_full_read_finds_the_service_changes_incremental_reads_missed(
+        cloud, make_host_manager, monkeypatch):
+    """The service writes of a clock that lags, deleted services and
+    services registered unseen: a full read finds each. While the cache
+    and the database agree on which services are unusual (disabled,
+    forced down, dead), it reads only those
+    (host_reads.read_service_differences); a service gone or added
+    unseen, and it reads every one."""
+    monkeypatch.setattr(refresh_changes, 'WRITE_SLACK', 0)
+    for host in ('a', 'b', 'c', 'd', 'e'):
+        cloud.add_node(host)
+    cloud.disable('b', 'bad fan')
+    manager = make_host_manager(auto_refresh=False)
+    manager.snapshot()
+    manager.refresh()
+    _write_lagging('a', disabled=True, disabled_reason='psu')
+    _write_lagging('b', disabled=False, disabled_reason=None)
+    _write_lagging('c', forced_down=True)
+    table = manager.refresh()
+    assert [state.service_disabled for state in table.states] == [
+        False, True, False, False, False]
+    read = manager.stats['services_read']
+    table = manager.refresh(full=True)
+    # a, b and c: the rows that differ, not the five.
+    assert manager.stats['services_read'] == read + 3
+    assert [state.service_disabled for state in table.states] == [
+        True, False, False, False, False]
+    assert _state(table, 'a').disabled_reason == 'psu'
+    assert list(table.service_up()) == [True, True, False, True, True]
+    # A row deleted: every row is read, and d has no service.
+    services = models.Service.__table__
+    with db_api.writer() as session:
+        session.execute(sa.delete(services).where(services.c.host == 'd'))
+    read = manager.stats['services_read']
+    table = manager.refresh(full=True)
+    assert manager.stats['services_read'] == read + 4
+    assert _state(table, 'd').service is None
+    assert list(table.service_up()) == [True, True, False, False, True]
+    # A service registered with a lagging clock: every row again.
+    with db_api.writer() as session:
+        db_services.report_alive(session, 'd', 'gantt-compute', 'compute')
+    _write_lagging('d')
+    read = manager.stats['services_read']
+    table = manager.refresh(full=True)
+    assert manager.stats['services_read'] == read + 5
+    assert list(table.service_up()) == [True, True, False, True, True]
+    # Agreed again: only the unusual ones (a disabled, c forced down).
+    read = manager.stats['services_read']
+    before = list(table.states)
+    assert list(manager.refresh(full=True).states) == before
+    assert manager.stats['services_read'] == read + 2
+
+
 def test_a_service_that_never_heartbeated_counts_from_created_at(
         cloud, make_host_manager):
     """As Nova's DB servicegroup driver: a service with no last_seen_up is

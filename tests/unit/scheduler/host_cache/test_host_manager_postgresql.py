@@ -24,6 +24,7 @@ from tests.fixtures import databases
 # Run again on PostgreSQL (the module's `database` below).
 from tests.unit.scheduler.host_cache.test_host_manager import (  # noqa: F401
     _claim_and_settle, _hosts_read_by_written_since, _report, _state,
+    test_a_full_read_finds_the_service_changes_incremental_reads_missed,
     test_a_lost_claim_in_flight_is_rolled_back_by_its_reread,
     test_a_node_written_before_the_claim_is_read_again,
     test_a_service_that_never_heartbeated_counts_from_created_at,

@@ -552,3 +552,72 @@ def _window_before_now():
     now = models.utcnow()
     return (now - datetime.timedelta(seconds=30),
             now - datetime.timedelta(seconds=60))
+
+
+def test_the_database_sends_the_services_that_may_differ(cell_url,
+                                                        monkeypatch):
+    """A full read's services compared on the server: the rows unusual
+    in SQL (disabled, a reason, forced down, a heartbeat outside the
+    window, or none and a creation outside it) and the rows of the
+    services unusual in the cache; None when a service came or went
+    unseen, or when the cache holds too many unusual ones to list."""
+    from scheduler.host_cache import host_state
+    services = models.Service.__table__
+    hosts = ['h%d' % number for number in range(9)]
+    with db_api.target_cell(cell_url):
+        cloud = fakes.Cloud()
+        for host in hosts:
+            cloud.add_node(host)
+        now = models.utcnow()
+        since = now - datetime.timedelta(seconds=60)
+        until = now + datetime.timedelta(seconds=60)
+        with db_api.reader() as session:
+            cached = {row.host: host_state.service_info(row, True)
+                      for row in host_reads.read_services(session)}
+        # h1 is disabled in the cache, enabled in SQL.
+        cached['h1'] = cached['h1']._replace(disabled=True)
+        hour = datetime.timedelta(hours=1)
+        for host, values in (
+                ('h0', {'disabled': True}),
+                ('h2', {'disabled_reason': 'left over'}),
+                ('h3', {'forced_down': True}),
+                ('h4', {'last_seen_up': now - hour}),
+                ('h5', {'last_seen_up': now + hour}),
+                ('h6', {'last_seen_up': None, 'created_at': now - hour}),
+                ('h7', {'last_seen_up': None, 'created_at': now})):
+            with db_api.writer() as session:
+                session.execute(sa.update(services).where(
+                    services.c.host == host).values(**values))
+
+        def differing():
+            with db_api.reader() as session:
+                rows = host_reads.read_service_differences(
+                    session, cached, since, until)
+                whole = {row.host: row
+                         for row in host_reads.read_services(session)}
+            if rows is None:
+                return None
+            # Each as the whole read gives it.
+            assert all(row == whole[row.host] for row in rows)
+            return [row.host for row in rows]
+        assert differing() == ['h0', 'h1', 'h2', 'h3', 'h4', 'h5', 'h6']
+        # Cached as they are now: the same rows (unusual on both sides).
+        with db_api.reader() as session:
+            for row in host_reads.read_services(session):
+                heartbeat = row.last_seen_up or row.created_at
+                cached[row.host] = host_state.service_info(
+                    row, since <= heartbeat <= until)
+        assert differing() == ['h0', 'h2', 'h3', 'h4', 'h5', 'h6']
+        monkeypatch.setattr(host_reads, 'UNUSUAL_AT_MOST', 5)
+        assert differing() is None
+        monkeypatch.undo()
+        # A service the cache holds deleted, or one it lacks added.
+        gone = cached.pop('h8')
+        assert differing() is None
+        cached['h8'] = gone
+        with db_api.writer() as session:
+            session.execute(sa.delete(services).where(
+                services.c.host == 'h8'))
+        assert differing() is None
+        del cached['h8']
+        assert differing() == ['h0', 'h2', 'h3', 'h4', 'h5', 'h6']
