@@ -28,7 +28,11 @@ LOG = logging.getLogger(__name__)
 # the loaded 2-CPU machine: 3 ms for 256). Beyond, as when most services
 # change liveness at once, it restates them and builds a new table off
 # the lock, then swaps it in (~16 us a row of the whole table, 1.6 s at
-# 100,000 hosts, during which requests and claims go on).
+# 100,000 hosts, during which requests and claims go on). A full read
+# writes in place as an incremental refresh does only if it found at
+# most as many changed nodes too (as it mostly does: the incremental
+# reads took the rest); otherwise it builds a new table, so that no
+# request sees one written in place half way.
 RESTATE_UNDER_LOCK = 256
 
 
@@ -178,7 +182,8 @@ class Applying:
         # The rows of the hosts whose service changed take it.
         restate = _rows_to_restate(table, changed_hosts,
                                    set(fresh).union(raced))
-        if not changes.full and len(changed_hosts) <= RESTATE_UNDER_LOCK:
+        if len(changed_hosts) <= RESTATE_UNDER_LOCK and (
+                not changes.full or len(replaced) <= RESTATE_UNDER_LOCK):
             for position in restate:
                 replaced[position] = self._restated(table.states[position],
                                                     ratios)
@@ -187,10 +192,10 @@ class Applying:
         if not replaced and table.rows_by_host.keys().isdisjoint(
                 changed_hosts):
             return
-        # A full read, or most services changing liveness at once: a new
-        # table, its states restated and built off the lock and swapped
-        # in whole (see _defer_build), never rows written into the one
-        # requests hold.
+        # A full read that found many changed nodes, or most services
+        # changing liveness at once: a new table, its states restated and
+        # built off the lock and swapped in whole (see _defer_build),
+        # never rows written into the one requests hold.
         states = list(table.states)
         for position, state in replaced.items():
             states[position] = state
