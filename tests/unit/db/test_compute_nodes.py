@@ -323,3 +323,56 @@ def test_written_since_skips_the_rows_known_at_their_generation(
         # Without ``known``: every row written since.
         assert [row.id for row in compute_nodes.written_since(
             session, since)] == ids
+
+
+
+def test_changed_since_by_blocks_of_generations(any_database, monkeypatch):
+    """From DIGESTS_FROM known nodes on, the generations are compared a
+    block of ids at a time: the changed, new and deleted nodes are found
+    in the blocks whose count and sums differ, and only those blocks'
+    pairs are read."""
+    monkeypatch.setattr(compute_nodes, 'DIGESTS_FROM', 1)
+    monkeypatch.setattr(compute_nodes, 'GENERATION_BLOCK', 4)
+    monkeypatch.setattr(compute_nodes, 'RANGES_PER_READ', 2)
+    with db_api.writer() as session:
+        session.execute(sa.insert(_NODE), [
+            {'uuid': str(uuid.uuid4()), 'host': 'host%04d' % i,
+             'hypervisor_hostname': 'node%04d' % i, 'generation': 1}
+            for i in range(40)])
+    with db_api.reader() as session:
+        known = compute_nodes.get_generations(session)
+        assert compute_nodes.changed_since(session, known) == ([], [])
+    ids = sorted(known)
+    bumped = [ids[1], ids[2], ids[17], ids[30]]
+    # A whole block too: SQL no longer has its digest.
+    whole = [node_id for node_id in ids if node_id // 4 == ids[12] // 4]
+    assert len(whole) == 4
+    deleted = [ids[5], ids[31]] + whole
+    with db_api.writer() as session:
+        session.execute(sa.update(_NODE).where(_NODE.c.id.in_(bumped))
+                        .values(generation=_NODE.c.generation + 1))
+        session.execute(sa.delete(_NODE).where(_NODE.c.id.in_(deleted)))
+        session.execute(sa.insert(_NODE), [
+            {'uuid': str(uuid.uuid4()), 'host': 'new%d' % i,
+             'hypervisor_hostname': 'new%d' % i, 'generation': 1}
+            for i in range(2)])
+    read = []
+    differing = compute_nodes._differing_generations
+
+    def spied(session, known):
+        current, blocks = differing(session, known)
+        read.append((set(current), blocks))
+        return current, blocks
+    monkeypatch.setattr(compute_nodes, '_differing_generations', spied)
+    with db_api.reader() as session:
+        rows, removed = compute_nodes.changed_since(session, known)
+        now = compute_nodes.get_generations(session)
+    new = sorted(set(now) - set(known))
+    assert len(new) == 2
+    assert [row.id for row in rows] == bumped + new
+    assert [row.generation for row in rows] == [2, 2, 2, 2, 1, 1]
+    assert removed == sorted(deleted)
+    [(pairs, blocks)] = read
+    assert blocks == {node_id // 4 for node_id in bumped + deleted + new}
+    assert pairs == {node_id for node_id in now if node_id // 4 in blocks}
+    assert len(pairs) < len(now)
