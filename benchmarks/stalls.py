@@ -10,8 +10,11 @@ interval is the daemon's, ``host_cache.shorten_switch_interval``), while:
 
 * another process writes the computes' heartbeats at the rate N
   computes send them (one each every ``[DEFAULT] report_interval``
-  seconds: 10,000/s at 100,000 hosts), in batches every 0.1 s, as the
-  conductor's batcher writes them;
+  seconds: 10,000/s at 100,000 hosts), as the conductor's batcher
+  writes heartbeats that arrive steadily: each write takes those that
+  arrived during the one before, up to its ``MAX_BATCH`` (with
+  ``--heartbeat-pacing tick``, a batch every 0.1 s instead: larger,
+  rarer writes, as this benchmark wrote them until session 59);
 * the background refresh runs at ``[scheduler]
   host_state_refresh_interval``, and a full read every
   ``--full-read-interval`` seconds (300 in the service; shortened here
@@ -21,17 +24,18 @@ Printed: select (filter+weigh) and claim p50 and p99 and their ratios
 beside the target (p99 at most 3x p50), and for reference those of a
 one-row UPDATE and COMMIT on the same database, timed after every fifth
 request (``commit floor``: the disk's commit tail, which a claim's
-commit shares), the full reads that happened
-within the measured run, and the refresh durations (incremental p50 and
-max, each full read). ``--stalls`` also prints the longest pauses a
-thread that sleeps 1 ms saw, with where the refresh thread was then (a
-hint of what held the interpreter), and the garbage collector's passes
-that took over 5 ms (each holds the interpreter). ``--split`` also
-prints where the claims' time went: the wait for the host manager's
-lock, the rest of ``consume`` and ``settle`` (the reservation in the
-host cache and its settling), the SQL claim (``claimer.claim``), over
-all claims and over the slowest 1%, the claims made while a refresh
-ran apart from the others, and the claims made while the heartbeat
+commit shares), the full reads that happened within the measured run,
+and the refresh durations (incremental p50 and max, each full read),
+with the refresh thread's CPU time in them. ``--stalls`` also prints
+the longest pauses a thread that sleeps 1 ms saw, with where the
+refresh thread was then (a hint of what held the interpreter), and the
+garbage collector's passes that took over 5 ms (each holds the
+interpreter). ``--split`` also prints where the claims' time went: the
+wait for the host manager's lock, the rest of ``consume`` and
+``settle`` (the reservation in the host cache and its settling), the
+SQL claim (``claimer.claim``), over all claims and over the slowest 1%,
+the claims made while a refresh ran apart from the others (and those
+made during a full read), and the claims made while the heartbeat
 writer was in a write (its transaction's span overlapping the
 request's) apart from those made between its writes.
 ``--switch-interval 0.005`` runs with CPython's switch interval instead
@@ -75,6 +79,7 @@ import rig  # noqa: E402
 import select_destinations  # noqa: E402
 import sqlalchemy as sa  # noqa: E402
 
+from conductor import heartbeats  # noqa: E402
 from scheduler import conf  # noqa: E402
 from scheduler.db import api as db_api  # noqa: E402
 from scheduler.db import migration  # noqa: E402
@@ -93,43 +98,63 @@ TARGET_RATIO = 3.0
 HEARTBEAT_TICK = 0.1
 
 
-def write_heartbeats(url, hosts, rate, seconds):
+def write_heartbeats(url, hosts, rate, seconds, pacing='batcher'):
     """The heartbeat writer's process: ``rate`` heartbeats a second,
     round the hosts in turn, for ``seconds``; prints how many it wrote
-    and how many ticks it fell behind, then a line of its writes' wall
-    clock times (start and end of each transaction, ``time.time()``)."""
+    and how many writes fell behind, then a line of its writes' wall
+    clock times (start and end of each transaction, ``time.time()``).
+
+    ``pacing``: ``batcher``, as the conductor's
+    :class:`conductor.heartbeats.HeartbeatBatcher` writes heartbeats
+    arriving steadily (each write takes every heartbeat that arrived
+    while the one before ran, up to its ``MAX_BATCH``; a write falls
+    behind when more than that wait); ``tick``, a batch of ``rate``
+    times :data:`HEARTBEAT_TICK` every :data:`HEARTBEAT_TICK` seconds
+    (larger and rarer writes than the batcher's; a tick falls behind
+    when its write ends after the next tick)."""
     CONF([], project='gantt')
     CONF.set_override('connection', url, group='database')
     names = ['compute-%06d' % number for number in range(hosts)]
-    per_tick = max(1, int(rate * HEARTBEAT_TICK))
     written = late = at = 0
     writes = []
     started = time.monotonic()
     tick = started
     while time.monotonic() - started < seconds:
-        batch = [names[(at + offset) % hosts] for offset in range(per_tick)]
-        at = (at + per_tick) % hosts
+        if pacing == 'tick':
+            count = max(1, int(rate * HEARTBEAT_TICK))
+        else:
+            count = int(rate * (time.monotonic() - started)) - written
+            if count <= 0:
+                time.sleep(max(0.0, (written + 1) / rate
+                               - (time.monotonic() - started)))
+                continue
+            if count > heartbeats.MAX_BATCH:
+                late += 1
+                count = heartbeats.MAX_BATCH
+        batch = [names[(at + offset) % hosts] for offset in range(count)]
+        at = (at + count) % hosts
         began = time.time()
         with db_api.writer() as session:
             db_services.heartbeat_many(session, 'gantt-compute', 'compute',
                                        batch)
         written += len(batch)
         writes.append((began, time.time()))
-        tick += HEARTBEAT_TICK
-        pause = tick - time.monotonic()
-        if pause > 0:
-            time.sleep(pause)
-        else:
-            late += 1
+        if pacing == 'tick':
+            tick += HEARTBEAT_TICK
+            pause = tick - time.monotonic()
+            if pause > 0:
+                time.sleep(pause)
+            else:
+                late += 1
     elapsed = time.monotonic() - started
     print('%d %.3f %d' % (written, elapsed, late))
     print(json.dumps(writes), flush=True)
 
 
-def start_heartbeats(url, hosts, rate, seconds):
+def start_heartbeats(url, hosts, rate, seconds, pacing):
     return subprocess.Popen(
         [sys.executable, os.path.abspath(__file__), '--heartbeat-writer',
-         url, str(hosts), str(rate), str(seconds)],
+         url, str(hosts), str(rate), str(seconds), pacing],
         stdout=subprocess.PIPE, text=True, env=dict(
             os.environ, PYTHONPATH=os.pathsep.join(
                 filter(None, [ROOT, os.environ.get('PYTHONPATH')]))))
@@ -169,6 +194,8 @@ class RefreshLog:
     def __init__(self, manager):
         self.manager = manager
         self.incremental, self.full = [], []
+        # The refresh thread's CPU time of each (ms).
+        self.incremental_cpu, self.full_cpu = [], []
         self.thread = None
         inner = manager.refresh
 
@@ -176,14 +203,18 @@ class RefreshLog:
             self.thread = threading.current_thread()
             before = manager.stats['full_reads']
             started = time.perf_counter()
+            cpu = time.thread_time()
             try:
                 return inner(full=full)
             finally:
                 elapsed = (time.perf_counter() - started) * 1000
+                cpu = (time.thread_time() - cpu) * 1000
                 if manager.stats['full_reads'] > before:
                     self.full.append(elapsed)
+                    self.full_cpu.append(cpu)
                 else:
                     self.incremental.append(elapsed)
+                    self.incremental_cpu.append(cpu)
         manager.refresh = refresh
 
 
@@ -305,13 +336,22 @@ class ClaimSplit:
         self._time(driver.claimer, 'claim', 'sql')
         inner = refresh_log.manager.refresh
 
+        manager = refresh_log.manager
+        # Each refresh's wall clock span and whether it was a full read.
+        self.refreshes = []
+
         def refresh(full=False):
             self.busy = True
+            before = manager.stats['full_reads']
+            began = time.time()
             try:
                 return inner(full=full)
             finally:
                 self.busy = False
-        refresh_log.manager.refresh = refresh
+                self.refreshes.append(
+                    (began, time.time(),
+                     manager.stats['full_reads'] > before))
+        manager.refresh = refresh
 
     def _time(self, owner, name, part):
         inner = getattr(owner, name)
@@ -363,12 +403,32 @@ class ClaimSplit:
                     metrics.percentile(values, 0.99)))
         print('    of the slowest 1%%, with a refresh running: %d of %d'
               % (sum(row[4] for row in tail), len(tail)))
+        self._report_full_reads(claims, tail)
         if self.writes:
             self._report_writes(claims, tail)
         holds = sorted(self.holds, reverse=True)
         print('    the lock held by the refresh: %d times, longest %s' % (
             len(holds), ', '.join('%.1f ms (%s)' % hold
                                   for hold in holds[:6])))
+
+    def _report_full_reads(self, claims, tail):
+        """The claims made while a full read ran (its wall clock span
+        overlapping the claim's request) apart."""
+        spans = [(began, ended) for began, ended, full in self.refreshes
+                 if full]
+        if not spans:
+            return
+
+        def during(span):
+            return any(began < span[1] and span[0] < ended
+                       for began, ended in spans)
+        values = [row[0] for row in claims if during(row[5])]
+        if values:
+            print('    claims during a full read  %6d: p50 %6.2f p99 %6.2f'
+                  % (len(values), statistics.median(values),
+                     metrics.percentile(values, 0.99)))
+        print('    of the slowest 1%%, during a full read: %d of %d'
+              % (sum(during(row[5]) for row in tail), len(tail)))
 
     def _report_writes(self, claims, tail):
         """The requests made while the heartbeat writer was in a write
@@ -494,7 +554,8 @@ def run(args):
         warm = 5.0
         if args.flip_liveness is None:
             writer = start_heartbeats(url, args.hosts, rate,
-                                      args.seconds + warm)
+                                      args.seconds + warm,
+                                      args.heartbeat_pacing)
         watch = StallWatch(log)
         passes = CollectorPasses()
         if args.stalls:
@@ -504,6 +565,7 @@ def run(args):
             select_one(driver, spec_of(rng), instances)
         split = ClaimSplit(driver, log) if args.split else None
         del log.incremental[:], log.full[:], watch.stalls[:]
+        del log.incremental_cpu[:], log.full_cpu[:]
         if args.stalls:
             passes.start()
         fulls = manager.stats['full_reads']
@@ -541,6 +603,8 @@ def run(args):
             flipper.stop.set()
             flipper.join()
         full, incremental = list(log.full), list(log.incremental)
+        full_cpu = list(log.full_cpu)
+        incremental_cpu = list(log.incremental_cpu) or [0.0]
         stalls = list(watch.stalls)
         if writer is not None:
             summary, writes = writer.communicate()[0].splitlines()[-2:]
@@ -561,10 +625,15 @@ def run(args):
                   '(every %.1f s), no heartbeat writer'
                   % (flipper.flips, args.flip_liveness))
         else:
+            if args.heartbeat_pacing == 'tick':
+                pacing = 'a batch every %.1f s, %s late' % (HEARTBEAT_TICK,
+                                                             late)
+            else:
+                pacing = ('as the batcher writes them, %s writes behind'
+                          % late)
             print('  heartbeats written by another process: %.0f/s (target '
-                  '%.0f/s, %s ticks of %.1f s late)'
-                  % (int(written) / float(elapsed), rate, late,
-                     HEARTBEAT_TICK))
+                  '%.0f/s; %s)' % (int(written) / float(elapsed), rate,
+                                   pacing))
         ratio_row('select', select)
         ratio_row('claim', claim)
         if floor:
@@ -573,11 +642,14 @@ def run(args):
             ratio_row('commit floor', floor, reference=True)
         incremental = incremental or [0.0]
         print('  full reads during the run: %d (every %.0f s); each took %s '
-              'ms' % (fulls, args.full_read_interval,
-                      ', '.join('%.0f' % value for value in full)))
-        print('  incremental refreshes: %d, p50 %.1f ms, max %.1f ms'
+              'ms (of the refresh thread\'s CPU: %s ms)'
+              % (fulls, args.full_read_interval,
+                 ', '.join('%.0f' % value for value in full),
+                 ', '.join('%.0f' % value for value in full_cpu)))
+        print('  incremental refreshes: %d, p50 %.1f ms, max %.1f ms (of the '
+              "refresh thread's CPU: p50 %.1f ms)"
               % (len(incremental), statistics.median(incremental),
-                 max(incremental)))
+                 max(incremental), statistics.median(incremental_cpu)))
         if split is not None:
             split.report()
         if args.stalls:
@@ -605,8 +677,9 @@ def run(args):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ['--heartbeat-writer']:
-        url, hosts, rate, seconds = argv[1:5]
-        write_heartbeats(url, int(hosts), float(rate), float(seconds))
+        url, hosts, rate, seconds, pacing = argv[1:6]
+        write_heartbeats(url, int(hosts), float(rate), float(seconds),
+                         pacing)
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--hosts', type=int, default=100000)
@@ -617,6 +690,12 @@ def main(argv=None):
     parser.add_argument('--heartbeats', type=float, default=None,
                         help='heartbeats a second (default: every host '
                         'every [DEFAULT] report_interval)')
+    parser.add_argument('--heartbeat-pacing', choices=('batcher', 'tick'),
+                        default='batcher',
+                        help="batcher (default): each write takes the "
+                        "heartbeats that arrived during the one before, "
+                        "as the conductor's batcher; tick: a batch every "
+                        '%.1f s' % HEARTBEAT_TICK)
     parser.add_argument('--stalls', action='store_true',
                         help='also print the longest pauses of a thread '
                         'that sleeps 1 ms')
