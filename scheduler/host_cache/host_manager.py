@@ -24,7 +24,13 @@ host_state_refresh_interval`` seconds, reading only what changed:
 * every ``FULL_READ_INTERVAL`` seconds, the generation of every node and
   every service, to notice deleted rows and rows written by a host whose
   clock lags by more than ``WRITE_SLACK``
-  (:mod:`scheduler.host_cache.refresh_changes`);
+  (:mod:`scheduler.host_cache.refresh_changes`). The database compares
+  them: the generations a block of ids at a time
+  (:func:`scheduler.db.compute_nodes.changed_since`), the services by
+  sending only those that are not enabled, up and alive on its side or
+  the cache's (``host_reads.read_service_differences``); the few rows
+  that changed are written in place, as an incremental refresh writes
+  them;
 * aggregates, hosts and metadata, re-read whole only when their
   fingerprint changed: from ``[database]`` in the refresh's own
   transaction without cells, from the API database with them
