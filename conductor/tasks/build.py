@@ -395,8 +395,10 @@ class BuildTask:
         just made. Whether the build goes on, or :data:`SUPERSEDED` when
         the instance no longer holds the claim of ``selection`` (a copy of
         its request that the broker delivered twice replaced it), or
-        :data:`LOST` when it holds none (the database crashed before the
-        claim's commit reached its disk). This commit waits for the
+        :data:`LOST` when it holds none and still builds (the database
+        crashed before the claim's commit reached its disk; one that
+        holds none because the reaper timed it out and released it
+        stopped building: False). This commit waits for the
         database's log up to itself, the claim's commit included: once it
         returns, the claim is on disk whatever ``[filter_scheduler]
         build_claim_flush`` says.
@@ -414,9 +416,17 @@ class BuildTask:
                 session, selection.service_host, selection.nodename)
             held = {node_id for node_id, _amounts
                     in claims.get_allocations(session, instance_uuid)}
+            how = 'released its claim on'
             if node is not None and node.id not in held:
-                return SUPERSEDED if held else LOST
-            if db_instances.update(
+                if held:
+                    return SUPERSEDED
+                if _still_building(session, instance_uuid):
+                    return LOST
+                # The reaper timed it out (or it is being deleted) and
+                # released its claim: nothing was lost, nothing to
+                # release.
+                how = 'its claim was released with it, on'
+            elif db_instances.update(
                     session, instance_uuid,
                     expected_vm_state=db_instances.BUILDING,
                     refused_task_state=db_instances.DELETING,
@@ -425,10 +435,10 @@ class BuildTask:
                     build_alternates=_alternates_record(alternates,
                                                         request_spec)):
                 return True
-            claims.release_resources(session, instance_uuid)
+            else:
+                claims.release_resources(session, instance_uuid)
         LOG.warning('Instance %s stopped building while it was scheduled; '
-                    'released its claim on %s', instance_uuid,
-                    selection.service_host)
+                    '%s %s', instance_uuid, how, selection.service_host)
         return False
 
     @staticmethod
@@ -611,6 +621,17 @@ def _record(instance_uuids, request_spec, created=None):
             return True
 
     return write()
+
+
+def _still_building(session, instance_uuid):
+    """Whether the instance is building and not being deleted (what
+    taking a placement expects of it)."""
+    try:
+        row = db_instances.get(session, instance_uuid)
+    except exception.InstanceNotFound:
+        return False
+    return (row.vm_state == db_instances.BUILDING
+            and row.task_state != db_instances.DELETING)
 
 
 def _alternates_record(alternates, request_spec):

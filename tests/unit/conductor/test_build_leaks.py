@@ -170,3 +170,37 @@ def test_an_answer_whose_claim_is_gone_goes_to_an_alternate(node,
     assert sql_state.allocations() == {uuid: 'h2'}
     assert sql_state.usage()['h1'] == (0, 0, 0)
     sql_state.assert_consistent()
+
+
+def test_an_answer_for_a_build_the_reaper_ended_goes_nowhere(node, caplog):
+    """The reaper timed the build out while it was scheduled (ERROR, its
+    claim released): the answer is not sent, no alternate is claimed,
+    and the log says the build stopped, not that a claim was lost."""
+    from conductor.tasks import reaper
+    with db_api.writer() as session:
+        db_compute_nodes.report_inventory(
+            session, str(uuid_lib.uuid4()), 'h2', 'h2',
+            {'vcpus': 8, 'memory_mb': 8192, 'local_gb': 100})
+    uuid = str(uuid_lib.uuid4())
+    build._record([uuid], _spec())
+    with db_api.writer() as session:
+        assert claims.claim_resources(session, node, uuid,
+                                      claims.Resources(1, 512, 1))
+    assert reaper._reap(uuid, 600)
+    computes = Recorder()
+    task = build.BuildTask(scheduler_api=None, compute_api=computes)
+
+    task._send_to(gantt_context.get_admin_context(), uuid, _spec(),
+                  _selection('h1'), [_selection('h2')])
+
+    assert computes.sent == []
+    row = sql_state.instance(uuid)
+    assert (row.vm_state, row.host) == ('error', None)
+    assert sql_state.allocations() == {}
+    assert sql_state.usage() == {'h1': (0, 0, 0), 'h2': (0, 0, 0)}
+    sql_state.assert_consistent()
+    warnings = [record.getMessage() for record in caplog.records
+                if record.levelname == 'WARNING']
+    assert warnings == ['Instance %s stopped building while it was '
+                        'scheduled; its claim was released with it, on h1'
+                        % uuid]
