@@ -171,12 +171,17 @@ def test_changed_since(any_database):
     assert removed == [ids[2]]
 
 
-def test_changed_since_reads_many_nodes(any_database):
+def _insert_nodes(count, prefix='host'):
+    """``count`` nodes at generation 1, in one transaction."""
     with db_api.writer() as session:
         session.execute(sa.insert(_NODE), [
-            {'uuid': str(uuid.uuid4()), 'host': 'host%04d' % i,
-             'hypervisor_hostname': 'node%04d' % i, 'generation': 1}
-            for i in range(1203)])
+            {'uuid': str(uuid.uuid4()), 'host': '%s%04d' % (prefix, i),
+             'hypervisor_hostname': '%s%04d' % (prefix, i), 'generation': 1}
+            for i in range(count)])
+
+
+def test_changed_since_reads_many_nodes(any_database):
+    _insert_nodes(1203)
     with db_api.reader() as session:
         rows, removed = compute_nodes.changed_since(session, {})
         known = compute_nodes.get_generations(session)
@@ -334,11 +339,7 @@ def test_changed_since_by_blocks_of_generations(any_database, monkeypatch):
     monkeypatch.setattr(compute_nodes, 'DIGESTS_FROM', 1)
     monkeypatch.setattr(compute_nodes, 'GENERATION_BLOCK', 4)
     monkeypatch.setattr(compute_nodes, 'RANGES_PER_READ', 2)
-    with db_api.writer() as session:
-        session.execute(sa.insert(_NODE), [
-            {'uuid': str(uuid.uuid4()), 'host': 'host%04d' % i,
-             'hypervisor_hostname': 'node%04d' % i, 'generation': 1}
-            for i in range(40)])
+    _insert_nodes(40)
     with db_api.reader() as session:
         known = compute_nodes.get_generations(session)
         assert compute_nodes.changed_since(session, known) == ([], [])
@@ -352,10 +353,7 @@ def test_changed_since_by_blocks_of_generations(any_database, monkeypatch):
         session.execute(sa.update(_NODE).where(_NODE.c.id.in_(bumped))
                         .values(generation=_NODE.c.generation + 1))
         session.execute(sa.delete(_NODE).where(_NODE.c.id.in_(deleted)))
-        session.execute(sa.insert(_NODE), [
-            {'uuid': str(uuid.uuid4()), 'host': 'new%d' % i,
-             'hypervisor_hostname': 'new%d' % i, 'generation': 1}
-            for i in range(2)])
+    _insert_nodes(2, prefix='new')
     read = []
     differing = compute_nodes._differing_generations
 
