@@ -322,7 +322,11 @@ def changed_since(session, known_generations, raw_documents=False):
                                         (block + 1) * GENERATION_BLOCK)
                    if node_id in known_generations
                    and node_id not in current]
-        nodes = len(known_generations) + len(changed) - len(removed)
+        # The nodes SQL holds now: those known, less the removed, plus
+        # the new (a changed node that was known is counted once).
+        nodes = (len(known_generations) - len(removed)
+                 + sum(node_id not in known_generations
+                       for node_id in changed))
     else:
         current = get_generations(session)
         changed = [node_id for node_id, generation in current.items()

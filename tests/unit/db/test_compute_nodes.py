@@ -374,3 +374,44 @@ def test_changed_since_by_blocks_of_generations(any_database, monkeypatch):
     assert blocks == {node_id // 4 for node_id in bumped + deleted + new}
     assert pairs == {node_id for node_id in now if node_id // 4 in blocks}
     assert len(pairs) < len(now)
+
+
+@pytest.mark.parametrize('by_blocks', [False, True],
+                         ids=['all-pairs', 'by-blocks'])
+@pytest.mark.parametrize('bumped, new, scan', [
+    (6, 0, True),    # 6 of 10 changed: most of them.
+    (4, 3, True),    # 7 of the 13 there now.
+    (4, 2, False),   # 6 of 12: not most.
+    (3, 0, False),
+])
+def test_changed_since_scans_when_most_nodes_changed(
+        any_database, monkeypatch, by_blocks, bumped, new, scan):
+    """Both ways of comparing generations count the nodes SQL holds now
+    alike, a changed node that was known once, and pick one scan of
+    every row only when more than half of them changed."""
+    if by_blocks:
+        monkeypatch.setattr(compute_nodes, 'DIGESTS_FROM', 1)
+        monkeypatch.setattr(compute_nodes, 'GENERATION_BLOCK', 4)
+    _insert_nodes(10)
+    with db_api.reader() as session:
+        known = compute_nodes.get_generations(session)
+    with db_api.writer() as session:
+        session.execute(sa.update(_NODE)
+                        .where(_NODE.c.id.in_(sorted(known)[:bumped]))
+                        .values(generation=_NODE.c.generation + 1))
+    if new:
+        _insert_nodes(new, prefix='new')
+    reads = []
+    get_nodes = compute_nodes.get_nodes
+
+    def spied(session, ids=None, **kwargs):
+        reads.append(None if ids is None else list(ids))
+        return get_nodes(session, ids=ids, **kwargs)
+    monkeypatch.setattr(compute_nodes, 'get_nodes', spied)
+    with db_api.reader() as session:
+        rows, removed = compute_nodes.changed_since(session, known)
+        now = compute_nodes.get_generations(session)
+    assert removed == []
+    assert sorted(row.id for row in rows) == sorted(
+        sorted(known)[:bumped] + sorted(set(now) - set(known)))
+    assert reads == ([None] if scan else [sorted(row.id for row in rows)])
