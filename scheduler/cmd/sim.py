@@ -39,13 +39,17 @@ is written.
 """
 
 import argparse
+import multiprocessing
+from multiprocessing import connection as mp_connection
 import os
 import random
 import shutil
 import signal
 import sys
 import tempfile
+import threading
 import time
+import traceback
 
 from oslo_config import cfg
 import sqlalchemy as sa
@@ -95,6 +99,10 @@ def _parser():
     add('--config-file', help='scheduler options (nova.conf style)')
     add('--compare', nargs=2, metavar=('A.conf', 'B.conf'),
         help='run the same workload under two configurations')
+    add('--jobs', type=int, help='runs of --compare at once, each in a '
+        'process of its own (default: one per CPU this process may use; '
+        '1: one after the other; always 1 with --database-url, whose '
+        'tables the runs would share)')
     add('--callers', type=int, default=1)
     add('--workers', type=int, default=1)
     add('--database-url', help='an empty database (default: SQLite '
@@ -128,6 +136,11 @@ def _inputs(args):
         raise InputError('--hosts: must be at least 1')
     if args.callers < 1 or args.workers < 1:
         raise InputError('--callers and --workers: must be at least 1')
+    if args.jobs is not None and args.jobs < 1:
+        raise InputError('--jobs: must be at least 1')
+    if args.jobs and args.jobs > 1 and args.database_url:
+        raise InputError('--jobs: the runs of --database-url share its '
+                         'tables; they run one after the other')
     try:
         if args.cloud:
             cloud = sim_cloud.load_cloud(args.cloud)
@@ -224,15 +237,17 @@ class CtrlC(deferred_signal.Deferred):
         return self.noted
 
 
-def run_once(cloud, requests, path, args, ctrl_c=None):
+def run_once(cloud, requests, path, args, ctrl_c=None, scratch=None):
     """One run under the configuration file ``path``: a Result. With
     ``ctrl_c`` (a :class:`CtrlC` handling SIGINT) an interrupt ends the
-    run between two phases or two decisions."""
+    run between two phases or two decisions. ``scratch``: the directory
+    its scratch database's directory is made in (default: the system's
+    temporary directory)."""
     ctrl_c = ctrl_c or CtrlC()
     started = time.perf_counter()
     _configure(path)
     _use_cloud_aliases(cloud)
-    workdir = tempfile.mkdtemp(prefix='gantt-sim-')
+    workdir = tempfile.mkdtemp(prefix='gantt-sim-', dir=scratch)
     try:
         _open_database(args.database_url, workdir)
         ctrl_c.check()
@@ -262,6 +277,157 @@ def run_once(cloud, requests, path, args, ctrl_c=None):
                                  % str(error).splitlines()[0])
         db_api.dispose_engine()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _jobs(args, runs):
+    """How many of ``runs`` to make at once (see ``--jobs``)."""
+    if len(runs) < 2 or args.database_url:
+        return 1
+    jobs = args.jobs
+    if jobs is None:
+        # Imported here: the daemon's command, for its count alone.
+        from scheduler.cmd import scheduler as scheduler_cmd
+        jobs = scheduler_cmd.usable_cpus()
+    if threading.active_count() > 1:
+        # A fork copies this thread only: a lock another thread held
+        # would stay held in the child.
+        return 1
+    return max(1, min(jobs, len(runs)))
+
+
+class _StoppedByParent(CtrlC):
+    """A parallel run's SIGINT handler: also stops, at the same checks,
+    when the parent sets ``stop`` (a Ctrl-C it noted, or another run's
+    failure) or is gone (killed), so that the run removes its scratch
+    database itself."""
+
+    def __init__(self, stop):
+        super().__init__()
+        self._stop = stop
+        self._parent = os.getppid()
+
+    @property
+    def orphaned(self):
+        return os.getppid() != self._parent
+
+    def check(self):
+        super().check()
+        if self._stop.is_set() or self.orphaned:
+            raise KeyboardInterrupt()
+
+
+def _run_in_child(pipe, stop, cloud, requests, path, args, scratch):
+    """A forked process's run: ``('result', Result)``, ``('interrupted',
+    None)`` or ``('error', traceback text)`` into ``pipe``."""
+    db_api.forget_engines_after_fork()
+    ctrl_c = _StoppedByParent(stop)
+    signal.signal(signal.SIGINT, ctrl_c)
+    try:
+        answer = ('result', run_once(cloud, requests, path, args, ctrl_c,
+                                     scratch))
+    except KeyboardInterrupt:
+        answer = ('interrupted', None)
+    except Exception as error:
+        answer = (('interrupted', None) if _interrupted(error)
+                  else ('error', traceback.format_exc()))
+    if ctrl_c.orphaned:
+        # Nobody reads: the parent's directory goes with the last run.
+        try:
+            os.rmdir(scratch)
+        except OSError:
+            pass
+        return
+    try:
+        pipe.send(answer)
+    except BrokenPipeError:
+        # The parent went after the check above: nobody reads.
+        pass
+    pipe.close()
+
+
+class RunFailed(Exception):
+    """A run made in a process of its own failed (its traceback in the
+    message), or ended without an answer."""
+
+
+def _answer(process, receive):
+    """What the run of ``process`` sent into ``receive`` (see
+    :func:`_run_in_child`), once it ended."""
+    try:
+        answer = receive.recv()
+    except EOFError:
+        process.join()
+        answer = ('error', 'it ended without an answer (exit code %s)'
+                  % process.exitcode)
+    receive.close()
+    process.join()
+    return answer
+
+
+def _label_of(started, receive):
+    return next(label for label, _process, other in started
+                if other is receive)
+
+
+def _runs_in_parallel(cloud, requests, runs, args, ctrl_c, jobs):
+    """Make ``runs`` (``[(label, path)]``) ``jobs`` at a time, each in a
+    forked process; yield ``(label, Result)`` in the order of ``runs``.
+
+    Each run has its own scratch SQLite database, and the same seed: the
+    same decisions as one after the other. A Ctrl-C (to the terminal's
+    process group, or to this process alone) stops every run at its next
+    check; a failed run stops the others; every scratch database goes.
+    Raises KeyboardInterrupt or :class:`RunFailed` after the runs ended.
+    """
+    context = multiprocessing.get_context('fork')
+    stop = context.Event()
+    scratch = tempfile.mkdtemp(prefix='gantt-sim-runs-')
+    pending = list(runs)
+    # (label, process, receiving end of its pipe) of the runs under way,
+    # in the order of runs; the answers come in, by receiving end.
+    started = []
+    answers = {}
+    try:
+        while pending or started:
+            while pending and len(started) < jobs:
+                label, path = pending.pop(0)
+                # Whatever is buffered would be written again by the
+                # child as it exits.
+                sys.stdout.flush()
+                sys.stderr.flush()
+                receive, send = context.Pipe(duplex=False)
+                process = context.Process(
+                    target=_run_in_child, name='gantt-sim %s' % label,
+                    args=(send, stop, cloud, requests, path, args, scratch))
+                process.start()
+                send.close()
+                started.append((label, process, receive))
+            label, _process, first = started[0]
+            while first not in answers:
+                if ctrl_c.pressed:
+                    stop.set()
+                waiting = {receive: process
+                           for _label, process, receive in started
+                           if receive not in answers}
+                # Readable: an answer, or the end of a run killed
+                # before it answered (that one fails the command now,
+                # not when the runs before it are done).
+                for ready in mp_connection.wait(list(waiting), 0.1):
+                    kind, value = answers[ready] = _answer(waiting[ready],
+                                                           ready)
+                    if kind == 'interrupted':
+                        raise KeyboardInterrupt()
+                    if kind == 'error':
+                        raise RunFailed('the run %s failed: %s' % (
+                            _label_of(started, ready), value))
+            started.pop(0)
+            yield label, answers.pop(first)[1]
+    finally:
+        stop.set()
+        for _label, process, receive in started:
+            process.join()
+            receive.close()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _interrupted(error):
@@ -298,21 +464,35 @@ def main(argv=None):
     results = []
     ctrl_c = CtrlC()
     previous = signal.signal(signal.SIGINT, ctrl_c)
+    jobs = _jobs(args, runs)
+    if jobs > 1:
+        print('%d runs at once, each in a process of its own (--jobs 1: '
+              'one after the other)' % jobs)
+        made = _runs_in_parallel(cloud, requests, runs, args, ctrl_c, jobs)
+    else:
+        made = ((label, run_once(cloud, requests, path, args, ctrl_c))
+                for label, path in runs)
     try:
-        for label, path in runs:
-            result = run_once(cloud, requests, path, args, ctrl_c)
-            ctrl_c.check()
-            results.append((label, result))
-            print(metrics.summary(result, label))
-            sys.stdout.flush()
+        try:
+            for label, result in made:
+                ctrl_c.check()
+                results.append((label, result))
+                print(metrics.summary(result, label))
+                sys.stdout.flush()
+        finally:
+            # The runs still going stop and remove their scratch
+            # databases before anything is said.
+            made.close()
+            signal.signal(signal.SIGINT, previous)
+    except RunFailed as error:
+        sys.stderr.write('gantt-sim: %s\n' % error)
+        return 1
     except Exception as error:
         if not _interrupted(error):
             raise
         return _say_interrupted()
     except KeyboardInterrupt:
         return _say_interrupted()
-    finally:
-        signal.signal(signal.SIGINT, previous)
     if not args.no_plots:
         from scheduler.sim import plots
         for written in plots.draw_all(args.output, results):

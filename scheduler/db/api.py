@@ -341,6 +341,21 @@ def dispose_engine():
         context_manager.dispose_pool()
 
 
+# The engines a forked child took over from its parent (see
+# forget_engines_after_fork): held until the child exits.
+_inherited = []
+
+
+def forget_engines_after_fork():
+    """In a forked child: leave the parent's engines alone (closing,
+    or garbage-collecting, a pooled connection the child shares with its
+    parent ends the parent's session on the server); the next use builds
+    the child's own."""
+    with _lock:
+        _inherited.extend(_context_managers.values())
+        _context_managers.clear()
+
+
 def api_engine():
     """The engine of the API database (see :func:`api_connection`)."""
     return _api_transaction_context().writer.get_engine()

@@ -3,6 +3,7 @@
 import glob
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -365,6 +366,13 @@ def test_ctrl_c_inside_a_claim_ends_the_run_after_that_decision(files):
     assert events[claim:] == ['claim', 'commit'], events
 
 
+def _assert_interrupted_and_clean(process, err, directory):
+    assert process.returncode == 130, err
+    assert err.endswith('gantt-sim: interrupted; the scratch database is '
+                        'removed\n'), err
+    assert os.listdir(directory) == []
+
+
 def test_ctrl_c_removes_the_scratch_database_and_exits_130(tmp_path):
     directory = tmp_path / 'scratch'
     directory.mkdir()
@@ -395,10 +403,7 @@ def test_ctrl_c_removes_the_scratch_database_and_exits_130(tmp_path):
             process.kill()
         # Its pipes closed here (left open, a later test reports them).
         process.communicate()
-    assert process.returncode == 130, err
-    assert err.endswith('gantt-sim: interrupted; the scratch database is '
-                        'removed\n'), err
-    assert os.listdir(directory) == []
+    _assert_interrupted_and_clean(process, err, directory)
 
 
 def test_an_error_raised_while_ctrl_c_unwinds_counts_as_the_interrupt():
@@ -430,3 +435,163 @@ def test_instance_uuids_are_the_seeds_16_bytes_at_a_time(database):
     assert drawn == [str(uuid.UUID(bytes=generator.bytes(16)))
                      for _ in range(count)]
     assert len(set(drawn)) == count
+
+
+def _sim_command(*argv):
+    return [sys.executable, '-X', 'faulthandler', '-m', 'scheduler.cmd.sim',
+            *argv]
+
+
+def _without_timings(text):
+    """The lines of a summary that do not depend on the machine's
+    speed."""
+    return [line for line in text.splitlines()
+            if ' ms' not in line and ' s of replay' not in line
+            and 'wall time' not in line
+            and not line.startswith('gantt-sim: ')]
+
+
+def test_compare_runs_at_once_decide_as_one_after_the_other(files):
+    """``--compare`` makes its runs in processes of their own, at once:
+    the same decisions, summaries and order as one after the other."""
+    outputs = {}
+    for jobs in ('2', '1'):
+        done = subprocess.run(_sim_command(
+            '--hosts', '40', '--hours', '12', '--compare',
+            files['spread.conf'], files['pack.conf'], '--no-plots',
+            '--jobs', jobs), capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        outputs[jobs] = done.stdout
+    assert '2 runs at once' in outputs['2']
+    assert 'at once' not in outputs['1']
+    parallel = [line for line in _without_timings(outputs['2'])
+                if 'at once' not in line]
+    assert parallel == _without_timings(outputs['1'])
+    assert [line.split(',')[0] for line in parallel
+            if line.startswith('== ')] == ['== spread: 40 hosts',
+                                           '== pack: 40 hosts']
+    # The two configurations placed differently.
+    assert len(set(line for line in parallel
+                   if line.startswith('at the end'))) == 2
+
+
+def _parallel_runs_under_way(directory, argv=()):
+    """A ``--compare`` of two runs at once under ``TMPDIR=directory``,
+    once both replay: ``(process, child pids)``. Each run would take
+    minutes (over 100 times the default workload's instances)."""
+    process = subprocess.Popen(
+        _sim_command('--hosts', '300', '--fill', '150', '--compare',
+                     'etc/gantt-sim/spread.conf', 'etc/gantt-sim/pack.conf',
+                     '--no-plots', '--jobs', '2', *argv),
+        env=dict(os.environ, TMPDIR=str(directory)),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 90
+    pattern = str(directory / 'gantt-sim-runs-*' / 'gantt-sim-*'
+                  / 'sim.sqlite')
+    while len(glob.glob(pattern)) < 2:
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail('the runs did not start: %s' % (
+                process.communicate(),))
+        time.sleep(0.05)
+    time.sleep(0.5)
+    with open('/proc/%d/task/%d/children' % (process.pid,
+                                            process.pid)) as stream:
+        children = [int(pid) for pid in stream.read().split()]
+    assert len(children) == 2
+    return process, children
+
+
+def _gone(pid):
+    """No process ``pid`` runs (a zombie, not reaped yet, does not)."""
+    try:
+        with open('/proc/%d/stat' % pid) as stream:
+            return stream.read().rsplit(')', 1)[1].split()[0] == 'Z'
+    except FileNotFoundError:
+        return True
+
+
+def _ended(process, children):
+    """The output of ``process`` if it and ``children`` end within 60 s
+    (their runs would take minutes); else they are made to say where
+    they wait (SIGABRT), and the test fails."""
+    deadline = time.monotonic() + 60
+    while not all(_gone(pid) for pid in children) \
+            and time.monotonic() < deadline:
+        time.sleep(0.1)
+    try:
+        return process.communicate(
+            timeout=max(1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        for pid in children:
+            if not _gone(pid):
+                os.kill(pid, signal.SIGABRT)
+    process.send_signal(signal.SIGABRT)
+    _out, err = process.communicate(timeout=30)
+    pytest.fail('gantt-sim did not end; its threads:\n%s' % err)
+
+
+def test_ctrl_c_to_the_command_alone_stops_its_parallel_runs(tmp_path):
+    """SIGINT to the command's process only (not to its group): it stops
+    both runs, which remove their scratch databases; exit code 130."""
+    directory = tmp_path / 'scratch'
+    directory.mkdir()
+    process, children = _parallel_runs_under_way(directory)
+    try:
+        process.send_signal(signal.SIGINT)
+        _out, err = _ended(process, children)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+    _assert_interrupted_and_clean(process, err, directory)
+    assert all(_gone(pid) for pid in children)
+
+
+def test_a_parallel_run_killed_fails_the_command_and_stops_the_other(
+        tmp_path):
+    directory = tmp_path / 'scratch'
+    directory.mkdir()
+    process, children = _parallel_runs_under_way(directory)
+    try:
+        os.kill(children[-1], signal.SIGKILL)
+        _out, err = _ended(process, children)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate()
+    assert process.returncode == 1, err
+    assert re.search(r'gantt-sim: the run (spread|pack) failed: it ended '
+                     r'without an answer \(exit code -9\)\n$', err), err
+    assert os.listdir(directory) == []
+    assert all(_gone(pid) for pid in children)
+
+
+def test_parallel_runs_whose_command_is_killed_stop_and_clean_up(tmp_path):
+    """The command killed (SIGKILL: nothing of it runs again), its runs
+    notice, stop, and remove their scratch databases and its directory."""
+    directory = tmp_path / 'scratch'
+    directory.mkdir()
+    process, children = _parallel_runs_under_way(directory)
+    try:
+        process.kill()
+        _ended(process, children)
+    finally:
+        process.communicate()
+    assert os.listdir(directory) == []
+
+
+@pytest.mark.parametrize('argv, message', [
+    (['--jobs', '0'], '--jobs: must be at least 1'),
+    (['--jobs', '2', '--database-url', 'sqlite://'],
+     '--jobs: the runs of --database-url share its tables'),
+])
+def test_bad_jobs_are_one_line_exit_2(files, capsys, argv, message):
+    code = sim.main(['--cloud', files['cloud.toml'], '--trace',
+                     files['trace.csv'], '--compare', files['spread.conf'],
+                     files['pack.conf'], '--no-plots', *argv])
+    assert code == 2
+    error = capsys.readouterr().err
+    assert error.count('\n') == 1 and message in error, error
