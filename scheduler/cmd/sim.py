@@ -63,6 +63,7 @@ from scheduler import objects
 from scheduler.sim import cloud as sim_cloud
 from scheduler.sim import engine
 from scheduler.sim import metrics
+from scheduler.sim import plots
 from scheduler.sim import workload
 
 CONF = conf.CONF
@@ -279,20 +280,33 @@ def run_once(cloud, requests, path, args, ctrl_c=None, scratch=None):
         shutil.rmtree(workdir, ignore_errors=True)
 
 
+def _usable_cpus():
+    # Imported here: the daemon's command, for its count alone.
+    from scheduler.cmd import scheduler as scheduler_cmd
+    return scheduler_cmd.usable_cpus()
+
+
+def _may_fork():
+    """A fork copies this thread only: a lock another thread held would
+    stay held in the child."""
+    return threading.active_count() == 1
+
+
 def _jobs(args, runs):
     """How many of ``runs`` to make at once (see ``--jobs``)."""
-    if len(runs) < 2 or args.database_url:
+    if len(runs) < 2 or args.database_url or not _may_fork():
         return 1
-    jobs = args.jobs
-    if jobs is None:
-        # Imported here: the daemon's command, for its count alone.
-        from scheduler.cmd import scheduler as scheduler_cmd
-        jobs = scheduler_cmd.usable_cpus()
-    if threading.active_count() > 1:
-        # A fork copies this thread only: a lock another thread held
-        # would stay held in the child.
-        return 1
+    jobs = args.jobs if args.jobs is not None else _usable_cpus()
     return max(1, min(jobs, len(runs)))
+
+
+def _plotter(args):
+    """A :class:`plots.Plotter` forked now, or None: no pictures asked
+    for, one CPU, or another thread running (then they are drawn here,
+    after the runs)."""
+    if args.no_plots or not _may_fork() or _usable_cpus() < 2:
+        return None
+    return plots.Plotter(args.output)
 
 
 class _StoppedByParent(CtrlC):
@@ -461,6 +475,15 @@ def main(argv=None):
     print('%d hosts, %d requests (%s)' % (
         cloud.host_count, len(requests),
         args.trace or 'generated, seed %d' % args.seed))
+    plotter = _plotter(args)
+    try:
+        return _run_and_draw(started, args, cloud, requests, runs, plotter)
+    finally:
+        if plotter is not None:
+            plotter.close()
+
+
+def _run_and_draw(started, args, cloud, requests, runs, plotter):
     results = []
     ctrl_c = CtrlC()
     previous = signal.signal(signal.SIGINT, ctrl_c)
@@ -494,9 +517,14 @@ def main(argv=None):
     except KeyboardInterrupt:
         return _say_interrupted()
     if not args.no_plots:
-        from scheduler.sim import plots
-        for written in plots.draw_all(args.output, results):
-            print('wrote %s' % written)
+        try:
+            written = (plotter.draw(results) if plotter is not None
+                       else plots.draw_all(args.output, results))
+        except plots.PlotsFailed as error:
+            sys.stderr.write('gantt-sim: %s\n' % error)
+            return 1
+        for path in written:
+            print('wrote %s' % path)
     print(_total(time.perf_counter() - started, results,
                  not args.no_plots))
     return 0

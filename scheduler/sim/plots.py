@@ -21,9 +21,17 @@ matplotlib is imported when drawing, so that the rest of the simulator
 runs without it (``pip install gantt[sim]`` brings it)::
 
     plots.draw_all('out', [('spread', result_a), ('pack', result_b)])
+
+``gantt-sim`` draws through a :class:`Plotter` on a machine of several
+CPUs: a process forked before the runs imports matplotlib while they
+replay (about a second), then draws the pictures two at a time.
 """
 
+import multiprocessing
 import os
+import signal
+import sys
+import traceback
 
 from scheduler.sim import metrics
 
@@ -148,3 +156,99 @@ def draw_all(directory, runs):
     os.makedirs(directory, exist_ok=True)
     return [draw(pyplot, runs, directory)
             for draw in (utilisation, heatmap, stranded, latency)]
+
+
+# The pictures each of a Plotter's two processes draws (about the same
+# time each: the latency histogram is the slowest).
+_HALVES = ((utilisation, latency), (heatmap, stranded))
+
+
+class PlotsFailed(Exception):
+    """The Plotter's processes did not draw every picture."""
+
+
+def _draw_half(pyplot, runs, directory, drawings):
+    for draw in drawings:
+        draw(pyplot, runs, directory)
+
+
+def _plotter(receive, send, parents, directory):
+    """The Plotter's process: matplotlib imported at once, then the
+    runs drawn when they come (nothing if the pipe closes first).
+    ``parents``: the parent's ends of the pipes, which the fork copied
+    (held here, the runs' pipe would never close)."""
+    for end in parents:
+        end.close()
+    # A Ctrl-C is the command's to act on: it closes the pipe.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pyplot = _pyplot()
+    try:
+        runs = receive.recv()
+    except EOFError:
+        return
+    os.makedirs(directory, exist_ok=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            _draw_half(pyplot, runs, directory, _HALVES[1])
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    try:
+        _draw_half(pyplot, runs, directory, _HALVES[0])
+    finally:
+        _pid, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code:
+        raise PlotsFailed('drawing %s failed (exit code %d)' % (
+            ', '.join(draw.__name__ for draw in _HALVES[1]), code))
+    send.send('drawn')
+
+
+class Plotter:
+    """Draws :func:`draw_all`'s pictures into ``directory`` from a
+    process of its own, forked here (call it before the runs, with no
+    other thread running): it imports matplotlib meanwhile, on another
+    CPU. :meth:`draw` gives it the runs and waits; :meth:`close` ends
+    it if it was not used."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        context = multiprocessing.get_context('fork')
+        # Whatever is buffered would be written again as it exits.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        their_runs, self._runs = context.Pipe(duplex=False)
+        self._done, their_done = context.Pipe(duplex=False)
+        self._process = context.Process(
+            target=_plotter, name='gantt-sim plots',
+            args=(their_runs, their_done, (self._runs, self._done),
+                  directory))
+        self._process.start()
+        their_runs.close()
+        their_done.close()
+
+    def draw(self, runs):
+        """Draw ``runs`` (``[(label, Result)]``): the paths, as
+        :func:`draw_all` gives them; PlotsFailed if a picture was not
+        drawn."""
+        self._runs.send(runs)
+        self._runs.close()
+        try:
+            self._done.recv()
+        except EOFError:
+            self._process.join()
+            raise PlotsFailed('the pictures were not all drawn (the '
+                              'drawing process ended with exit code %s)'
+                              % self._process.exitcode)
+        return [os.path.join(self.directory, name) for name in FILES]
+
+    def close(self):
+        self._runs.close()
+        self._done.close()
+        self._process.join()

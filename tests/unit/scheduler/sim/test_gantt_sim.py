@@ -373,14 +373,20 @@ def _assert_interrupted_and_clean(process, err, directory):
     assert os.listdir(directory) == []
 
 
-def test_ctrl_c_removes_the_scratch_database_and_exits_130(tmp_path):
+@pytest.mark.parametrize('plots', ['--no-plots', '--output'],
+                         ids=['no-plots', 'plots'])
+def test_ctrl_c_removes_the_scratch_database_and_exits_130(tmp_path, plots):
+    """With pictures asked for, the process forked to draw them ends too
+    (it holds the pipes read here)."""
     directory = tmp_path / 'scratch'
     directory.mkdir()
+    plots = [plots] if plots == '--no-plots' else [
+        plots, str(tmp_path / 'out')]
     # -X faulthandler: a run that does not end after Ctrl-C is made to
     # say where each of its threads waits (SIGABRT), for the failure.
     process = subprocess.Popen(
         [sys.executable, '-X', 'faulthandler', '-m', 'scheduler.cmd.sim',
-         '--hosts', '300', '--no-plots'],
+         '--hosts', '300', *plots],
         env=dict(os.environ, TMPDIR=str(directory)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -595,3 +601,51 @@ def test_bad_jobs_are_one_line_exit_2(files, capsys, argv, message):
     assert code == 2
     error = capsys.readouterr().err
     assert error.count('\n') == 1 and message in error, error
+
+
+_DRAW = """
+import sys
+from scheduler.cmd import sim
+from scheduler.sim import plots
+if sys.argv[1] == 'failing':
+    def heatmap(*args):
+        raise RuntimeError('no room for the heatmap')
+    plots.heatmap = heatmap
+    plots._HALVES = ((plots.utilisation, plots.latency),
+                     (heatmap, plots.stranded))
+code = sim.main(sys.argv[2:])
+print('matplotlib here: %s' % ('matplotlib' in sys.modules))
+sys.exit(code)
+"""
+
+
+def _draw(how, files, out):
+    return subprocess.run(
+        [sys.executable, '-c', _DRAW, how, '--cloud', files['cloud.toml'],
+         '--trace', files['trace.csv'], '--output', str(out)],
+        capture_output=True, text=True, timeout=300)
+
+
+def test_the_pictures_are_drawn_by_processes_of_their_own(files, tmp_path):
+    """On a machine of several CPUs the command forks a process that
+    imports matplotlib while the runs replay, and draws the pictures
+    there: the command's own process never imports it."""
+    out = tmp_path / 'out'
+    done = _draw('working', files, out)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.endswith('matplotlib here: False\n'), done.stdout
+    assert ['wrote %s' % (out / name) for name in plots.FILES] == [
+        line for line in done.stdout.splitlines()
+        if line.startswith('wrote ')]
+    for name in plots.FILES:
+        with open(out / name, 'rb') as stream:
+            assert stream.read(8) == b'\x89PNG\r\n\x1a\n'
+
+
+def test_a_picture_not_drawn_fails_the_command(files, tmp_path):
+    done = _draw('failing', files, tmp_path / 'out')
+    assert done.returncode == 1, done.stderr
+    assert 'RuntimeError: no room for the heatmap' in done.stderr
+    assert done.stderr.endswith(
+        'gantt-sim: the pictures were not all drawn (the drawing process '
+        'ended with exit code 1)\n'), done.stderr
