@@ -481,13 +481,18 @@ def test_compare_runs_at_once_decide_as_one_after_the_other(files):
                    if line.startswith('at the end'))) == 2
 
 
+_EXAMPLES = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..',
+                         'etc', 'gantt-sim')
+
+
 def _parallel_runs_under_way(directory, argv=()):
     """A ``--compare`` of two runs at once under ``TMPDIR=directory``,
     once both replay: ``(process, child pids)``. Each run would take
     minutes (over 100 times the default workload's instances)."""
     process = subprocess.Popen(
         _sim_command('--hosts', '300', '--fill', '150', '--compare',
-                     'etc/gantt-sim/spread.conf', 'etc/gantt-sim/pack.conf',
+                     os.path.join(_EXAMPLES, 'spread.conf'),
+                     os.path.join(_EXAMPLES, 'pack.conf'),
                      '--no-plots', '--jobs', '2', *argv),
         env=dict(os.environ, TMPDIR=str(directory)),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
