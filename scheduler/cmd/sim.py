@@ -39,6 +39,7 @@ is written.
 """
 
 import argparse
+import importlib.util
 import multiprocessing
 from multiprocessing import connection as mp_connection
 import os
@@ -142,6 +143,10 @@ def _inputs(args):
     if args.jobs and args.jobs > 1 and args.database_url:
         raise InputError('--jobs: the runs of --database-url share its '
                          'tables; they run one after the other')
+    if not args.no_plots and importlib.util.find_spec('matplotlib') is None:
+        # Said now, not after the replay.
+        raise InputError("the pictures need matplotlib (pip install "
+                         "'gantt[sim]'), or give --no-plots")
     try:
         if args.cloud:
             cloud = sim_cloud.load_cloud(args.cloud)

@@ -237,11 +237,12 @@ class Plotter:
         """Draw ``runs`` (``[(label, Result)]``): the paths, as
         :func:`draw_all` gives them; PlotsFailed if a picture was not
         drawn."""
-        self._runs.send(runs)
-        self._runs.close()
         try:
+            self._runs.send(runs)
+            self._runs.close()
             self._done.recv()
-        except EOFError:
+        except (BrokenPipeError, EOFError):
+            # It ended before it read them, or before it drew them all.
             self._process.join()
             raise PlotsFailed('the pictures were not all drawn (the '
                               'drawing process ended with exit code %s)'

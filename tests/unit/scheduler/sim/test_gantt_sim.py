@@ -612,6 +612,12 @@ _DRAW = """
 import sys
 from scheduler.cmd import sim
 from scheduler.sim import plots
+if sys.argv[1] == 'no-matplotlib':
+    sys.modules['matplotlib'] = None
+if sys.argv[1] == 'failing-import':
+    def no_pyplot():
+        raise ImportError('matplotlib cannot start')
+    plots._pyplot = no_pyplot
 if sys.argv[1] == 'failing':
     def heatmap(*args):
         raise RuntimeError('no room for the heatmap')
@@ -654,3 +660,27 @@ def test_a_picture_not_drawn_fails_the_command(files, tmp_path):
     assert done.stderr.endswith(
         'gantt-sim: the pictures were not all drawn (the drawing process '
         'ended with exit code 1)\n'), done.stderr
+
+
+def test_a_plotter_that_could_not_start_fails_the_command(files, tmp_path):
+    """Its process ended before it read the runs: no broken pipe, the
+    command says the pictures were not drawn."""
+    done = _draw('failing-import', files, tmp_path / 'out')
+    assert done.returncode == 1, done.stderr
+    assert 'ImportError: matplotlib cannot start' in done.stderr
+    assert done.stderr.endswith(
+        'gantt-sim: the pictures were not all drawn (the drawing process '
+        'ended with exit code 1)\n'), done.stderr
+
+
+def test_pictures_without_matplotlib_are_refused_before_the_runs(
+        files, tmp_path):
+    out = tmp_path / 'out'
+    done = _draw('no-matplotlib', files, out)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.endswith(
+        "gantt-sim: error: the pictures need matplotlib (pip install "
+        "'gantt[sim]'), or give --no-plots\n"), done.stderr
+    assert done.stderr.count('gantt-sim:') == 1, done.stderr
+    assert 'instance(s) placed' not in done.stdout
+    assert not out.exists()
