@@ -653,21 +653,15 @@ def test_the_pictures_are_drawn_by_processes_of_their_own(files, tmp_path):
             assert stream.read(8) == b'\x89PNG\r\n\x1a\n'
 
 
-def test_a_picture_not_drawn_fails_the_command(files, tmp_path):
-    done = _draw('failing', files, tmp_path / 'out')
+@pytest.mark.parametrize('how, raised', [
+    ('failing', 'RuntimeError: no room for the heatmap'),
+    # Its process ended before it read the runs: no broken pipe.
+    ('failing-import', 'ImportError: matplotlib cannot start'),
+], ids=['a-picture-fails', 'the-plotter-cannot-start'])
+def test_pictures_not_drawn_fail_the_command(files, tmp_path, how, raised):
+    done = _draw(how, files, tmp_path / 'out')
     assert done.returncode == 1, done.stderr
-    assert 'RuntimeError: no room for the heatmap' in done.stderr
-    assert done.stderr.endswith(
-        'gantt-sim: the pictures were not all drawn (the drawing process '
-        'ended with exit code 1)\n'), done.stderr
-
-
-def test_a_plotter_that_could_not_start_fails_the_command(files, tmp_path):
-    """Its process ended before it read the runs: no broken pipe, the
-    command says the pictures were not drawn."""
-    done = _draw('failing-import', files, tmp_path / 'out')
-    assert done.returncode == 1, done.stderr
-    assert 'ImportError: matplotlib cannot start' in done.stderr
+    assert raised in done.stderr
     assert done.stderr.endswith(
         'gantt-sim: the pictures were not all drawn (the drawing process '
         'ended with exit code 1)\n'), done.stderr
