@@ -254,6 +254,8 @@ def main(argv=None):
                       description='Run Gantt end to end in one process.')
     std_logging.getLogger('oslo_messaging._drivers.amqpdriver').addFilter(
         _OneProcessCallsFilter())
+    # Its daemons, and its own calls (the builds it asks for), as clients.
+    demo_broker.pool_per_service(len(_services(CONF.hosts)) + 1)
     objects.register_all()
     workdir = tempfile.TemporaryDirectory(prefix='gantt-demo-')
     url = CONF.demo_database_connection or \

@@ -17,6 +17,11 @@ rabbit_transient_queues_ttl``, expire a second after the demo::
     ...
     left = demo_broker.remove(url, services, exchange)
 
+Its daemons share one process, and so one pool of connections to the
+broker, where each would have a pool of its own:
+:func:`pool_per_service` makes the shared pool as large as theirs
+together, so that none waits for a connection another daemon holds.
+
 Other transports (``fake://``) have nothing to remove.
 """
 
@@ -45,6 +50,17 @@ def shorten_transient_queues():
         CONF.register_opts(options, group=group)
     CONF.set_default('rabbit_transient_queues_ttl', TRANSIENT_TTL,
                      group=RABBIT_GROUP)
+
+
+def pool_per_service(service_count):
+    """Size the process's pool of broker connections (``[oslo_messaging_rabbit]
+    rpc_conn_pool_size``, after the configuration is read) as
+    ``service_count`` daemons' pools: each of the demo's services may
+    hold as many connections at once as it would in a process of its
+    own. Connections open only as they are needed."""
+    per_service = CONF[RABBIT_GROUP].rpc_conn_pool_size
+    CONF.set_override('rpc_conn_pool_size', per_service * service_count,
+                      group=RABBIT_GROUP)
 
 
 def queues_of(services):

@@ -43,12 +43,21 @@ def _wait_for(predicate, what, timeout=30):
 
 def test_the_demo_over_rabbitmq_boots_everything_and_warns_of_nothing(
         tmp_path):
+    # Two connections per daemon (oslo.messaging's least), as each of
+    # the demo's daemons would have in a process of its own: the pool
+    # they share in the demo's process is as large as theirs together,
+    # and none waits for a connection ("Connection pool limit exceeded",
+    # which a slow machine once caused with the default of 30 shared by
+    # 52 services).
+    config_file = tmp_path / 'pool.conf'
+    config_file.write_text('[oslo_messaging_rabbit]\n'
+                           'rpc_conn_pool_size = 2\n')
     with cluster_mod.Cluster(tmp_path, 'sqlite') as cluster:
         assert _queues(cluster.vhost) == []
         result = subprocess.run(
-            [cluster_mod._script('gantt-demo'), '--transport-url',
-             cluster.transport_url], capture_output=True, text=True,
-            env=cluster.env(), timeout=240)
+            [cluster_mod._script('gantt-demo'), '--config-file',
+             str(config_file), '--transport-url', cluster.transport_url],
+            capture_output=True, text=True, env=cluster.env(), timeout=240)
         assert result.returncode == 0, result.stderr[-3000:]
         lines = result.stdout.strip().splitlines()
         assert lines[-2].endswith(': 100 active'), result.stdout[-500:]
