@@ -302,7 +302,7 @@ def _jobs(args, runs):
     if len(runs) < 2 or args.database_url or not _may_fork():
         return 1
     jobs = args.jobs if args.jobs is not None else _usable_cpus()
-    return max(1, min(jobs, len(runs)))
+    return min(jobs, len(runs))
 
 
 def _plotter(args):
@@ -383,11 +383,6 @@ def _answer(process, receive):
     return answer
 
 
-def _label_of(started, receive):
-    return next(label for label, _process, other in started
-                if other is receive)
-
-
 def _runs_in_parallel(cloud, requests, runs, args, ctrl_c, jobs):
     """Make ``runs`` (``[(label, path)]``) ``jobs`` at a time, each in a
     forked process; yield ``(label, Result)`` in the order of ``runs``.
@@ -425,20 +420,20 @@ def _runs_in_parallel(cloud, requests, runs, args, ctrl_c, jobs):
             while first not in answers:
                 if ctrl_c.pressed:
                     stop.set()
-                waiting = {receive: process
-                           for _label, process, receive in started
+                waiting = {receive: (label, process)
+                           for label, process, receive in started
                            if receive not in answers}
                 # Readable: an answer, or the end of a run killed
                 # before it answered (that one fails the command now,
                 # not when the runs before it are done).
                 for ready in mp_connection.wait(list(waiting), 0.1):
-                    kind, value = answers[ready] = _answer(waiting[ready],
-                                                           ready)
+                    failed, process = waiting[ready]
+                    kind, value = answers[ready] = _answer(process, ready)
                     if kind == 'interrupted':
                         raise KeyboardInterrupt()
                     if kind == 'error':
-                        raise RunFailed('the run %s failed: %s' % (
-                            _label_of(started, ready), value))
+                        raise RunFailed('the run %s failed: %s'
+                                        % (failed, value))
             started.pop(0)
             yield label, answers.pop(first)[1]
     finally:
