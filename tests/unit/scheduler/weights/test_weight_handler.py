@@ -190,15 +190,36 @@ def _novas_totals(weighers, states, spec):
     return totals
 
 
+# Multipliers (RAM, CPU, disk, I/O): spread with some of each sign; a
+# pack (-1.0, which the handler folds into its division).
+MULTIPLIERS = [(1.0, 0.7, 1.0, -2.5), (-1.0, -1.0, -1.0, -1.0)]
+
+
+def _novas_parts(weigher, states, spec):
+    """One weigher's multiplier times its normalised weights, as
+    :func:`_novas_totals` adds them."""
+    raw = [float(weigher._weigh_object(state, spec)) for state in states]
+    if weigher.minval is not None:
+        raw = [max(value, float(weigher.minval)) for value in raw]
+    low = min(raw) if weigher.minval is None else float(weigher.minval)
+    high = max(raw)
+    multiplier = weigher.weight_multiplier(states[0])
+    return [(value - low) / (high - low) * multiplier for value in raw]
+
+
+@pytest.mark.parametrize('multipliers', MULTIPLIERS)
 @pytest.mark.parametrize('seed', range(8))
-def test_totals_are_novas_to_the_bit_for_all_rows_or_some(seed, config):
+def test_totals_are_novas_to_the_bit_for_all_rows_or_some(seed, multipliers,
+                                                          config):
     """The column weighers read whole columns when every row is asked for
     and skip the clamp and the subtraction where they change nothing:
     the totals are still Nova's arithmetic, bit for bit, including hosts
     over their capacity (negative free room, clamped to minval 0)."""
     import random
-    config.config(io_ops_weight_multiplier=-2.5, cpu_weight_multiplier=0.7,
-                  group='filter_scheduler')
+    config.config(group='filter_scheduler', **dict(zip(
+        ('ram_weight_multiplier', 'cpu_weight_multiplier',
+         'disk_weight_multiplier', 'io_ops_weight_multiplier'),
+        multipliers)))
     rng = random.Random(seed)
     states = [fakes.host_state(
         'h%03d' % number, vcpus=rng.choice([8, 16]),
@@ -215,7 +236,14 @@ def test_totals_are_novas_to_the_bit_for_all_rows_or_some(seed, config):
         totals = handler.weigh(weighers, table, rows, spec)
         expected = _novas_totals(weighers, [states[row] for row in rows],
                                  spec)
-        assert totals.tolist() == expected
+        assert totals.tobytes() == np.array(expected).tobytes()
+        # And each weigher's part alone (a part may be -0.0 where the
+        # totals, summed from 0.0, never are).
+        for weigher in weighers:
+            [(_weigher, part)] = handler.contributions(
+                [weigher], table, rows, spec)
+            assert part.tobytes() == np.array(_novas_parts(
+                weigher, [states[row] for row in rows], spec)).tobytes()
     # A hundred hosts over their RAM: the clamp was needed.
     assert sum(state.free_ram_mb < 0 for state in states) > 50
 
