@@ -427,13 +427,14 @@ def _runs_in_parallel(cloud, requests, runs, args, ctrl_c, jobs):
                 # before it answered (that one fails the command now,
                 # not when the runs before it are done).
                 for ready in mp_connection.wait(list(waiting), 0.1):
-                    failed, process = waiting[ready]
-                    kind, value = answers[ready] = _answer(process, ready)
+                    ready_label, ready_process = waiting[ready]
+                    kind, value = answers[ready] = _answer(ready_process,
+                                                           ready)
                     if kind == 'interrupted':
                         raise KeyboardInterrupt()
                     if kind == 'error':
                         raise RunFailed('the run %s failed: %s'
-                                        % (failed, value))
+                                        % (ready_label, value))
             started.pop(0)
             yield label, answers.pop(first)[1]
     finally:
