@@ -168,43 +168,39 @@ def test_uniform_and_flat_weighers_add_nothing():
     assert [weighted for _weigher, weighted in flat] == [None]
 
 
+def _novas_parts(weigher, states, spec):
+    """What one weigher adds to each host's total in Nova's
+    HostWeightHandler, in Python floats: its raw weights clamped to its
+    minval/maxval, normalised by their minimum and maximum (or
+    minval/maxval), times its multiplier; None when they are all one
+    (it adds nothing)."""
+    raw = [float(weigher._weigh_object(state, spec)) for state in states]
+    if weigher.minval is not None:
+        raw = [max(value, float(weigher.minval)) for value in raw]
+    if weigher.maxval is not None:
+        raw = [min(value, float(weigher.maxval)) for value in raw]
+    low = min(raw) if weigher.minval is None else float(weigher.minval)
+    high = max(raw) if weigher.maxval is None else float(weigher.maxval)
+    if low == high:
+        return None
+    multiplier = weigher.weight_multiplier(states[0])
+    return [(value - low) / (high - low) * multiplier for value in raw]
+
+
 def _novas_totals(weighers, states, spec):
-    """Nova's HostWeightHandler in Python floats: each weigher's raw
-    weights clamped to its minval/maxval, normalised by their minimum
-    and maximum (or minval/maxval), times its multiplier, summed in
-    weigher order from 0."""
+    """Nova's totals: each weigher's part (:func:`_novas_parts`) summed
+    in weigher order from 0."""
     totals = [0.0] * len(states)
     for weigher in weighers:
-        raw = [float(weigher._weigh_object(state, spec)) for state in states]
-        if weigher.minval is not None:
-            raw = [max(value, float(weigher.minval)) for value in raw]
-        if weigher.maxval is not None:
-            raw = [min(value, float(weigher.maxval)) for value in raw]
-        low = min(raw) if weigher.minval is None else float(weigher.minval)
-        high = max(raw) if weigher.maxval is None else float(weigher.maxval)
-        if low == high:
-            continue
-        multiplier = weigher.weight_multiplier(states[0])
-        for index, value in enumerate(raw):
-            totals[index] += (value - low) / (high - low) * multiplier
+        for index, value in enumerate(_novas_parts(weigher, states, spec)
+                                      or ()):
+            totals[index] += value
     return totals
 
 
 # Multipliers (RAM, CPU, disk, I/O): spread with some of each sign; a
 # pack (-1.0, which the handler folds into its division).
 MULTIPLIERS = [(1.0, 0.7, 1.0, -2.5), (-1.0, -1.0, -1.0, -1.0)]
-
-
-def _novas_parts(weigher, states, spec):
-    """One weigher's multiplier times its normalised weights, as
-    :func:`_novas_totals` adds them."""
-    raw = [float(weigher._weigh_object(state, spec)) for state in states]
-    if weigher.minval is not None:
-        raw = [max(value, float(weigher.minval)) for value in raw]
-    low = min(raw) if weigher.minval is None else float(weigher.minval)
-    high = max(raw)
-    multiplier = weigher.weight_multiplier(states[0])
-    return [(value - low) / (high - low) * multiplier for value in raw]
 
 
 @pytest.mark.parametrize('multipliers', MULTIPLIERS)
